@@ -1,0 +1,32 @@
+"""Analysing one item: claims, rules and links together (pure: no store, no network)."""
+
+from __future__ import annotations
+
+import re
+
+from ..config import Settings
+from ..models import Analysis, Item, Link
+from .claims import extract_claims
+from .refs import extract_refs
+from .rules import RuleSet, analyse_item
+
+_CHERRY_PICK = re.compile(r"\(#(\d+)\)\s*$")
+
+
+def cherry_pick_origin(item: Item) -> Link | None:
+    """A squash title still ending in "(#N)" after its own number was removed is a pick of PR N."""
+    found = _CHERRY_PICK.search(item.title) if item.kind == "pr" else None
+    if not found or int(found.group(1)) == item.number:
+        return None
+    return Link(kind="cherry-pick", repo=item.repo, number=int(found.group(1)), detail="cherry-pick of")
+
+
+def analyse(item: Item, rules: RuleSet, settings: Settings) -> Analysis:
+    """Every rule-made field of one item, links included."""
+    analysis = analyse_item(item, rules, extract_claims(item.body), settings)
+    found = extract_refs(item.body, item.repo, own=item.number)
+    origin = cherry_pick_origin(item)
+    if origin is not None:
+        found = [origin, *(link for link in found if (link.repo, link.number) != (origin.repo, origin.number))]
+    analysis.links = found
+    return analysis

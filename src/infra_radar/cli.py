@@ -1,0 +1,306 @@
+"""The `radar` command: each subcommand parses its options, calls one pipeline function and prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .config import Settings, load_settings
+from .errors import RadarError
+
+LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
+OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+                   help="Write the report under this directory instead of printing it.")
+
+
+@dataclass
+class Context:
+    """What the global options chose; settings are loaded once, on first use."""
+
+    config: Path | None
+    db: str | None
+    _settings: Settings | None = None
+
+    def settings(self, lang: str | None = None) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config, self.db)
+        if lang:
+            self._settings.lang = lang
+        return self._settings
+
+    def engine(self):
+        from .pipeline import open_store
+
+        return open_store(self.settings())
+
+
+def _err(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+
+
+@contextmanager
+def _progress(label: str, total: int | None = None):
+    """A rich progress bar on stderr (silent when stderr is not a terminal); yields an advance(n) callback."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+class RadarGroup(click.Group):
+    """Turns every RadarError into one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except RadarError as exc:
+            _err(str(exc))
+            sys.exit(1)
+        except KeyboardInterrupt:
+            _err("interrupted; the store keeps every batch that was committed, rerun to complete")
+            sys.exit(130)
+
+
+@click.group(cls=RadarGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
+              help="Config file (default: $RADAR_HOME/radar.toml).")
+@click.option("--db", help="Store URL, e.g. sqlite:///radar.db or postgresql+psycopg://... (default: config).")
+@click.version_option(__version__, prog_name="radar")
+@click.pass_context
+def main(ctx: click.Context, config: Path | None, db: str | None) -> None:
+    """infra-radar: which upstream AI-infra changes matter to your team, every morning."""
+    ctx.obj = Context(config, db)
+
+
+pass_ctx: Callable = click.make_pass_decorator(Context)
+
+
+@main.command()
+@click.option("--force", is_flag=True, help="Overwrite an existing radar.toml.")
+@pass_ctx
+def init(obj: Context, force: bool) -> None:
+    """Write radar.toml with every option commented, and create the store."""
+    from .pipeline import init_home
+
+    path = init_home(obj.settings(), force)
+    click.echo(f"wrote {path}\nstore: {obj.settings().db_url}")
+
+
+def _print_import(result) -> None:
+    s = result.stats
+    click.echo(f"{result.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged ({result.source})")
+
+
+@main.command("import-jsonl")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@pass_ctx
+def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
+    """Import history exports in JSON Lines (plain or .gz); broken lines are skipped and counted."""
+    from .pipeline import import_jsonl
+
+    with _progress("importing") as tick:
+        results = import_jsonl(obj.settings(), obj.engine(), list(files), tick)
+    skipped = [line for r in results for line in r.skipped]
+    for result in results:
+        _print_import(result)
+    for line in skipped[:10]:
+        _err(f"skipped {line}")
+    if skipped:
+        _err(f"{len(skipped)} malformed line(s) skipped; everything else was imported")
+        sys.exit(1)
+
+
+@main.command("import-git")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--repo", required=True, help="OWNER/NAME the clone belongs to.")
+@click.option("--branches", help="Comma-separated branch globs, e.g. 'main,release/*' (default: config).")
+@click.option("--since", help="Only commits at or after this time (date or ISO time).")
+@click.option("--until", help="Only commits before this time.")
+@pass_ctx
+def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, since: str | None,
+                   until: str | None) -> None:
+    """Import a local clone: squash-merged PRs, merge commits, direct commits and tags."""
+    from .pipeline import import_git
+    from .windows import make_window, parse_when
+
+    window = None
+    if since or until:
+        from datetime import UTC, datetime
+
+        window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
+                             parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
+    patterns = [b.strip() for b in branches.split(",") if b.strip()] if branches else None
+    with _progress("reading git log") as tick:
+        result = import_git(obj.settings(), obj.engine(), path, repo, patterns, window, tick)
+    _print_import(result)
+
+
+@main.command()
+@pass_ctx
+def analyze(obj: Context) -> None:
+    """Analyse items that are new, changed, or were analysed by older rules."""
+    from .pipeline import analyze as run_analyze
+    from .pipeline import pending_count
+
+    settings, engine = obj.settings(), obj.engine()
+    with _progress("analysing", pending_count(settings, engine)) as tick:
+        result = run_analyze(settings, engine, tick)
+    click.echo(f"analysed {result.analysed} item(s) in {result.seconds:.1f}s (rules {result.version})")
+
+
+def _emit(report) -> None:
+    if report.path:
+        click.echo(str(report.path))
+    else:
+        click.echo(report.text, nl=False)
+
+
+@main.command()
+@click.option("--since", help="Window start (default: end of the last successful daily run; first run 72 h back).")
+@click.option("--until", help="Window end (default: now).")
+@click.option("--repo", "repos", multiple=True, help="Only this repository (repeatable).")
+@LANG
+@OUT
+@pass_ctx
+def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
+          out_dir: Path | None) -> None:
+    """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
+    from .pipeline import daily as run_daily
+    from .windows import parse_when
+
+    report = run_daily(obj.settings(lang), obj.engine(), parse_when(since) if since else None,
+                       parse_when(until) if until else None, list(repos) or None, out_dir)
+    _emit(report)
+
+
+@main.command()
+@click.option("--repo", required=True, help="OWNER/NAME.")
+@click.option("--week", help="ISO week, e.g. 2026-W31.")
+@click.option("--since", help="Range start (date or ISO time), with --until.")
+@click.option("--until", help="Range end (exclusive).")
+@LANG
+@OUT
+@pass_ctx
+def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
+           out_dir: Path | None) -> None:
+    """The weekly report of one repository: counts, themes, trends, risks, key PRs."""
+    from .pipeline import weekly as run_weekly
+    from .windows import iso_week, make_window, parse_when
+
+    if week and (since or until):
+        raise click.UsageError("give either --week or --since/--until, not both")
+    if week:
+        window = iso_week(week)
+    elif since and until:
+        window = make_window(parse_when(since), parse_when(until))
+    else:
+        raise click.UsageError("give --week 2026-W31, or --since and --until")
+    _emit(run_weekly(obj.settings(lang), obj.engine(), repo, window, out_dir))
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Print the export object instead of the card.")
+@LANG
+@pass_ctx
+def show(obj: Context, ref: str, as_json: bool, lang: str | None) -> None:
+    """The item card of OWNER/NAME#N."""
+    from .pipeline import card_input
+    from .render.markdown import card_json, render_card
+
+    settings = obj.settings(lang)
+    inp = card_input(settings, obj.engine(), ref)
+    if as_json:
+        click.echo(json.dumps(card_json(inp), ensure_ascii=False, indent=2))
+    else:
+        click.echo(render_card(inp, settings.lang), nl=False)
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True,
+              help="Output format.")
+@click.option("--repo", help="Only this repository.")
+@click.option("--since", help="Window start, inclusive (date or ISO time).")
+@click.option("--until", help="Window end, exclusive.")
+@click.option("--state", type=click.Choice(["merged", "open", "closed", "all"]), default="all", show_default=True)
+@pass_ctx
+def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: str | None, state: str) -> None:
+    """Print analysed items as a JSON array (the export contract)."""
+    from datetime import UTC, datetime
+
+    from .pipeline import export as run_export
+    from .windows import make_window, parse_when
+
+    window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
+                         parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
+    data = run_export(obj.settings(), obj.engine(), window, repo, state)
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@main.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("radar-out"),
+              show_default=True, help="Where to write the demo outputs.")
+@LANG
+@pass_ctx
+def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
+    """Offline demo on a bundled sample: writes a daily radar, a weekly report and the export."""
+    from .pipeline import demo as run_demo
+
+    for path in run_demo(obj.settings(lang), out_dir):
+        click.echo(str(path))
+    click.echo(f"store: {out_dir / 'demo.db'} (try: radar --db sqlite:///{out_dir / 'demo.db'} show "
+               "acme/infer-npu#812)", err=True)
+
+
+@main.group()
+def watch() -> None:
+    """The watch list whose items every daily radar rechecks."""
+
+
+@watch.command("add")
+@click.argument("ref")
+@click.option("--reason", default="", help="Why it is watched.")
+@pass_ctx
+def watch_add(obj: Context, ref: str, reason: str) -> None:
+    """Watch OWNER/NAME#N."""
+    from .pipeline import parse_ref
+    from .store.save import watch_add as add
+
+    repo, number = parse_ref(ref)
+    click.echo(f"watching {repo}#{number}" if add(obj.engine(), repo, number, reason)
+               else f"{repo}#{number} is already watched")
+
+
+@watch.command("list")
+@pass_ctx
+def watch_list(obj: Context) -> None:
+    """List watched items."""
+    from .store.queries import watch_list as entries
+
+    for e in entries(obj.engine()):
+        click.echo(f"{e.repo}#{e.number}\t{e.last_state or '-'}\t{e.reason}")
+
+
+@watch.command("remove")
+@click.argument("ref")
+@pass_ctx
+def watch_remove(obj: Context, ref: str) -> None:
+    """Stop watching OWNER/NAME#N."""
+    from .pipeline import parse_ref
+    from .store.save import watch_remove as remove
+
+    repo, number = parse_ref(ref)
+    if not remove(obj.engine(), repo, number):
+        raise RadarError(f"{repo}#{number} is not on the watch list")
+    click.echo(f"stopped watching {repo}#{number}")

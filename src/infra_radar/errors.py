@@ -1,0 +1,38 @@
+"""Every exception infra-radar raises on purpose.
+
+    RadarError                 base; the CLI prints its message in one line and exits non-zero
+    ├── ConfigError            bad radar.toml, bad option values, unknown repository
+    ├── StoreError             the database cannot be opened or migrated
+    ├── SourceError            a source cannot be read (missing clone, broken file)
+    │   └── InputError         one record of the input is malformed (file and line say where)
+    ├── NotFoundError          an item or report asked for is not in the store
+    └── WindowError            a time window that makes no sense (since >= until, bad week)
+"""
+
+
+class RadarError(Exception):
+    """Base of every error the project raises on purpose."""
+
+
+class ConfigError(RadarError):
+    """Configuration is invalid."""
+
+
+class StoreError(RadarError):
+    """The store cannot be opened, read or migrated."""
+
+
+class SourceError(RadarError):
+    """A source cannot be read."""
+
+
+class InputError(SourceError):
+    """One record of an input is malformed."""
+
+
+class NotFoundError(RadarError):
+    """The item or report asked for does not exist."""
+
+
+class WindowError(RadarError):
+    """A time window is invalid."""

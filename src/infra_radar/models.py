@@ -1,0 +1,178 @@
+"""The records passed between stages: sources produce Items, analysis produces Analyses.
+
+Every source (git clone, JSON Lines export, GitHub API, pasted page) is normalised into these
+records before anything else sees them; the store saves and loads them; analysis and rendering
+read them. They are plain dataclasses with no behaviour beyond small derived properties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+# Item.kind values
+PR, ISSUE, RELEASE, COMMIT = "pr", "issue", "release", "commit"
+# Item.state values
+OPEN, CLOSED, MERGED = "open", "closed", "merged"
+PRIORITIES = ("P0", "P1", "P2", "none")
+GRADES = ("S", "M", "L")
+DECISIONS = ("adapt-now", "validate-first", "track-only")
+
+# A bilingual text: {"en": "...", "zh": "..."}; renderers pick the report language.
+Text = dict[str, str]
+
+
+@dataclass(slots=True)
+class FileChange:
+    """One changed file of an item; additions/deletions are None for binary files."""
+
+    path: str
+    additions: int | None = None
+    deletions: int | None = None
+    status: str | None = None  # added | modified | removed | renamed (live source only)
+
+
+@dataclass(slots=True)
+class Comment:
+    """A human or bot comment or review on an item."""
+
+    author: str
+    body: str
+    created_at: datetime | None = None
+    is_bot: bool = False
+    kind: str = "comment"  # comment | review
+
+
+@dataclass(slots=True)
+class Item:
+    """A pull request, issue, release (tag) or direct commit of one repository."""
+
+    repo: str  # "owner/name"
+    kind: str  # pr | issue | release | commit
+    key: str  # unique within (repo, kind): the number, the tag name or the commit sha
+    title: str
+    number: int | None = None
+    body: str = ""
+    author: str = ""
+    state: str = MERGED
+    draft: bool = False
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    merged_at: datetime | None = None
+    closed_at: datetime | None = None
+    merge_commit: str | None = None
+    branches: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    files: list[FileChange] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    source: str = ""  # git | jsonl | github | page
+    id: int | None = None  # store row id once saved
+
+    @property
+    def ref(self) -> str:
+        """Human reference: `owner/name#N` for PRs and issues, `owner/name@key` otherwise."""
+        if self.number is not None:
+            return f"{self.repo}#{self.number}"
+        return f"{self.repo}@{self.key[:12] if self.kind == COMMIT else self.key}"
+
+    @property
+    def url(self) -> str:
+        base = f"https://github.com/{self.repo}"
+        if self.kind == PR:
+            return f"{base}/pull/{self.number}"
+        if self.kind == ISSUE:
+            return f"{base}/issues/{self.number}"
+        if self.kind == RELEASE:
+            return f"{base}/releases/tag/{self.key}"
+        return f"{base}/commit/{self.key}"
+
+    @property
+    def when(self) -> datetime | None:
+        """The time that places the item in a window: merge time if merged, else last update."""
+        return self.merged_at if self.merged_at else (self.updated_at or self.created_at)
+
+    @property
+    def additions(self) -> int:
+        return sum(f.additions or 0 for f in self.files)
+
+    @property
+    def deletions(self) -> int:
+        return sum(f.deletions or 0 for f in self.files)
+
+
+@dataclass(slots=True)
+class PerfClaim:
+    """A performance figure the author reported, with where it came from."""
+
+    metric: str
+    before: float | None = None
+    after: float | None = None
+    unit: str = ""
+    change_pct: float | None = None  # (after - before) / before * 100, or as stated
+    ratio: float | None = None  # speed-up factor as stated ("2.45x") or derived
+    context: dict[str, str] = field(default_factory=dict)  # model, hardware, concurrency, config
+    span: tuple[int, int] = (0, 0)  # character offsets in the item body
+    source: str = ""  # the line or table row it came from
+
+
+@dataclass(slots=True)
+class Link:
+    """A relation from one item to another item or URL."""
+
+    kind: str  # references | url | cherry-pick | duplicate | follow-up | same-mechanism | adapted-in
+    repo: str | None = None
+    number: int | None = None
+    url: str | None = None
+    detail: str = ""
+
+    @property
+    def ref(self) -> str:
+        if self.repo and self.number is not None:
+            return f"{self.repo}#{self.number}"
+        return self.url or ""
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Everything the rules concluded about one item."""
+
+    item_kind: str  # feature | perf | bugfix | refactor | docs | ci | test | model-support | deps | ...
+    topics: list[str] = field(default_factory=list)
+    priority: str = "none"
+    importance: int = 1
+    insight: int = 1
+    grade: str = "S"
+    grade_reason: Text = field(default_factory=dict)
+    native: bool = False  # already written for the target platform
+    decision: str = "track-only"
+    decision_reason: Text = field(default_factory=dict)
+    risk_labels: list[str] = field(default_factory=list)
+    perf_claims: list[PerfClaim] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    summary: Text = field(default_factory=dict)  # one-line conclusion
+    checklist: list[Text] = field(default_factory=list)  # verification steps
+    version: str = ""  # analyser version; a change triggers recomputation
+
+
+@dataclass(slots=True)
+class AnalysedItem:
+    """An item with its analysis: what renderers and the export consume."""
+
+    item: Item
+    analysis: Analysis
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A half-open time window [since, until) in UTC."""
+
+    since: datetime
+    until: datetime
+
+    def __contains__(self, when: datetime | None) -> bool:
+        return when is not None and self.since <= when < self.until
+
+
+def utc(dt: datetime) -> datetime:
+    """Aware datetime in UTC (naive values are taken as UTC)."""
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)

@@ -1,0 +1,334 @@
+"""The named stages in order: import -> analyse -> report/export. The only module that knows the sequence.
+
+Every stage takes the Settings and the store engine explicitly. Importers only write the store;
+analysis and reports only read it (and write analyses and runs), so any report can be re-rendered
+offline from a database file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from .config import CONFIG_NAME, Settings, default_config_text, load_rule_file
+from .errors import ConfigError, NotFoundError, SourceError
+from .models import AnalysedItem, Item, Window
+from .store import queries, save
+from .store.db import open_engine
+
+Tick = Callable[[int], None]
+
+
+def _no_tick(_n: int) -> None:
+    return None
+
+
+def open_store(settings: Settings) -> Engine:
+    """The store named by the settings, migrated to the current schema."""
+    return open_engine(settings.db_url)
+
+
+def init_home(settings: Settings, force: bool = False) -> Path:
+    """Write radar.toml (every option, commented) into the home directory and create the store."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    path = settings.config_path or settings.home / CONFIG_NAME
+    if path.exists() and not force:
+        raise ConfigError(f"{path} already exists (use --force to overwrite it)")
+    atomic_write(path, default_config_text())
+    open_store(settings).dispose()
+    return path
+
+
+def atomic_write(path: Path, text: str) -> Path:
+    """Write a file so that readers see the old or the new content, never half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+# -- import ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ImportResult:
+    """What one import did."""
+
+    source: str
+    repo: str
+    stats: save.SaveStats
+    skipped: list[str] = field(default_factory=list)
+
+
+def _cleaner(settings: Settings):
+    from .sources.history import BodyCleaner
+
+    return BodyCleaner(load_rule_file("noise", settings)["history"]["line_patterns"])
+
+
+def _counted(stream: Iterable[Item], tick: Tick) -> Iterator[Item]:
+    for item in stream:
+        tick(1)
+        yield item
+
+
+def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Tick = _no_tick) -> list[ImportResult]:
+    """Import history exports (JSON Lines, plain or gzipped); broken lines are skipped and reported."""
+    from .sources.jsonl import JsonlReport, read_jsonl
+
+    clean, results = _cleaner(settings), []
+    for path in paths:
+        report = JsonlReport(str(path))
+        run = save.start_run(engine, "import-jsonl", str(path))
+        try:
+            stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick))
+        except (OSError, EOFError) as exc:
+            save.finish_run(engine, run, "failed", {"error": str(exc)})
+            raise SourceError(f"{path}: cannot read: {exc}") from None
+        save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
+                                           "skipped": len(report.skipped)})
+        results.append(ImportResult(str(path), report.repo, stats, report.skipped))
+    return results
+
+
+def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
+               window: Window | None = None, tick: Tick = _no_tick) -> ImportResult:
+    """Import a local clone's first-parent history of the matching branches, and its tags."""
+    from .sources.git import check_clone, read_clone
+
+    if repo.count("/") != 1:
+        raise ConfigError(f"repository {repo!r} is not OWNER/NAME")
+    check_clone(path)
+    patterns = branches or settings.repo(repo).branches
+    run = save.start_run(engine, "import-git", repo, window)
+    stream = read_clone(path, repo, patterns, _cleaner(settings),
+                        window.since if window else None, window.until if window else None)
+    try:
+        stats = save.save_items(engine, _counted(stream, tick))
+    except SourceError as exc:
+        save.finish_run(engine, run, "failed", {"error": str(exc)})
+        raise
+    save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated})
+    return ImportResult(str(path), repo, stats)
+
+
+# -- analyse --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class AnalyzeResult:
+    """What an analysis pass did."""
+
+    analysed: int
+    version: str
+    seconds: float
+
+
+def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick) -> AnalyzeResult:
+    """Analyse every item that has no analysis, changed since, or was analysed by other rules."""
+    from .analyse.item import analyse
+    from .analyse.rules import RuleSet
+    from .store.db import item_hash
+
+    started, count = time.perf_counter(), 0
+    rules = RuleSet.load(settings)
+    for batch in queries.items_to_analyse(engine, rules.version):
+        results = [(item.id, item_hash(item), analyse(item, rules, settings)) for item in batch]
+        save.save_analyses(engine, results)
+        count += len(results)
+        tick(len(results))
+    return AnalyzeResult(count, rules.version, time.perf_counter() - started)
+
+
+def pending_count(settings: Settings, engine: Engine) -> int:
+    """How many items the next analysis pass would analyse."""
+    from .analyse.rules import RuleSet
+
+    return queries.count_to_analyse(engine, RuleSet.load(settings).version)
+
+
+# -- reports --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Report:
+    """A rendered report and where it was written (if it was)."""
+
+    text: str
+    window: Window
+    path: Path | None = None
+
+
+def _check_repos(engine: Engine, names: list[str]) -> list[str]:
+    known = {n.lower(): n for n in queries.repo_names(engine)}
+    missing = [n for n in names if n.lower() not in known]
+    if missing:
+        have = ", ".join(known.values()) or "none (import something first)"
+        raise ConfigError(f"unknown repository {', '.join(missing)}; the store has: {have}")
+    return [known[n.lower()] for n in names]
+
+
+def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None) -> tuple[Window, bool]:
+    """The daily window: from the last successful daily run (first run: look back N hours) to now."""
+    from .windows import make_window
+
+    until = until or datetime.now(UTC).replace(microsecond=0)
+    first = False
+    if since is None:
+        last = queries.last_success(engine, "daily", "all")
+        if last and last[1] and last[1] < until:
+            since = last[1]
+        else:
+            since, first = until - timedelta(hours=settings.first_lookback_hours), last is None
+    return make_window(since, until), first
+
+
+def _watch_rechecks(engine: Engine, window: Window) -> list:
+    from .render.context import WatchRecheck
+    from .store.db import files_digest
+
+    rechecks = []
+    for entry in queries.watch_list(engine):
+        found = queries.analysed_item(engine, entry.repo, entry.number)
+        ref = f"{entry.repo}#{entry.number}"
+        if found is None:
+            rechecks.append(WatchRecheck(ref, f"https://github.com/{ref.replace('#', '/pull/')}", entry.reason,
+                                         entry.last_state, "unknown", None, None, []))
+            continue
+        item, digest = found.item, files_digest(found.item)
+        newer = queries.referencing_in_window(engine, entry.repo, entry.number, window)
+        moved = None if entry.last_files is None else digest != entry.last_files
+        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, item.state,
+                                     item.merge_commit, moved, newer))
+        save.watch_checked(engine, entry.repo, entry.number, item.state, digest)
+    return rechecks
+
+
+def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
+          repos: list[str] | None = None, out_dir: Path | None = None) -> Report:
+    """The daily radar for the window after the last successful run; recorded as a run."""
+    from .render.context import DailyInput
+    from .render.markdown import render_daily
+
+    window, first = daily_window(settings, engine, since, until)
+    names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
+    analyze(settings, engine)
+    run = save.start_run(engine, "daily", "all", window)
+    try:
+        found = queries.analysed_in_window(engine, window, names)
+        inp = DailyInput(window=window, repos=names, items=found, watch=_watch_rechecks(engine, window),
+                         deep_dive_limit=settings.deep_dive_limit, first_run=first,
+                         generated_at=datetime.now(UTC).replace(microsecond=0))
+        text = render_daily(inp, settings.lang)
+        path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
+    except BaseException:
+        save.finish_run(engine, run, "failed")
+        raise
+    save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None})
+    return Report(text, window, path)
+
+
+def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None) -> Report:
+    """The weekly report of one repository over an ISO week or any date range."""
+    from .render.context import WeeklyInput
+    from .render.markdown import render_weekly
+    from .windows import previous, week_label
+
+    (name,) = _check_repos(engine, [repo])
+    analyze(settings, engine)
+    label = week_label(window)
+    inp = WeeklyInput(repo=name, window=window, week_label=label,
+                      items=queries.analysed_in_window(engine, window, [name]),
+                      previous=queries.analysed_in_window(engine, previous(window), [name]),
+                      key_prs=settings.weekly_key_prs)
+    text = render_weekly(inp, settings.lang)
+    path = None
+    if out_dir:
+        stem = label or f"{window.since:%Y-%m-%d}_{window.until:%Y-%m-%d}"
+        path = atomic_write(out_dir / "weekly" / name.replace("/", "+") / f"{stem}.md", text)
+    return Report(text, window, path)
+
+
+def card_input(settings: Settings, engine: Engine, ref: str):
+    """Everything the item card of `OWNER/NAME#N` shows."""
+    from .render.context import CardInput
+
+    repo, number = parse_ref(ref)
+    analyze(settings, engine)
+    found = queries.analysed_item(engine, repo, number)
+    if found is None:
+        raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
+    index = queries.title_index(engine, [found.item.repo])
+    return CardInput(item=found, referenced_by=queries.referenced_by(engine, found.item.repo, number),
+                     duplicates=queries.duplicates_of(index, found.item))
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """'owner/name#123' -> ('owner/name', 123)."""
+    repo, sep, number = ref.strip().rpartition("#")
+    if not sep or repo.count("/") != 1 or not number.isdigit():
+        raise ConfigError(f"invalid item reference {ref!r}: use OWNER/NAME#N")
+    return repo, int(number)
+
+
+def export(settings: Settings, engine: Engine, window: Window, repo: str | None = None,
+           state: str = "all") -> list[dict]:
+    """The export contract: one JSON object per analysed item in the window."""
+    from .render.context import CardInput
+    from .render.markdown import card_json
+
+    names = _check_repos(engine, [repo]) if repo else None
+    analyze(settings, engine)
+    found = queries.analysed_in_window(engine, window, names, state=state)
+    index = queries.title_index(engine, sorted({a.item.repo for a in found}))
+    return [card_json(CardInput(item=a, referenced_by=[], duplicates=queries.duplicates_of(index, a.item)))
+            for a in found]
+
+
+# -- demo -----------------------------------------------------------------------------------------
+
+DEMO_DAILY = ("2026-08-01T02:00:00Z", "2026-08-03T02:00:00Z")
+DEMO_WEEK = ("acme/infer-npu", "2026-W31")
+
+
+def sample_files() -> list[Path]:
+    """The bundled demo sample exports."""
+    folder = resources.files("infra_radar") / "defaults" / "sample"
+    return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".jsonl"))
+
+
+def demo(settings: Settings, out_dir: Path) -> list[Path]:
+    """Import the bundled sample into out_dir/demo.db and write a daily radar, a weekly report and the export."""
+    import json
+
+    from .windows import iso_week, parse_when
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    db = out_dir / "demo.db"
+    for stale in (db, db.with_name("demo.db-wal"), db.with_name("demo.db-shm")):
+        stale.unlink(missing_ok=True)
+    settings.db_url = f"sqlite:///{db.resolve()}"
+    engine = open_store(settings)
+    import_jsonl(settings, engine, sample_files())
+    analyze(settings, engine)
+    day = daily(settings, engine, parse_when(DEMO_DAILY[0]), parse_when(DEMO_DAILY[1]), out_dir=out_dir)
+    week = weekly(settings, engine, DEMO_WEEK[0], iso_week(DEMO_WEEK[1]), out_dir=out_dir)
+    everything = Window(datetime(1970, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+    data = export(settings, engine, everything)
+    export_path = atomic_write(out_dir / "export.json", json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    engine.dispose()
+    return [p for p in (day.path, week.path, export_path) if p is not None]

@@ -1,0 +1,112 @@
+"""Opening the store: engine, SQLite pragmas, migrations, and row <-> record conversion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..errors import StoreError
+from ..models import Analysis, Comment, FileChange, Item, Link, PerfClaim
+from .schema import migrate
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+    cur.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; safe with WAL
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")  # a second writer waits instead of failing at once
+    cur.close()
+
+
+def open_engine(url: str) -> Engine:
+    """Create the engine for `url`, creating the SQLite file's folder and applying migrations."""
+    try:
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url)
+        if engine.dialect.name == "sqlite":
+            sa.event.listen(engine, "connect", _sqlite_pragmas)
+        with engine.begin() as conn:
+            migrate(conn)
+    except sa.exc.ArgumentError as exc:
+        raise StoreError(f"invalid database URL: {exc}") from None
+    except sa.exc.OperationalError as exc:
+        raise StoreError(f"cannot open the store: {exc.orig}") from None
+    except ModuleNotFoundError as exc:
+        raise StoreError(f"database driver missing ({exc.name}); for PostgreSQL install infra-radar[postgres]") from None
+    return engine
+
+
+def to_db_time(dt: datetime | None) -> datetime | None:
+    """Aware datetime -> naive UTC for storage."""
+    return dt.astimezone(UTC).replace(tzinfo=None) if dt is not None else None
+
+
+def from_db_time(dt: datetime | None) -> datetime | None:
+    """Naive UTC from storage -> aware UTC."""
+    return dt.replace(tzinfo=UTC) if dt is not None else None
+
+
+def item_hash(item: Item) -> str:
+    """A digest of everything an item holds: equal digests mean an upsert changes nothing."""
+    payload = [
+        item.title, item.body, item.author, item.state, item.draft, item.number,
+        *(to_db_time(t).isoformat() if t else None for t in
+          (item.created_at, item.updated_at, item.merged_at, item.closed_at)),
+        item.merge_commit, sorted(item.branches), sorted(item.labels), item.source,
+        [(f.path, f.additions, f.deletions, f.status) for f in item.files],
+        [(c.author, c.body, to_db_time(c.created_at).isoformat() if c.created_at else None, c.is_bot, c.kind)
+         for c in item.comments],
+    ]
+    return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+
+
+def item_row(item: Item, repo_id: int) -> dict:
+    """The `items` row of an item."""
+    return {
+        "repo_id": repo_id, "kind": item.kind, "key": item.key, "number": item.number,
+        "title": item.title, "body": item.body, "author": item.author, "state": item.state,
+        "draft": item.draft, "created_at": to_db_time(item.created_at),
+        "updated_at": to_db_time(item.updated_at), "merged_at": to_db_time(item.merged_at),
+        "closed_at": to_db_time(item.closed_at), "when_at": to_db_time(item.when),
+        "merge_commit": item.merge_commit, "branches": item.branches, "labels": item.labels,
+        "source": item.source, "content_hash": item_hash(item),
+    }
+
+
+def row_item(row, repo: str, files: list[FileChange], comments: list[Comment]) -> Item:
+    """An Item from an `items` row and its files and comments."""
+    return Item(
+        repo=repo, kind=row.kind, key=row.key, title=row.title, number=row.number, body=row.body,
+        author=row.author, state=row.state, draft=row.draft, created_at=from_db_time(row.created_at),
+        updated_at=from_db_time(row.updated_at), merged_at=from_db_time(row.merged_at),
+        closed_at=from_db_time(row.closed_at), merge_commit=row.merge_commit,
+        branches=list(row.branches), labels=list(row.labels), files=files, comments=comments,
+        source=row.source, id=row.id,
+    )
+
+
+def analysis_data(analysis: Analysis) -> dict:
+    """An Analysis as a JSON-able dict."""
+    return asdict(analysis)
+
+
+def data_analysis(data: dict) -> Analysis:
+    """An Analysis from its JSON dict."""
+    data = dict(data)
+    data["perf_claims"] = [PerfClaim(**{**c, "span": tuple(c.get("span", (0, 0)))}) for c in data.get("perf_claims", [])]
+    data["links"] = [Link(**link) for link in data.get("links", [])]
+    return Analysis(**data)
+
+
+def files_digest(item: Item) -> str:
+    """A digest of an item's changed files and line counts, to tell whether they moved."""
+    payload = sorted((f.path, f.additions, f.deletions) for f in item.files)
+    return hashlib.sha1(json.dumps(payload).encode()).hexdigest()

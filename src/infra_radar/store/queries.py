@@ -1,0 +1,191 @@
+"""The read side: items for analysis, analysed items in a window, links, runs, the watch list."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
+from .db import data_analysis, from_db_time, row_item, to_db_time
+from .schema import analyses, comments, files, items, links, repos, runs, watch
+
+
+def repo_names(engine: Engine) -> list[str]:
+    """Names of the repositories in the store."""
+    with engine.connect() as conn:
+        return list(conn.execute(sa.select(repos.c.name).order_by(repos.c.name)).scalars())
+
+
+def _load_children(conn, ids: list[int]) -> tuple[dict[int, list[FileChange]], dict[int, list[Comment]]]:
+    by_files: dict[int, list[FileChange]] = defaultdict(list)
+    by_comments: dict[int, list[Comment]] = defaultdict(list)
+    for start in range(0, len(ids), 900):
+        part = ids[start:start + 900]
+        for r in conn.execute(sa.select(files).where(files.c.item_id.in_(part))):
+            by_files[r.item_id].append(FileChange(r.path, r.additions, r.deletions, r.status))
+        for r in conn.execute(sa.select(comments).where(comments.c.item_id.in_(part)).order_by(comments.c.seq)):
+            by_comments[r.item_id].append(Comment(r.author, r.body, from_db_time(r.created_at), r.is_bot, r.kind))
+    return by_files, by_comments
+
+
+def _items(conn, query) -> list[tuple[Item, object]]:
+    rows = conn.execute(query).all()
+    by_files, by_comments = _load_children(conn, [r.id for r in rows])
+    return [(row_item(r, r.repo_name, by_files.get(r.id, []), by_comments.get(r.id, [])), r) for r in rows]
+
+
+def _base_query(*extra):
+    return (sa.select(items, repos.c.name.label("repo_name"), *extra)
+            .join(repos, repos.c.id == items.c.repo_id))
+
+
+def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterator[list[Item]]:
+    """Batches of items with no analysis, an analysis from other rules, or changed since analysed."""
+    stale = _base_query().outerjoin(analyses, analyses.c.item_id == items.c.id).where(
+        sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
+               analyses.c.content_hash != items.c.content_hash)).order_by(items.c.id)
+    last = 0
+    while True:
+        with engine.connect() as conn:
+            found = _items(conn, stale.where(items.c.id > last).limit(batch))
+        if not found:
+            return
+        yield [item for item, _ in found]
+        last = found[-1][0].id
+
+
+def count_to_analyse(engine: Engine, version: str) -> int:
+    """How many items lack a current analysis."""
+    query = (sa.select(sa.func.count()).select_from(items)
+             .outerjoin(analyses, analyses.c.item_id == items.c.id)
+             .where(sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
+                           analyses.c.content_hash != items.c.content_hash)))
+    with engine.connect() as conn:
+        return conn.execute(query).scalar_one()
+
+
+def _analysed(conn, query) -> list[AnalysedItem]:
+    return [AnalysedItem(item, data_analysis(row.data)) for item, row in _items(conn, query)]
+
+
+def analysed_in_window(engine: Engine, window: Window, repos_filter: list[str] | None = None,
+                       state: str = "all", kinds: list[str] | None = None) -> list[AnalysedItem]:
+    """Analysed items whose time (merge time, else last update) falls in the window, oldest first."""
+    query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id).where(
+        items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until))
+    if repos_filter:
+        query = query.where(sa.func.lower(repos.c.name).in_([r.lower() for r in repos_filter]))
+    if state != "all":
+        query = query.where(items.c.state == state)
+    if kinds:
+        query = query.where(items.c.kind.in_(kinds))
+    with engine.connect() as conn:
+        return _analysed(conn, query.order_by(items.c.when_at, items.c.id))
+
+
+def analysed_item(engine: Engine, repo: str, number: int) -> AnalysedItem | None:
+    """One analysed PR or issue by repository and number."""
+    query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id).where(
+        sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number).order_by(items.c.kind)
+    with engine.connect() as conn:
+        found = _analysed(conn, query.limit(1))
+    return found[0] if found else None
+
+
+def item_exists(engine: Engine, repo: str, number: int) -> bool:
+    """Whether the store holds PR or issue `number` of `repo` (analysed or not)."""
+    query = (sa.select(items.c.id).join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number))
+    with engine.connect() as conn:
+        return conn.execute(query.limit(1)).first() is not None
+
+
+def referenced_by(engine: Engine, repo: str, number: int) -> list[Link]:
+    """Items whose links point at repo#number, as links back to them."""
+    query = (sa.select(links.c.kind, repos.c.name, items.c.number, items.c.title)
+             .join(items, items.c.id == links.c.item_id).join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(links.c.dst_repo) == repo.lower(), links.c.dst_number == number)
+             .order_by(items.c.when_at))
+    with engine.connect() as conn:
+        rows = conn.execute(query).all()
+    seen: dict[tuple[str, int], Link] = {}
+    for kind, src_repo, src_number, title in rows:
+        if src_number is not None and (src_repo, src_number) not in seen:
+            seen[(src_repo, src_number)] = Link(kind=f"referenced-by:{kind}", repo=src_repo,
+                                                number=src_number, detail=title)
+    return list(seen.values())
+
+
+def referencing_in_window(engine: Engine, repo: str, number: int, window: Window) -> list[str]:
+    """Refs of items in the window that link to repo#number (new follow-ups of a watched item)."""
+    query = (sa.select(repos.c.name, items.c.number).distinct()
+             .join(items, items.c.id == links.c.item_id).join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(links.c.dst_repo) == repo.lower(), links.c.dst_number == number,
+                    items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until)))
+    with engine.connect() as conn:
+        return [f"{name}#{n}" for name, n in conn.execute(query) if n is not None]
+
+
+_TITLE_NOISE = re.compile(r"^\s*(\[[^\]]*\]\s*|\w+(\([^)]*\))?!?:\s*)*|\s*(\(#\d+\)\s*)+$")
+
+
+def normalise_title(title: str) -> str:
+    """A title without `[Tag]` / `type(scope):` prefixes and PR suffixes, lower-cased, for duplicates."""
+    return " ".join(_TITLE_NOISE.sub("", title).lower().split())
+
+
+def title_index(engine: Engine, repo_list: list[str]) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """(repo, normalised title) -> [(number, title)] over the PRs of the given repositories."""
+    query = (sa.select(repos.c.name, items.c.number, items.c.title).join(repos, repos.c.id == items.c.repo_id)
+             .where(items.c.kind == "pr", sa.func.lower(repos.c.name).in_([r.lower() for r in repo_list])))
+    index: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    with engine.connect() as conn:
+        for name, number, title in conn.execute(query):
+            key = normalise_title(title)
+            if len(key) >= 12:  # short titles ("fix typo") are not evidence of the same change
+                index[(name.lower(), key)].append((number, title))
+    return index
+
+
+def duplicates_of(index: dict, item: Item) -> list[Link]:
+    """Other PRs of the same repository whose normalised title equals this one's."""
+    if item.kind != "pr":
+        return []
+    others = index.get((item.repo.lower(), normalise_title(item.title)), [])
+    return [Link(kind="duplicate", repo=item.repo, number=n, detail=t) for n, t in others if n != item.number]
+
+
+def last_success(engine: Engine, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
+    """(since, until) of the last successful run of `kind` over `scope`, or None."""
+    query = (sa.select(runs.c.since, runs.c.until).where(runs.c.kind == kind, runs.c.scope == scope,
+                                                         runs.c.status == "ok")
+             .order_by(runs.c.until.desc(), runs.c.id.desc()).limit(1))
+    with engine.connect() as conn:
+        row = conn.execute(query).first()
+    return (from_db_time(row.since), from_db_time(row.until)) if row else None
+
+
+@dataclass(slots=True)
+class WatchEntry:
+    """One watched item and what the last recheck saw."""
+
+    repo: str
+    number: int
+    reason: str
+    added_at: datetime | None
+    last_state: str | None
+    last_files: str | None
+
+
+def watch_list(engine: Engine) -> list[WatchEntry]:
+    """The watch list, oldest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(watch).order_by(watch.c.id)).all()
+    return [WatchEntry(r.repo, r.number, r.reason, from_db_time(r.added_at), r.last_state, r.last_files)
+            for r in rows]

@@ -1,0 +1,186 @@
+"""The write side: idempotent upserts of items and analyses, runs and the watch list.
+
+Every function writes one consistent unit in one transaction: an item is never stored without its
+files, an analysis never without its links, so a killed run leaves a store a rerun can complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ..models import Analysis, Item, Window
+from .db import analysis_data, item_hash, item_row, to_db_time
+from .schema import analyses, comments, files, items, links, repos, runs, watch
+
+
+@dataclass(slots=True)
+class SaveStats:
+    """What an import changed."""
+
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    def add(self, other: SaveStats) -> None:
+        self.inserted += other.inserted
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+
+
+def repo_id(conn: Connection, name: str) -> int:
+    """The id of repository `name`, created on first use."""
+    found = conn.execute(sa.select(repos.c.id).where(repos.c.name == name)).scalar()
+    if found is not None:
+        return found
+    return conn.execute(repos.insert().values(name=name).returning(repos.c.id)).scalar_one()
+
+
+def _merge_existing(item: Item, old_branches: list[str], old_merged: datetime | None) -> None:
+    """The same item seen on another branch: one item with both branches, the first merge time."""
+    item.branches = list(dict.fromkeys([*old_branches, *item.branches]))
+    if old_merged is not None and item.merged_at is not None:
+        item.merged_at = min(item.merged_at, old_merged.replace(tzinfo=UTC))
+
+
+def _children(item_id: int, item: Item) -> tuple[list[dict], list[dict]]:
+    file_rows = {f.path: {"item_id": item_id, "path": f.path, "additions": f.additions,
+                          "deletions": f.deletions, "status": f.status} for f in item.files}
+    comment_rows = [{"item_id": item_id, "seq": i, "author": c.author, "created_at": to_db_time(c.created_at),
+                     "body": c.body, "is_bot": c.is_bot, "kind": c.kind} for i, c in enumerate(item.comments)]
+    return list(file_rows.values()), comment_rows
+
+
+def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
+    stats = SaveStats()
+    by_key = {(i.kind, i.key): i for i in batch}  # last wins within a batch
+    existing = {
+        (r.kind, r.key): r for r in conn.execute(
+            sa.select(items.c.id, items.c.kind, items.c.key, items.c.content_hash, items.c.branches, items.c.merged_at)
+            .where(items.c.repo_id == repo, items.c.key.in_([k for _, k in by_key])))
+    }
+    new_rows, changed = [], []
+    for key, item in by_key.items():
+        old = existing.get(key)
+        if old is None:
+            new_rows.append((item, item_row(item, repo)))
+            continue
+        _merge_existing(item, list(old.branches), old.merged_at)
+        if item_hash(item) == old.content_hash:
+            stats.unchanged += 1
+        else:
+            changed.append((old.id, item))
+    child_files, child_comments = [], []
+    if new_rows:
+        ids = conn.execute(items.insert().returning(items.c.id, sort_by_parameter_order=True),
+                           [row for _, row in new_rows]).scalars().all()
+        for item_id, (item, _) in zip(ids, new_rows, strict=True):
+            item.id = item_id
+            f, c = _children(item_id, item)
+            child_files += f
+            child_comments += c
+        stats.inserted = len(new_rows)
+    for item_id, item in changed:
+        item.id = item_id
+        conn.execute(items.update().where(items.c.id == item_id).values(item_row(item, repo)))
+        conn.execute(files.delete().where(files.c.item_id == item_id))
+        conn.execute(comments.delete().where(comments.c.item_id == item_id))
+        f, c = _children(item_id, item)
+        child_files += f
+        child_comments += c
+    stats.updated = len(changed)
+    if child_files:
+        conn.execute(files.insert(), child_files)
+    if child_comments:
+        conn.execute(comments.insert(), child_comments)
+    return stats
+
+
+def save_items(engine: Engine, stream: Iterable[Item], batch_size: int = 500) -> SaveStats:
+    """Upsert items (with files and comments), one transaction per batch; unchanged items are skipped."""
+    total = SaveStats()
+    batch: list[Item] = []
+    for item in stream:
+        batch.append(item)
+        if len(batch) >= batch_size:
+            total.add(_flush(engine, batch))
+            batch = []
+    if batch:
+        total.add(_flush(engine, batch))
+    return total
+
+
+def _flush(engine: Engine, batch: list[Item]) -> SaveStats:
+    stats = SaveStats()
+    by_repo: dict[str, list[Item]] = {}
+    for item in batch:
+        by_repo.setdefault(item.repo, []).append(item)
+    with engine.begin() as conn:
+        for name, group in by_repo.items():
+            stats.add(_save_batch(conn, repo_id(conn, name), group))
+    return stats
+
+
+def save_analyses(engine: Engine, results: list[tuple[int, str, Analysis]]) -> None:
+    """Store analyses (item id, the item's content hash, analysis) and replace their links."""
+    if not results:
+        return
+    ids = [item_id for item_id, _, _ in results]
+    rows = [{"item_id": item_id, "version": a.version, "content_hash": h, "item_kind": a.item_kind,
+             "priority": a.priority, "grade": a.grade, "importance": a.importance, "insight": a.insight,
+             "data": analysis_data(a)} for item_id, h, a in results]
+    link_rows = [{"item_id": item_id, "kind": link.kind, "dst_repo": link.repo, "dst_number": link.number,
+                  "url": link.url, "detail": link.detail} for item_id, _, a in results for link in a.links]
+    with engine.begin() as conn:
+        for chunk in range(0, len(ids), 900):  # stay under SQLite's bound-parameter limit
+            part = ids[chunk:chunk + 900]
+            conn.execute(analyses.delete().where(analyses.c.item_id.in_(part)))
+            conn.execute(links.delete().where(links.c.item_id.in_(part)))
+        conn.execute(analyses.insert(), rows)
+        if link_rows:
+            conn.execute(links.insert(), link_rows)
+
+
+def start_run(engine: Engine, kind: str, scope: str, window: Window | None = None) -> int:
+    """Record the start of a run; returns its id."""
+    values = {"kind": kind, "scope": scope, "status": "running", "detail": {},
+              "started_at": to_db_time(datetime.now(UTC)),
+              "since": to_db_time(window.since) if window else None,
+              "until": to_db_time(window.until) if window else None}
+    with engine.begin() as conn:
+        return conn.execute(runs.insert().values(values).returning(runs.c.id)).scalar_one()
+
+
+def finish_run(engine: Engine, run_id: int, status: str, detail: dict | None = None) -> None:
+    """Mark a run ok or failed, with a detail dict (counts, paths)."""
+    with engine.begin() as conn:
+        conn.execute(runs.update().where(runs.c.id == run_id).values(
+            status=status, detail=detail or {}, finished_at=to_db_time(datetime.now(UTC))))
+
+
+def watch_add(engine: Engine, repo: str, number: int, reason: str) -> bool:
+    """Add an item to the watch list; False if it was already there."""
+    with engine.begin() as conn:
+        exists = conn.execute(sa.select(watch.c.id).where(watch.c.repo == repo, watch.c.number == number)).scalar()
+        if exists:
+            return False
+        conn.execute(watch.insert().values(repo=repo, number=number, reason=reason,
+                                           added_at=to_db_time(datetime.now(UTC))))
+        return True
+
+
+def watch_remove(engine: Engine, repo: str, number: int) -> bool:
+    """Remove an item from the watch list; False if it was not there."""
+    with engine.begin() as conn:
+        return conn.execute(watch.delete().where(watch.c.repo == repo, watch.c.number == number)).rowcount > 0
+
+
+def watch_checked(engine: Engine, repo: str, number: int, state: str, files_digest: str) -> None:
+    """Remember what a recheck saw, for the next recheck to compare with."""
+    with engine.begin() as conn:
+        conn.execute(watch.update().where(watch.c.repo == repo, watch.c.number == number).values(
+            last_state=state, last_files=files_digest, last_checked_at=to_db_time(datetime.now(UTC))))

@@ -1,0 +1,162 @@
+"""Tables of the store and the named, append-only migrations that create them.
+
+The `Table` objects below describe the schema as it stands after every migration and are what the
+queries use. The schema itself only ever changes through MIGRATIONS: each is a named function run once,
+in order, with alembic's `Operations` (portable DDL for SQLite and PostgreSQL); applied names are
+recorded in `radar_migrations`. Never edit or reorder a migration that has shipped: append a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from sqlalchemy.engine import Connection
+
+metadata = sa.MetaData()
+
+
+def _time(name: str, **kw) -> sa.Column:
+    return sa.Column(name, sa.DateTime(), **kw)  # naive UTC, converted at the boundary
+
+
+def _v1_columns() -> dict[str, list]:
+    """Columns of the first schema, by table (functions so each migration gets fresh objects)."""
+    return {
+        "repos": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("name", sa.String(200), nullable=False, unique=True),
+        ],
+        "items": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("repo_id", sa.Integer, sa.ForeignKey("repos.id"), nullable=False),
+            sa.Column("kind", sa.String(16), nullable=False),
+            sa.Column("key", sa.String(200), nullable=False),
+            sa.Column("number", sa.Integer),
+            sa.Column("title", sa.Text, nullable=False),
+            sa.Column("body", sa.Text, nullable=False),
+            sa.Column("author", sa.String(200), nullable=False),
+            sa.Column("state", sa.String(16), nullable=False),
+            sa.Column("draft", sa.Boolean, nullable=False),
+            _time("created_at"), _time("updated_at"), _time("merged_at"), _time("closed_at"),
+            _time("when_at"),
+            sa.Column("merge_commit", sa.String(64)),
+            sa.Column("branches", sa.JSON, nullable=False),
+            sa.Column("labels", sa.JSON, nullable=False),
+            sa.Column("source", sa.String(16), nullable=False),
+            sa.Column("content_hash", sa.String(40), nullable=False),
+            sa.UniqueConstraint("repo_id", "kind", "key", name="uq_items_repo_kind_key"),
+        ],
+        "files": [
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+            sa.Column("path", sa.Text, primary_key=True),
+            sa.Column("additions", sa.Integer),
+            sa.Column("deletions", sa.Integer),
+            sa.Column("status", sa.String(16)),
+        ],
+        "comments": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+            sa.Column("seq", sa.Integer, nullable=False),
+            sa.Column("author", sa.String(200), nullable=False),
+            _time("created_at"),
+            sa.Column("body", sa.Text, nullable=False),
+            sa.Column("is_bot", sa.Boolean, nullable=False),
+            sa.Column("kind", sa.String(16), nullable=False),
+        ],
+        "analyses": [
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+            sa.Column("version", sa.String(40), nullable=False),
+            sa.Column("content_hash", sa.String(40), nullable=False),
+            sa.Column("item_kind", sa.String(32), nullable=False),
+            sa.Column("priority", sa.String(8), nullable=False),
+            sa.Column("grade", sa.String(4), nullable=False),
+            sa.Column("importance", sa.Integer, nullable=False),
+            sa.Column("insight", sa.Integer, nullable=False),
+            sa.Column("data", sa.JSON, nullable=False),
+        ],
+        "links": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+            sa.Column("kind", sa.String(32), nullable=False),
+            sa.Column("dst_repo", sa.String(200)),
+            sa.Column("dst_number", sa.Integer),
+            sa.Column("url", sa.Text),
+            sa.Column("detail", sa.Text, nullable=False),
+        ],
+        "runs": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("kind", sa.String(32), nullable=False),
+            sa.Column("scope", sa.String(200), nullable=False),
+            _time("since"), _time("until"),
+            sa.Column("status", sa.String(16), nullable=False),
+            _time("started_at", nullable=False), _time("finished_at"),
+            sa.Column("detail", sa.JSON, nullable=False),
+        ],
+        "watch": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("repo", sa.String(200), nullable=False),
+            sa.Column("number", sa.Integer, nullable=False),
+            sa.Column("reason", sa.Text, nullable=False),
+            _time("added_at", nullable=False),
+            sa.Column("last_state", sa.String(16)),
+            sa.Column("last_files", sa.String(40)),
+            _time("last_checked_at"),
+            sa.UniqueConstraint("repo", "number", name="uq_watch_repo_number"),
+        ],
+    }
+
+
+_INDEXES = [
+    ("ix_items_when", "items", ["when_at"]),
+    ("ix_items_repo_number", "items", ["repo_id", "number"]),
+    ("ix_links_dst", "links", ["dst_repo", "dst_number"]),
+    ("ix_links_item", "links", ["item_id"]),
+    ("ix_comments_item", "comments", ["item_id"]),
+    ("ix_runs_kind", "runs", ["kind", "scope", "status"]),
+]
+
+for _name, _cols in _v1_columns().items():
+    sa.Table(_name, metadata, *_cols)
+for _ix, _table, _cols in _INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+
+repos, items, files, comments = (metadata.tables[n] for n in ("repos", "items", "files", "comments"))
+analyses, links, runs, watch = (metadata.tables[n] for n in ("analyses", "links", "runs", "watch"))
+
+migrations_table = sa.Table(
+    "radar_migrations", sa.MetaData(),
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("applied_at", sa.DateTime(), nullable=False),
+)
+
+
+def m001_initial(op: Operations) -> None:
+    """Repositories, items, files, comments, analyses, links, runs, watch list."""
+    for name, cols in _v1_columns().items():
+        op.create_table(name, *cols)
+    for ix, table, cols in _INDEXES:
+        op.create_index(ix, table, cols)
+
+
+MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
+    ("001_initial", m001_initial),
+]
+
+
+def migrate(conn: Connection) -> list[str]:
+    """Apply the migrations not yet applied, in order; return their names."""
+    migrations_table.create(conn, checkfirst=True)
+    done = set(conn.execute(sa.select(migrations_table.c.name)).scalars())
+    op = Operations(MigrationContext.configure(conn))
+    applied = []
+    for name, step in MIGRATIONS:
+        if name in done:
+            continue
+        step(op)
+        conn.execute(migrations_table.insert().values(name=name, applied_at=datetime.now(UTC).replace(tzinfo=None)))
+        applied.append(name)
+    return applied

@@ -1,0 +1,57 @@
+"""Time windows from command-line words: dates, times with offsets, ISO weeks."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta
+
+from .errors import WindowError
+from .models import Window, utc
+
+_WEEK = re.compile(r"^(\d{4})-?W(\d{1,2})$", re.IGNORECASE)
+
+
+def parse_when(text: str) -> datetime:
+    """A bare date is 00:00 UTC; a time may carry an offset or Z (no offset means UTC)."""
+    value = text.strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            return datetime.fromisoformat(value).replace(tzinfo=UTC)
+        return utc(datetime.fromisoformat(value.replace("z", "Z")))
+    except ValueError:
+        raise WindowError(f"invalid time {text!r}: use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]") from None
+
+
+def make_window(since: datetime, until: datetime) -> Window:
+    """A half-open window, refusing an empty or inverted one."""
+    if since >= until:
+        raise WindowError(f"since ({since.isoformat()}) must be before until ({until.isoformat()})")
+    return Window(since, until)
+
+
+def iso_week(label: str) -> Window:
+    """The window [Monday 00:00 UTC, next Monday) of an ISO week such as 2026-W31."""
+    found = _WEEK.match(label.strip())
+    if not found:
+        raise WindowError(f"invalid week {label!r}: use YYYY-Www, e.g. 2026-W31")
+    year, week = int(found.group(1)), int(found.group(2))
+    try:
+        monday = date.fromisocalendar(year, week, 1)
+    except ValueError:
+        raise WindowError(f"invalid week {label!r}: {year} has no week {week}") from None
+    start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    return Window(start, start + timedelta(days=7))
+
+
+def week_label(window: Window) -> str | None:
+    """'2026-W31' when the window is exactly one ISO week, else None."""
+    year, week, weekday = window.since.isocalendar()
+    exact = (window.since.time() == datetime.min.time() and weekday == 1
+             and window.until - window.since == timedelta(days=7))
+    return f"{year}-W{week:02d}" if exact else None
+
+
+def previous(window: Window) -> Window:
+    """The window of the same length just before this one."""
+    span = window.until - window.since
+    return Window(window.since - span, window.since)

@@ -1,0 +1,71 @@
+"""Shared fixtures: a hermetic RADAR_HOME, the real data beside the repo, tiny git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from infra_radar.config import load_settings
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def radar_home(tmp_path, monkeypatch) -> Path:
+    """Every test gets its own home directory; nothing leaks into ~/.infra-radar."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("RADAR_HOME", str(home))
+    for var in ("RADAR_DB_URL", "RADAR_LANG"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def settings(radar_home):
+    return load_settings()
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data, or skip when the real data is not beside the checkout."""
+    if not (SHARED / "git").is_dir():
+        pytest.skip("../shared/data is not available")
+    return SHARED
+
+
+def git(cwd: Path, *args: str, env: dict | None = None) -> str:
+    full = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null", **(env or {})}
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                          env=full).stdout
+
+
+def commit(repo: Path, subject: str, files: dict[str, str], when: str, body: str = "",
+           author: str = "Alice Dev <1234+alice-dev@users.noreply.github.com>") -> str:
+    """Write files (content None deletes) and commit them at `when` (ISO with offset)."""
+    for name, content in files.items():
+        path = repo / name
+        if content is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    git(repo, "add", "-A")
+    name, _, email = author.partition(" <")
+    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email.rstrip(">"), "GIT_AUTHOR_DATE": when,
+           "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com", "GIT_COMMITTER_DATE": when}
+    git(repo, "commit", "-q", "-m", subject + (f"\n\n{body}" if body else ""), env=env)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def make_repo(tmp_path):
+    """A factory for empty git repositories on branch main."""
+    def make(name: str = "clone") -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        git(path, "init", "-q", "-b", "main")
+        return path
+    return make
