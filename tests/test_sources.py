@@ -50,7 +50,8 @@ def test_git_squash_merge_direct_and_tags(clone):
     assert pr.body == "Speeds up KV." and pr.author == "alice-dev" and pr.branches == ["main"]
     merge = found[("pr", "13")]
     assert merge.title == "Fix scheduler starvation" and merge.body == "Long text."
-    assert found[("pr", "14")].files[0].additions == 1
+    f = found[("pr", "14")].files[0]
+    assert (f.additions, f.deletions) == (2, 1)
     direct = [i for i in found.values() if i.kind == "commit"]
     assert [d.title for d in direct] == ["direct tweak without a PR"]
     assert found[("release", "v1.0")].merge_commit == merge.merge_commit

@@ -233,7 +233,8 @@ def show(obj: Context, ref: str, as_json: bool, lang: str | None) -> None:
 @click.option("--repo", help="Only this repository.")
 @click.option("--since", help="Window start, inclusive (date or ISO time).")
 @click.option("--until", help="Window end, exclusive.")
-@click.option("--state", type=click.Choice(["merged", "open", "closed", "all"]), default="all", show_default=True)
+@click.option("--state", type=click.Choice(["merged", "open", "closed", "all"]), default="all", show_default=True,
+              help="Only items in this state.")
 @pass_ctx
 def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: str | None, state: str) -> None:
     """Print analysed items as a JSON array (the export contract)."""

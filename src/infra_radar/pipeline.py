@@ -232,8 +232,8 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
         found = queries.analysed_in_window(engine, window, names)
         inp = DailyInput(window=window, repos=names, items=found, watch=_watch_rechecks(engine, window),
                          deep_dive_limit=settings.deep_dive_limit, first_run=first,
-                         generated_at=datetime.now(UTC).replace(microsecond=0))
-        text = render_daily(inp, settings.lang)
+                         generated_at=datetime.now(UTC).replace(microsecond=0), explicit=since is not None)
+        text = render_daily(inp, settings.lang, focus_weights=settings.focus_weights)
         path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
     except BaseException:
         save.finish_run(engine, run, "failed")
@@ -255,7 +255,7 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
                       items=queries.analysed_in_window(engine, window, [name]),
                       previous=queries.analysed_in_window(engine, previous(window), [name]),
                       key_prs=settings.weekly_key_prs)
-    text = render_weekly(inp, settings.lang)
+    text = render_weekly(inp, settings.lang, focus_weights=settings.focus_weights)
     path = None
     if out_dir:
         stem = label or f"{window.since:%Y-%m-%d}_{window.until:%Y-%m-%d}"

@@ -6,7 +6,9 @@ commits through GitPython, and we need nothing but the log.
 
 from __future__ import annotations
 
+import queue
 import subprocess
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from fnmatch import fnmatch
@@ -81,6 +83,21 @@ def _record(chunk: str) -> dict:
     return rec
 
 
+def _drained(stream, size: int = 1 << 16) -> Iterator[bytes]:
+    """Blocks of `stream`, read by a thread so git never waits on a full pipe while we parse."""
+    blocks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+
+    def pump() -> None:
+        try:
+            for block in iter(lambda: stream.read1(size), b""):
+                blocks.put(block)
+        finally:
+            blocks.put(b"")
+
+    threading.Thread(target=pump, daemon=True, name="git-log-reader").start()
+    yield from iter(blocks.get, b"")
+
+
 def log_records(path: Path, revs: list[str], since: datetime | None, until: datetime | None) -> Iterator[dict]:
     """Stream the first-parent history of `revs` (e.g. ["release/x", "^main"]) as commit records, newest first."""
     args = ["git", "-C", str(path), "log", "-z", "--numstat", "--first-parent", "--diff-merges=first-parent",
@@ -93,7 +110,7 @@ def log_records(path: Path, revs: list[str], since: datetime | None, until: date
     assert proc.stdout is not None
     buffer = ""
     try:
-        for block in iter(lambda: proc.stdout.read(1 << 20), b""):
+        for block in _drained(proc.stdout):
             buffer += block.decode("utf-8", "replace")
             *complete, buffer = buffer.split("\x1e")
             yield from (_record(c) for c in complete if c)

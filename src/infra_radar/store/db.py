@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -93,9 +93,17 @@ def row_item(row, repo: str, files: list[FileChange], comments: list[Comment]) -
     )
 
 
+_ANALYSIS_FIELDS = [f.name for f in fields(Analysis)]
+_CLAIM_FIELDS = [f.name for f in fields(PerfClaim)]
+_LINK_FIELDS = [f.name for f in fields(Link)]
+
+
 def analysis_data(analysis: Analysis) -> dict:
-    """An Analysis as a JSON-able dict."""
-    return asdict(analysis)
+    """An Analysis as a JSON-able dict (by hand: dataclasses.asdict deep-copies and is 10x slower)."""
+    data = {name: getattr(analysis, name) for name in _ANALYSIS_FIELDS}
+    data["perf_claims"] = [{n: getattr(c, n) for n in _CLAIM_FIELDS} for c in analysis.perf_claims]
+    data["links"] = [{n: getattr(link, n) for n in _LINK_FIELDS} for link in analysis.links]
+    return data
 
 
 def data_analysis(data: dict) -> Analysis:

@@ -1,0 +1,200 @@
+"""References in a PR title/description: `#N`, `owner/repo#N`, GitHub URLs, other URLs, relations.
+
+A relation phrase just before a reference gives its kind (links.toml): "Fixes #12" -> fixes,
+"follow-up of #3" -> follow-up, "backport of" / "cherry-picked from" -> backport, "supersedes" ->
+supersedes; everything else is a plain "references" (GitHub items) or "url" (other addresses).
+A squash subject's trailing `(#N)` groups are the PR's own number, not references, except that in
+`title (#6814) (#6873)` the earlier number is the original PR of a cherry-pick (kind "cherry-pick").
+`#N` inside code spans/blocks, Markdown headings, HTML entities and link texts (`[vllm #1](url)`,
+where the URL says which repository) is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..models import Link
+
+__all__ = ["LinkRules", "compile_link_rules", "default_link_rules", "extract_refs", "pr_number_from_subject",
+           "strip_pr_suffix"]
+
+_SUFFIX = re.compile(r"(?:\s*\(#(\d+)\))+\s*$")
+_SUFFIX_NUM = re.compile(r"\(#(\d+)\)")
+# Literal-prefix patterns (`re` scans those fast); the owner/repo before a `#` is parsed backwards.
+_URL = re.compile(r"https?://[^\s<>\"'`\]]+")
+_GH_ITEM = re.compile(r"https?://github\.com/([\w.-]+)/([\w.-]+)/(?:pull|issues)/(\d+)")
+_HASH = re.compile(r"#([1-9]\d*)\b(?![\w-])")
+_OWNER_REPO = re.compile(r"(?<![\w/.@-])([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)$")
+_NOT_REF_BEFORE = set("&#/=:\"'") | set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.S)
+_LINK_TEXT = re.compile(r"\[[^\[\]]{0,300}\]\(")
+_TRAILING = ".,;:!?)'\"*_>]}"
+_LIST_GAP = re.compile(r"[\s,&/]*(?:(?:and|or)[\s,&/]*)?")
+
+
+@dataclass(slots=True)
+class LinkRules:
+    """links.toml compiled."""
+
+    phrase_re: re.Pattern[str]
+    kinds: dict[str, str]  # phrase (lower) -> kind
+    rank: dict[str, int]  # kind -> strength (lower is stronger)
+    max_urls: int
+    noise_url: re.Pattern[str] | None = None  # template boilerplate addresses, never links
+
+
+def compile_link_rules(data: dict[str, Any]) -> LinkRules:
+    """Compile a links.toml table into the rules `extract_refs` applies."""
+    kinds = {p.lower(): r["kind"] for r in data["relation"] for p in r["phrases"]}
+    alts = "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in sorted(kinds, key=len, reverse=True))
+    fill = "|".join(re.escape(f).replace(r"\ ", r"\s+") for f in sorted(data["fillers"], key=len, reverse=True))
+    phrase_re = re.compile(
+        rf"(?<![\w-])(?P<phrase>{alts})(?:\s*:)?(?:\s+(?:{fill})(?![\w-]))*\s*[:(\[]?\s*$", re.I)
+    rank = {kind: i for i, kind in enumerate(data["strength"])}
+    noise = data.get("noise_urls", [])
+    noise_url = re.compile("|".join(f"(?:{p})" for p in noise), re.I) if noise else None
+    return LinkRules(phrase_re, kinds, rank, int(data.get("max_urls", 10)), noise_url)
+
+
+@cache
+def default_link_rules() -> LinkRules:
+    """The packaged links.toml, compiled once."""
+    path = resources.files("infra_radar") / "defaults" / "rules" / "links.toml"
+    return compile_link_rules(tomllib.loads(path.read_text(encoding="utf-8")))
+
+
+def pr_number_from_subject(subject: str) -> tuple[int | None, list[int]]:
+    """(the PR number: the last trailing `(#N)`, the earlier trailing numbers) of a squash subject."""
+    m = _SUFFIX.search(subject)
+    if m is None:
+        return None, []
+    numbers = [int(n) for n in _SUFFIX_NUM.findall(m.group(0))]
+    return numbers[-1], numbers[:-1]
+
+
+def strip_pr_suffix(subject: str) -> str:
+    """The subject without its trailing `(#N)` groups."""
+    return _SUFFIX.sub("", subject).rstrip()
+
+
+def _skipped(text: str) -> list[tuple[int, int]]:
+    """Spans where a bare `#N` is not a reference: code, and Markdown link texts."""
+    spans = [m.span() for m in _CODE.finditer(text)] if "`" in text else []
+    if "](" in text:
+        spans += [m.span() for m in _LINK_TEXT.finditer(text)]
+    return spans
+
+
+def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
+    return any(lo <= pos < hi for lo, hi in spans)
+
+
+@dataclass(slots=True)
+class _Hit:
+    start: int
+    end: int
+    repo: str | None
+    number: int | None
+    url: str | None
+    bare: bool  # a `#N` / `owner/repo#N` (skipped in code), not a URL
+
+
+def _hits(text: str, repo: str) -> list[_Hit]:
+    """Every URL and `#N` / `owner/repo#N` reference, in text order."""
+    hits = []
+    urls = []
+    if "http" in text:
+        for m in _URL.finditer(text):
+            url = m.group(0).rstrip(_TRAILING)
+            gh = _GH_ITEM.match(url)
+            urls.append((m.start(), m.end()))
+            if gh:
+                hits.append(_Hit(m.start(), m.end(), f"{gh.group(1)}/{gh.group(2)}", int(gh.group(3)), url, False))
+            else:
+                hits.append(_Hit(m.start(), m.end(), None, None, url, False))
+    for m in _HASH.finditer(text):
+        start = m.start()
+        if urls and _inside(start, urls):
+            continue
+        if start and text[start - 1] in _NOT_REF_BEFORE:
+            owner = _OWNER_REPO.search(text, max(0, start - 100), start)
+            if owner is None:
+                continue
+            hits.append(_Hit(owner.start(), m.end(), f"{owner.group(1)}/{owner.group(2)}", int(m.group(1)),
+                             None, True))
+        else:
+            hits.append(_Hit(start, m.end(), repo, int(m.group(1)), None, True))
+    return sorted(hits, key=lambda h: h.start)
+
+
+def _relation(rules: LinkRules, text: str, m: _Hit, prev: tuple[int, str, str] | None) -> tuple[str, str]:
+    """(kind, phrase) given by the words right before a reference, or inherited along a list."""
+    line_start = text.rfind("\n", 0, m.start) + 1
+    before = text[max(line_start, m.start - 60): m.start]
+    hit = rules.phrase_re.search(before)
+    if hit:
+        phrase = hit.group("phrase")
+        return rules.kinds[_SPACE.sub(" ", phrase.lower())], phrase
+    if prev and prev[1] != "references" and _LIST_GAP.fullmatch(text, prev[0], m.start):
+        return prev[1], prev[2]
+    return "references", ""
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _subject_links(text: str, repo: str) -> tuple[list[Link], int]:
+    """Cherry-pick links from the first line's trailing `(#N)` groups, and where that suffix starts."""
+    first = text.split("\n", 1)[0]
+    m = _SUFFIX.search(first)
+    if m is None:
+        return [], -1
+    _, earlier = pr_number_from_subject(first)
+    return [Link("cherry-pick", repo, n, detail="subject") for n in earlier], m.start()
+
+
+def _keep(links: list[Link], rules: LinkRules, own: int | None, repo: str) -> list[Link]:
+    """Dedupe: one link per target, with its strongest kind; self-references and extra URLs dropped."""
+    best: dict[str, Link] = {}
+    for link in links:
+        if link.number is not None and link.number == own and (link.repo or "").lower() == repo.lower():
+            continue
+        key = f"{(link.repo or '').lower()}#{link.number}" if link.number is not None else (link.url or "")
+        old = best.get(key)
+        if old is None:
+            best[key] = link
+        elif rules.rank.get(link.kind, 99) < rules.rank.get(old.kind, 99):
+            best[key] = Link(link.kind, link.repo, link.number, link.url or old.url, link.detail)
+        elif old.url is None and link.url:
+            old.url = link.url
+    urls = [k for k, v in best.items() if v.kind == "url"]
+    for key in urls[rules.max_urls:]:
+        del best[key]
+    return list(best.values())
+
+
+def extract_refs(text: str, repo: str, own: int | None = None, rules: LinkRules | None = None) -> list[Link]:
+    """Links from a PR/issue title and description to other items and URLs, deduplicated, in text order."""
+    if not text or ("#" not in text and "http" not in text):
+        return []
+    rules = rules or default_link_rules()
+    links, suffix_at = _subject_links(text, repo)
+    skipped = _skipped(text)
+    first_end = text.find("\n") if "\n" in text else len(text)
+    prev: tuple[int, str, str] | None = None
+    for hit in _hits(text, repo):
+        if 0 <= suffix_at <= hit.start < first_end or (hit.bare and _inside(hit.start, skipped)):
+            continue  # the subject's own (#N) suffix, or a number in code / a link text
+        if hit.number is None:
+            if not (rules.noise_url and hit.url and rules.noise_url.search(hit.url)):
+                links.append(Link("url", url=hit.url))
+            continue
+        kind, phrase = _relation(rules, text, hit, prev)
+        links.append(Link(kind, hit.repo, hit.number, hit.url, phrase))
+        prev = (hit.end, kind, phrase)
+    return _keep(links, rules, own, repo)

@@ -1,0 +1,129 @@
+"""Render the daily radar, weekly reports and item cards as Markdown, and an item as its export object.
+
+Templates load through one Jinja2 environment whose loader looks in the user's template directory
+first and the packaged `defaults/templates` second, so built-ins load exactly like user additions and a
+user's copy of a template wins.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+
+from ..models import PerfClaim
+from .context import (
+    CardInput,
+    DailyInput,
+    WeeklyInput,
+    card_context,
+    daily_context,
+    iso,
+    link_url,
+    load_strings,
+    pick,
+    weekly_context,
+)
+
+__all__ = ["card_json", "render_card", "render_daily", "render_weekly"]
+
+_SPACE = re.compile(r"\s+")
+
+
+def inline(text: object) -> str:
+    """PR-authored text on one line, with `<` escaped so it cannot open raw HTML in MkDocs."""
+    return _SPACE.sub(" ", str(text)).strip().replace("<", "&lt;")
+
+
+def cell(text: object) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return inline(text).replace("|", "\\|")
+
+
+def code(text: object) -> str:
+    """Inline code span (a path or sha)."""
+    return f"`{text}`"
+
+
+def nostop(text: str) -> str:
+    """Text without its closing full stop, to continue the sentence."""
+    return text.rstrip("。.；; ")
+
+
+def fmt(template: str, *args: Any, **values: Any) -> str:
+    """str.format for templates: `{{ t.daily.window | fmt(since=a, until=b) }}`."""
+    return template.format(*args, **values)
+
+
+@lru_cache(maxsize=8)
+def environment(template_dir: Path | None = None) -> Environment:
+    """The template environment: `template_dir` (when given) first, then the packaged templates."""
+    loaders = [FileSystemLoader(str(template_dir))] if template_dir else []
+    loaders.append(PackageLoader("infra_radar", "defaults/templates"))
+    env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(cell=cell, inline=inline, fmt=fmt, code=code, nostop=nostop)
+    return env
+
+
+def _render(name: str, ctx: dict[str, Any], t: dict[str, Any], template_dir: Path | None) -> str:
+    text = environment(template_dir).get_template(name).render(**ctx, t=t)
+    # Blank-line runs come from skipped optional blocks; one blank line is all Markdown needs.
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def render_daily(inp: DailyInput, lang: str, *, template_dir: Path | None = None,
+                 focus_weights: dict[str, float] | None = None) -> str:
+    """The daily radar in `lang` (zh or en): scope, P0/P1, deep dives, recheck, short table, checks, links."""
+    t = load_strings(lang, template_dir)
+    return _render("daily.md.j2", daily_context(inp, t, focus_weights), t, template_dir)
+
+
+def render_weekly(inp: WeeklyInput, lang: str, *, template_dir: Path | None = None,
+                  focus_weights: dict[str, float] | None = None) -> str:
+    """The weekly report of one repository in `lang`."""
+    t = load_strings(lang, template_dir)
+    return _render("weekly.md.j2", weekly_context(inp, t, focus_weights), t, template_dir)
+
+
+def render_card(inp: CardInput, lang: str, *, template_dir: Path | None = None) -> str:
+    """The card of one item in `lang`."""
+    t = load_strings(lang, template_dir)
+    return _render("card.md.j2", card_context(inp, t), t, template_dir)
+
+
+def _claim_json(c: PerfClaim) -> dict[str, Any]:
+    return {"metric": c.metric, "before": c.before, "after": c.after, "unit": c.unit,
+            "change_pct": c.change_pct, "ratio": c.ratio, "context": dict(c.context), "source": c.source}
+
+
+def _links_json(inp: CardInput) -> list[dict[str, Any]]:
+    links = [*inp.item.analysis.links, *inp.referenced_by, *inp.duplicates, *inp.related]
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for lk in links:
+        seen.setdefault((lk.kind, lk.ref), {"kind": lk.kind, "ref": lk.ref, "url": link_url(lk) or None,
+                                            "detail": lk.detail})
+    return list(seen.values())
+
+
+def card_json(inp: CardInput) -> dict[str, Any]:
+    """The export object of one item (SPEC §5); prose fields in English, times as ISO-8601 Z or null."""
+    item, a = inp.item.item, inp.item.analysis
+    return {
+        "repo": item.repo, "number": item.number, "kind": item.kind, "state": item.state,
+        "title": item.title, "url": item.url, "author": item.author,
+        "created_at": iso(item.created_at) or None, "merged_at": iso(item.merged_at) or None,
+        "closed_at": iso(item.closed_at) or None,
+        "files": [{"path": f.path, "additions": f.additions, "deletions": f.deletions} for f in item.files],
+        "item_kind": a.item_kind, "topics": list(a.topics), "priority": a.priority,
+        "importance": a.importance, "insight": a.insight, "grade": a.grade,
+        "grade_reason": pick(a.grade_reason, "en"), "decision": a.decision,
+        "decision_reason": pick(a.decision_reason, "en"), "risk_labels": list(a.risk_labels),
+        "perf_claims": [_claim_json(c) for c in a.perf_claims],
+        "links": _links_json(inp),
+        "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
+        "labels": list(item.labels), "checklist": [pick(step, "en") for step in a.checklist],
+    }
