@@ -75,7 +75,7 @@ def test_stale_items_are_found_by_version_and_hash(tmp_path):
     save.save_items(engine, [_item(1), _item(2)])
     save.save_analyses(engine, [(1, item_hash(_item(1)), Analysis("feature", version="v1")),
                                 (2, item_hash(_item(2)), Analysis("feature", version="v0"))])
-    stale = [i.number for batch in queries.items_to_analyse(engine, "v1") for i in batch]
+    stale = [i.number for batch in queries.items_to_analyse(engine, "v1") for i, _ in batch]
     assert stale == [2]
     assert queries.count_to_analyse(engine, "v1") == 1
 

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 
 from .config import CONFIG_NAME, Settings, default_config_text, load_rule_file
 from .errors import ConfigError, NotFoundError, SourceError
-from .models import AnalysedItem, Item, Window
+from .models import Item, Window
 from .store import queries, save
 from .store.db import open_engine
 
@@ -142,12 +142,11 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick) -> Analyz
     """Analyse every item that has no analysis, changed since, or was analysed by other rules."""
     from .analyse.item import analyse
     from .analyse.rules import RuleSet
-    from .store.db import item_hash
 
     started, count = time.perf_counter(), 0
     rules = RuleSet.load(settings)
     for batch in queries.items_to_analyse(engine, rules.version):
-        results = [(item.id, item_hash(item), analyse(item, rules, settings)) for item in batch]
+        results = [(item.id, digest, analyse(item, rules, settings)) for item, digest in batch]
         save.save_analyses(engine, results)
         count += len(results)
         tick(len(results))

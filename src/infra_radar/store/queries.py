@@ -45,8 +45,8 @@ def _base_query(*extra):
             .join(repos, repos.c.id == items.c.repo_id))
 
 
-def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterator[list[Item]]:
-    """Batches of items with no analysis, an analysis from other rules, or changed since analysed."""
+def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterator[list[tuple[Item, str]]]:
+    """Batches of (item, content hash) with no analysis, one from other rules, or changed since analysed."""
     stale = _base_query().outerjoin(analyses, analyses.c.item_id == items.c.id).where(
         sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
                analyses.c.content_hash != items.c.content_hash)).order_by(items.c.id)
@@ -56,7 +56,7 @@ def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterato
             found = _items(conn, stale.where(items.c.id > last).limit(batch))
         if not found:
             return
-        yield [item for item, _ in found]
+        yield [(item, row.content_hash) for item, row in found]
         last = found[-1][0].id
 
 
