@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from infra_radar.analyse.rules import load_noise_patterns
 from infra_radar.errors import InputError, SourceError
 from infra_radar.sources.git import read_clone, resolve_branches
 from infra_radar.sources.history import BodyCleaner, login
@@ -15,7 +16,7 @@ from infra_radar.sources.jsonl import JsonlReport, read_jsonl
 
 from .conftest import commit, git
 
-CLEAN = BodyCleaner([r"^\s*Signed-off-by:.*$"])
+CLEAN = BodyCleaner(load_noise_patterns())
 
 
 @pytest.fixture

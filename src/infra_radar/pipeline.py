@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from .config import CONFIG_NAME, Settings, default_config_text, load_rule_file
+from .config import CONFIG_NAME, Settings, default_config_text
 from .errors import ConfigError, NotFoundError, SourceError
 from .models import Item, Window
 from .store import queries, save
@@ -75,9 +75,10 @@ class ImportResult:
 
 
 def _cleaner(settings: Settings):
+    from .analyse.rules import load_noise_patterns
     from .sources.history import BodyCleaner
 
-    return BodyCleaner(load_rule_file("noise", settings)["history"]["line_patterns"])
+    return BodyCleaner(load_noise_patterns(settings))
 
 
 def _counted(stream: Iterable[Item], tick: Tick) -> Iterator[Item]:

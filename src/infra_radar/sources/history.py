@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from ..analyse.refs import pr_number_from_subject
+from ..analyse.rules import strip_noise
 from ..models import COMMIT, MERGED, PR, RELEASE, FileChange, Item, utc
 
 _LAST_PR = re.compile(r"\s*\(#\d+\)\s*$")
@@ -15,15 +16,13 @@ _NOREPLY = re.compile(r"^(?:\d+\+)?([A-Za-z0-9-]+(?:\[bot\])?)@users\.noreply\.g
 
 
 class BodyCleaner:
-    """Drops noise lines (trailers, separators) named in rules/noise.toml from commit bodies."""
+    """Deletes the noise of rules/bots.toml [noise] (trailers, separators, bot text) from bodies."""
 
-    def __init__(self, patterns: list[str]):
-        self._noise = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE) if patterns else None
+    def __init__(self, patterns: list[re.Pattern[str]]):
+        self._patterns = patterns
 
     def __call__(self, body: str) -> str:
-        if self._noise is None or not body:
-            return body.strip()
-        return re.sub(r"\n{3,}", "\n\n", self._noise.sub("", body)).strip()
+        return strip_noise(body, self._patterns) if body else ""
 
 
 def login(name: str, email: str) -> str:
