@@ -261,7 +261,7 @@ def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
     for path in run_demo(obj.settings(lang), out_dir):
         click.echo(str(path))
     click.echo(f"store: {out_dir / 'demo.db'} (try: radar --db sqlite:///{out_dir / 'demo.db'} show "
-               "acme/infer-npu#812)", err=True)
+               "acme/infer-npu#814)", err=True)
 
 
 @main.group()
@@ -305,3 +305,4 @@ def watch_remove(obj: Context, ref: str) -> None:
     if not remove(obj.engine(), repo, number):
         raise RadarError(f"{repo}#{number} is not on the watch list")
     click.echo(f"stopped watching {repo}#{number}")
+from . import cli_fetch  # noqa: E402, F401  (registers its commands)
