@@ -1,0 +1,38 @@
+"""`radar import-page`: text copied from a pull-request page, saved as one item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .cli import Context, main, pass_ctx
+
+
+def _counts(counter) -> str:
+    return ", ".join(f"{n} {name}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])) if n)
+
+
+@main.command("import-page")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--repo", help="OWNER/NAME of the pull request (wins over what the page says).")
+@click.option("--number", type=click.IntRange(min=1), help="Pull request number (wins over what the page says).")
+@pass_ctx
+def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | None) -> None:
+    """Import text copied from a PR page (any site, any fragment): description once, human comments, no noise."""
+    from .sources.page import PageReport, import_page
+
+    report = PageReport()
+    item = import_page(obj.settings(), obj.engine(), file, repo, number, report)
+    state = item.state + (", draft" if item.draft else "") + ("" if report.state_found else " (not on the page)")
+    click.echo(f"{item.ref}  {item.title}\nstate: {state}")
+    copies = f" (1 of {report.description_copies} copies)" if report.description_copies > 1 else ""
+    click.echo(f"description: {len(item.body)} chars{copies}" if item.body else "description: none on the page")
+    humans = sorted({c.author for c in item.comments if c.author})
+    click.echo(f"comments kept: {len(item.comments)}" + (f" ({', '.join(humans)})" if humans else ""))
+    click.echo(f"dropped: {_counts(report.dropped) or 'nothing'}")
+    s = report.stats
+    click.echo(f"store: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged")
+    if not report.number_found:
+        click.echo("note: no PR number on the page; pass --number N to make it addressable as OWNER/NAME#N",
+                   err=True)

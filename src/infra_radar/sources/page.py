@@ -1,0 +1,685 @@
+"""Text copied from a pull-request page (GitHub, GitLab, Gitee or any fragment of a thread) as one Item.
+
+A pasted page is a flat run of lines: metadata, the description, comments, bot boilerplate, timeline
+events and interface text, often without the authors. Reading it is four steps, every pattern coming
+from rules/page.toml:
+
+1. metadata (repository, number, title, state) from the title line, badges, events and URLs;
+2. noise removed: force-push and trailer text over the whole page, then chrome and conflict lines;
+3. the rest split into blocks (comment headers, separators, GitHub's trailing " |", review chrome,
+   cherry-picked commit messages), and bot blocks dropped by author or by their boilerplate text;
+4. repeated copies grouped by character-shingle containment (lost spaces and Markdown do not
+   matter): the description is the best-formatted copy of the largest group (or the first block
+   of a page that has a title), the other blocks are comments, each kept once.
+
+Missing parts are never an error: a fragment without a title, a page without a description, another
+site's layout import with what they have. Only a page with no repository anywhere (and no --repo)
+and an empty file fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from ..config import Settings, load_rule_file
+from ..errors import ConfigError, SourceError
+from ..models import CLOSED, MERGED, OPEN, PR, Comment, Item, utc
+
+__all__ = ["PageReport", "PageRules", "compile_page_rules", "decode_page", "import_page", "parse_page",
+           "read_page"]
+
+_SEP = "\x1e"  # a line that stands for a removed timeline event: it ends the block before it
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff]")
+_NORM = re.compile(r"[\W_]+")
+_INLINE_SEP = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
+_HEADING = re.compile(r"[ \t]+(#{2,6}[ \t]+)(?=\S)")
+_QUESTION = re.compile(r"^(#{2,6}[ \t][^?\n]{3,100}\?)[ \t]+(?=\S)")
+_BULLET = re.compile(r"[ \t]+([-*])[ \t]+(?=\S)")
+_MONTH_FORMATS = ("%b %d %Y %I:%M %p", "%b %d %Y %H:%M", "%b %d %Y", "%B %d %Y %I:%M %p", "%B %d %Y %H:%M",
+                  "%B %d %Y", "%d %b %Y", "%d %B %Y")
+
+
+@dataclass(slots=True)
+class PageRules:
+    """rules/page.toml compiled."""
+
+    data: dict[str, Any]
+    re: dict[str, re.Pattern[str]]
+    lists: dict[str, list[re.Pattern[str]]]
+    bot_names: frozenset[str]
+    boilerplate: list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]
+
+
+@dataclass(slots=True)
+class PageReport:
+    """What reading a page kept and dropped (counts by kind), for the CLI to print."""
+
+    path: str = ""
+    dropped: Counter = field(default_factory=Counter)
+    description_copies: int = 0  # copies of the description found (the kept one included)
+    state_found: bool = False
+    number_found: bool = True
+    stats: Any = None  # store.save.SaveStats of the import
+
+
+@dataclass(slots=True)
+class _Meta:
+    repo: str | None = None
+    number: int | None = None
+    title: str = ""
+    title_line: int | None = None
+    state: str | None = None
+    draft: bool = False
+    author: str = ""
+    base: str = ""
+    merged_at: datetime | None = None
+    closed_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class _Block:
+    lines: list[str] = field(default_factory=list)
+    author: str = ""
+    when: datetime | None = None
+    bot: bool = False
+    review: bool = False
+    headed: bool = False
+    flat: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines).strip()
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+
+def compile_page_rules(data: dict[str, Any]) -> PageRules:
+    """Compile the tables of rules/page.toml."""
+    meta, blocks, drop, comments = data["meta"], data["blocks"], data["drop"], data["comments"]
+    single = {
+        "not_title": meta["not_titles"], "draft_title": meta["draft_title"], "repo_refs": meta["repo_refs"],
+        "repo_header": meta["repo_header_text"], "file_name": meta["file_name"], "avatar": comments["avatar"],
+        "no_description": drop["no_description"], "end_mark": blocks["end_mark"], "hunk_row": blocks["hunk_row"],
+        "commit_prefix": blocks["commit_prefix"], "review_context": blocks["review_context"],
+    }
+    lists = {
+        "titles": meta["titles"], "repo_urls": meta["repo_urls"], "numbers": meta["numbers"],
+        "authors": meta["authors"], "headers": comments["headers"], "review_marks": comments["review_marks"],
+        "force_push": drop["force_push_text"], "trailers": drop["trailer_text"], "conflict": drop["conflict"],
+        "chrome": drop["chrome"], "separators": blocks["separators"], "starts": blocks["starts"],
+        "flat_marks": blocks["flat_marks"], "description_marks": blocks["description_marks"],
+        "dates": data["dates"]["patterns"], "bot_patterns": data["bots"]["patterns"],
+    }
+    for state, pattern in data["state"]["badges"].items():
+        single[f"badge:{state}"] = pattern
+    for state, patterns in data["state"]["events"].items():
+        lists[f"event:{state}"] = patterns
+    boiler = [(b["name"], re.compile(b["start"]), re.compile(b["end"]) if b.get("end") else None)
+              for b in data.get("boilerplate", [])]
+    return PageRules(data, {k: re.compile(v) for k, v in single.items()},
+                     {k: [re.compile(p) for p in v] for k, v in lists.items()},
+                     frozenset(n.lower() for n in data["bots"]["names"]), boiler)
+
+
+def load_page_rules(settings: Settings) -> PageRules:
+    """rules/page.toml (the user's copy of a table wins), compiled."""
+    try:
+        return compile_page_rules(load_rule_file("page", settings))
+    except KeyError as exc:
+        raise ConfigError(f"rules/page.toml: a table lacks the key {exc}") from None
+    except re.error as exc:
+        raise ConfigError(f"rules/page.toml: bad pattern {exc.pattern!r}: {exc}") from None
+
+
+def _any(patterns: list[re.Pattern[str]], text: str) -> bool:
+    return any(p.search(text) for p in patterns)
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+
+def decode_page(raw: bytes) -> str:
+    """Bytes -> text: UTF-16 with a BOM, UTF-8, GB18030 when it yields Chinese, else UTF-8 with replacement."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", errors="replace")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = raw.decode("gb18030")
+        if _CJK.search(text):
+            return text
+    except UnicodeDecodeError:
+        pass
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_page(path: Path) -> str:
+    """The text of a saved page, line endings and invisible characters normalised."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = decode_page(raw).replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    text = _INVISIBLE.sub("", text)
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+# -- metadata -------------------------------------------------------------------------------------
+
+
+def _title(lines: list[str], rules: PageRules, meta: _Meta) -> None:
+    """The title line ("Title #N"), else the line above a state badge (GitLab puts no number there)."""
+    for i, line in enumerate(lines[: rules.data["meta"]["title_lines"]]):
+        for pattern in rules.lists["titles"]:
+            m = pattern.match(line.strip())
+            if m and not rules.re["not_title"].match(m["title"]) and len(m["title"]) >= 4:
+                meta.title, meta.number, meta.title_line = m["title"].strip(), int(m["number"]), i
+                return
+    badges = [rules.re[f"badge:{s}"] for s in ("merged", "closed", "open", "draft")]
+    top = [line.strip() for line in lines[: rules.data["meta"]["badge_lines"]]]
+    for b, line in enumerate(top):
+        if any(p.match(line) for p in badges):
+            above = [i for i in range(b) if top[i] and not _any(rules.lists["chrome"], top[i])]
+            if above and len(top[above[-1]]) >= 4:
+                meta.title, meta.title_line = top[above[-1]], above[-1]
+            return
+
+
+def _own_urls(lines: list[str], rules: PageRules) -> list[tuple[str, str | None]]:
+    """URLs standing alone on a line: the page's own address, pasted with it."""
+    found = []
+    for line in lines:
+        s = line.strip()
+        for pattern in rules.lists["repo_urls"]:
+            m = pattern.match(s)
+            if m and not re.search(r"\s", s[m.end():]):
+                found.append((m["repo"], m["number"]))
+    return found
+
+
+def _repo(text: str, lines: list[str], rules: PageRules, meta: _Meta, file_stem: str) -> None:
+    """Repository and number, strongest evidence first (see the ranking below)."""
+    own_urls = _own_urls(lines, rules)
+    named = rules.re["file_name"].match(file_stem)
+    if meta.number is None:
+        found = [int(n) for _, n in own_urls if n] or [int(m["number"]) for p in rules.lists["numbers"]
+                                                       for line in lines if (m := p.match(line.strip()))]
+        found += [int(named["number"])] if named else []
+        meta.number = found[0] if found else None
+    urls = [(m["repo"], m["number"]) for p in rules.lists["repo_urls"] for m in p.finditer(text)]
+    refs = [(m["repo"], m["number"]) for m in rules.re["repo_refs"].finditer(text)]
+    header = rules.re["repo_header"].search(text)
+    # 1. an address or `owner/name#N` naming this very number; 2. the site header of a full-page copy;
+    # 3. the saved file's name (OWNER+NAME+N); 4. a URL standing alone; 5. a URL to a file or tree.
+    # URLs to other pull requests are not evidence: descriptions link upstream PRs all the time.
+    ranked = [
+        [r for r, n in urls + refs if n and meta.number is not None and int(n) == meta.number],
+        [f"{header['owner']}/{header['name']}"] if header else [],
+        [f"{named['owner']}/{named['name']}"] if named else [],
+        [r for r, _ in own_urls],
+        [r for r, n in urls if not n],
+    ]
+    best = next((c for c in ranked if c), [])
+    meta.repo = Counter(best).most_common(1)[0][0] if best else None
+
+
+def _state(lines: list[str], rules: PageRules, meta: _Meta) -> None:
+    """State from a badge near the top, else from the last state event of the timeline."""
+    top = [line.strip() for line in lines[: rules.data["meta"]["badge_lines"]]]
+    for state in ("merged", "closed", "open"):
+        if any(rules.re[f"badge:{state}"].match(line) for line in top):
+            meta.state = state
+            break
+    meta.draft = meta.draft or any(rules.re["badge:draft"].match(line) for line in top)
+    last: tuple[int, str] | None = None
+    for i, line in enumerate(lines):
+        for state in ("merged", "closed", "open", "draft", "ready"):
+            if _any(rules.lists[f"event:{state}"], line.strip()):
+                last = (i, state)
+                if state in ("merged", "closed"):
+                    when = _date(rules, line)
+                    meta.merged_at = when if state == "merged" else meta.merged_at
+                    meta.closed_at = when or meta.closed_at
+    if last and last[1] in ("draft", "ready"):
+        meta.draft = last[1] == "draft"
+    elif last and meta.state is None:
+        meta.state = last[1]
+
+
+def _author(lines: list[str], rules: PageRules, meta: _Meta) -> None:
+    for line in lines:
+        for pattern in rules.lists["authors"]:
+            m = pattern.match(line.strip())
+            if m:
+                found = m.groupdict()
+                meta.author = found.get("author") or found.get("author_name") or ""
+                meta.base = found.get("base") or ""
+                return
+
+
+def _meta(text: str, lines: list[str], rules: PageRules, file_stem: str) -> _Meta:
+    meta = _Meta()
+    _title(lines, rules, meta)
+    _repo(text, lines, rules, meta, file_stem)
+    _state(lines, rules, meta)
+    _author(lines, rules, meta)
+    draft = rules.re["draft_title"].match(meta.title)
+    if draft:
+        meta.title, meta.draft = meta.title[draft.end():].strip(), True
+    return meta
+
+
+def _date(rules: PageRules, text: str) -> datetime | None:
+    """The first absolute date in `text` (UTC); relative times ("2 days ago") give None."""
+    for pattern in rules.lists["dates"]:
+        m = pattern.search(text)
+        if not m:
+            continue
+        kind, value = m.lastgroup, m.group(0)
+        try:
+            if kind == "iso":
+                return utc(datetime.fromisoformat(value.replace(" ", "T")))
+            if kind == "cjk":
+                value = re.sub(r"\s+", " ", value)
+                return utc(datetime.strptime(value, "%Y年%m月%d日 %H:%M" if ":" in value else "%Y年%m月%d日"))
+        except ValueError:
+            continue
+        value = re.sub(r"(\d)\s*([AaPp][Mm])\b", r"\1 \2", re.sub(r"[.,]|\bat\b", " ", value))
+        value = re.sub(r"\s+", " ", value).strip()
+        for fmt in _MONTH_FORMATS:
+            try:
+                return utc(datetime.strptime(value, fmt))  # strptime ignores case in names and AM/PM
+            except ValueError:
+                continue
+    return None
+
+
+# -- noise and blocks -----------------------------------------------------------------------------
+
+
+def _strip_text_noise(text: str, rules: PageRules, dropped: Counter) -> str:
+    """Force-push events (which span lines when copied) and trailers, removed from the whole page."""
+    for pattern in rules.lists["force_push"]:
+        text, n = pattern.subn(f"\n{_SEP}\n", text)
+        dropped["force-push lines"] += n
+    for pattern in rules.lists["trailers"]:
+        text, n = pattern.subn("", text)
+        dropped["Signed-off-by trailers"] += n
+    return text
+
+
+def _hunk_lines(lines: list[str], rules: PageRules) -> set[int]:
+    """Runs of `|`-prefixed lines holding a diff row ("| code | ||"): a review's code context."""
+    hunk: set[int] = set()
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        if j > i and any(rules.re["hunk_row"].search(lines[k]) for k in range(i, j)):
+            hunk.update(range(i, j))
+        i = max(j, i + 1)
+    return hunk
+
+
+def _header(rules: PageRules, line: str) -> _Block | None:
+    for pattern in rules.lists["headers"]:
+        m = pattern.match(line)
+        if m:
+            found = m.groupdict()
+            author = found["author"]
+            bot = bool(found.get("bot")) or _is_bot(rules, author)
+            return _Block(author=author, when=_date(rules, found.get("date") or ""), bot=bot, headed=True)
+    return None
+
+
+def _is_bot(rules: PageRules, author: str) -> bool:
+    return author.lower() in rules.bot_names or _any(rules.lists["bot_patterns"], author)
+
+
+class _Splitter:
+    """Walks the lines once, dropping noise lines and cutting the rest into blocks."""
+
+    def __init__(self, rules: PageRules, dropped: Counter):
+        self.rules, self.dropped = rules, dropped
+        self.blocks: list[_Block] = []
+        self.cur = _Block()
+
+    def close(self, force: bool = False) -> None:
+        if any(line.strip() for line in self.cur.lines):
+            self.blocks.append(self.cur)
+        elif not force and self.cur.headed:
+            return  # a header with no text yet: role badges and "edited" lines come before the body
+        self.cur = _Block()
+
+    def start(self, block: _Block) -> None:
+        self.close(force=True)
+        self.cur = block
+
+    def feed(self, line: str) -> None:
+        r, s = self.rules, line.strip()
+        if s == _SEP or _any(r.lists["separators"], s):
+            return self.close()
+        if _any(r.lists["review_marks"], s):
+            if not self.cur.headed:  # without headers, review chrome is the only sign a new comment starts
+                self.close(force=True)
+            self.cur.review = True
+            self.dropped["page chrome"] += 1
+            return None
+        if _any(r.lists["conflict"], s):
+            self.dropped["conflict notices"] += 1
+            return self.close()
+        if r.re["avatar"].match(s) or _any(r.lists["chrome"], s):
+            self.dropped["page chrome"] += 1
+            return self.close()
+        header = _header(r, s)
+        if header is not None:
+            return self.start(header)
+        return self.add(line, s)
+
+    def add(self, line: str, s: str) -> None:
+        r = self.rules
+        if _any(r.lists["starts"], s):
+            self.close(force=True)
+        if len(s) >= r.data["blocks"]["flat_min_chars"] and _any(r.lists["flat_marks"], s):
+            self.close(force=True)
+            self.cur.flat = True
+            self.cur.lines.append(s)
+            return self.close(force=True)
+        end = r.re["end_mark"].match(s)
+        if end:
+            self.cur.lines.append(end["text"])
+            return self.close(force=True)
+        self.cur.lines.append(line)
+        return None
+
+
+def _split(text: str, rules: PageRules, meta: _Meta, dropped: Counter) -> list[_Block]:
+    lines = text.split("\n")
+    hunk = _hunk_lines(lines, rules)
+    splitter = _Splitter(rules, dropped)
+    for i, line in enumerate(lines):
+        if meta.title_line is not None and i <= meta.title_line:
+            continue  # the title, and the site's navigation above it
+        if i in hunk:
+            dropped["code context lines"] += 1
+            splitter.close()
+            continue
+        splitter.feed(line)
+    splitter.close(force=True)
+    return splitter.blocks
+
+
+def _cut_boilerplate(block: _Block, rules: PageRules, dropped: Counter) -> str:
+    """The block's text without bot boilerplate (each cut counted by its name)."""
+    text = block.text
+    for name, start, end in rules.boilerplate:
+        while (m := start.search(text)) is not None:
+            stop = end.search(text, m.end()) if end else None
+            text = text[:m.start()] + (text[stop.end():] if stop else "")
+            dropped[name] += 1
+    return text.strip()
+
+
+# -- copies and description -----------------------------------------------------------------------
+
+
+def _shingles(text: str, size: int) -> frozenset[str]:
+    flat = _NORM.sub("", text.lower())
+    if len(flat) <= size:
+        return frozenset([flat]) if flat else frozenset()
+    return frozenset(flat[i:i + size] for i in range(len(flat) - size + 1))
+
+
+def _copies(a: frozenset[str], b: frozenset[str], sim: dict[str, Any]) -> bool:
+    """Two texts are copies when most of the smaller one's shingles are in the larger one."""
+    small, large = sorted((a, b), key=len)
+    if not small or len(small) < sim["min_size_ratio"] * len(large):
+        return False
+    if len(large) <= sim["short_chars"]:
+        return small == large
+    return len(small & large) >= sim["containment"] * len(small)
+
+
+def _groups(blocks: list[_Block], rules: PageRules) -> list[list[int]]:
+    """Indices of blocks grouped by copy relation (same or unknown author), in text order."""
+    sim = rules.data["similarity"]
+    sigs = [_shingles(b.text, sim["shingle"]) for b in blocks]
+    parent = list(range(len(blocks)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(blocks)):
+        for j in range(i + 1, len(blocks)):
+            same_author = not blocks[i].author or not blocks[j].author or blocks[i].author == blocks[j].author
+            if same_author and root(i) != root(j) and _copies(sigs[i], sigs[j], sim):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(blocks)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def _format_score(block: _Block) -> tuple[int, int]:
+    """Markdown structure a copy kept: tables first, then headings, lists and code spans."""
+    text = block.text
+    tables = len(_INLINE_SEP.findall(text))
+    marks = len(re.findall(r"(?:^|\s)#{1,6}\s", text)) + len(re.findall(r"(?:^|\s)[-*]\s", text)) + text.count("`")
+    return tables, marks
+
+
+def _description_group(groups: list[list[int]], blocks: list[_Block], rules: PageRules, meta: _Meta,
+                       no_description: bool) -> list[int] | None:
+    """The group holding the description, by the rules in the module docstring."""
+    repeated = [g for g in groups if len(g) > 1 and len(blocks[g[0]].text) >= 200]
+    if repeated:
+        return max(repeated, key=lambda g: (len(g), -g[0]))
+    if no_description or not groups:
+        return None
+    if meta.title_line is not None:  # the top of the page: the first human block is the description
+        first = min(groups, key=lambda g: g[0])
+        head = blocks[first[0]]
+        if head.review or (head.headed and meta.author and head.author != meta.author):
+            return None
+        return first
+    # a fragment: only a block that looks like a PR template
+    return next((g for g in groups if _any(rules.lists["description_marks"], blocks[g[0]].text)), None)
+
+
+def _split_table(line: str) -> list[str]:
+    """A Markdown table flattened onto one line, back to one row per line."""
+    m = _INLINE_SEP.search(line)
+    if not m:
+        return [line]
+    cols = m.group(0).count("|") - 1
+    before = line[:m.start()]
+    pipes = [i for i, c in enumerate(before) if c == "|"]
+    if len(pipes) < cols + 1:
+        return [line]
+    # blank lines around the table: Markdown does not end a table at a line of prose
+    out = [before[:pipes[-cols - 1]].rstrip(), "", before[pipes[-cols - 1]:].strip(), m.group(0).strip()]
+    rest = line[m.end():].lstrip()
+    while rest.startswith("|"):
+        pipes = [i for i, c in enumerate(rest) if c == "|"]
+        if len(pipes) < cols + 1:
+            break
+        out.append(rest[:pipes[cols] + 1])
+        rest = rest[pipes[cols] + 1:].lstrip()
+    return [*out, "", *(_split_table(rest) if rest else [])]
+
+
+def _unflatten(text: str) -> str:
+    """A message whose line breaks were lost: headings, table rows and list items on their own lines again."""
+    out: list[str] = []
+    for line in _HEADING.sub(r"\n\n\1", text).split("\n"):
+        # a template heading is a question: the paragraph after it starts after its "?"
+        line = _QUESTION.sub("\\1\n", line) if line.startswith("#") else line
+        for part in _split_table(line):
+            out.extend([part] if part.startswith("|") else _BULLET.sub(r"\n\1 ", part).split("\n"))
+    return "\n".join(out).strip()
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in text.split("\n"))).strip()
+
+
+# -- the item -------------------------------------------------------------------------------------
+
+
+def _clean_blocks(blocks: list[_Block], rules: PageRules, dropped: Counter) -> list[_Block]:
+    kept = []
+    for block in blocks:
+        if block.bot:
+            dropped["bot comments"] += 1
+            continue
+        lines = rules.re["commit_prefix"].sub("", _cut_boilerplate(block, rules, dropped)).split("\n")
+        while block.review and lines and rules.re["review_context"].match(lines[0].strip()):
+            dropped["code context lines"] += 1  # the path of the file a review comment is on
+            lines.pop(0)
+        if not _NORM.sub("", "".join(lines)):
+            continue
+        block.lines = lines
+        kept.append(block)
+    return kept
+
+
+def _fallback_title(meta: _Meta, body: str) -> str:
+    """No title line: the description's first line, else the reference (a comment's words would mislead)."""
+    if meta.title:
+        return meta.title
+    for line in body.split("\n"):
+        line = line.strip(" #*`>-")
+        if len(_NORM.sub("", line)) >= 3:
+            return line[:120]
+    return f"{meta.repo}#{meta.number} (pasted page)" if meta.number is not None else f"{meta.repo} (pasted page)"
+
+
+def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int | None = None,
+               file_stem: str = "", report: PageReport | None = None) -> Item:
+    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says.
+
+    Raises ConfigError when no repository is known, SourceError when the text is empty.
+    """
+    report = report if report is not None else PageReport()
+    if not text.strip():
+        raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")
+    lines = text.split("\n")
+    meta = _meta(text, lines, rules, file_stem)
+    meta.repo, meta.number = repo or meta.repo, number if number is not None else meta.number
+    if not meta.repo:
+        raise ConfigError(f"{report.path or 'page'}: no repository found in the page; pass --repo OWNER/NAME")
+    if meta.repo.count("/") != 1:
+        raise ConfigError(f"repository {meta.repo!r} is not OWNER/NAME")
+    no_description = any(rules.re["no_description"].match(line.strip()) for line in lines)
+    blocks = _clean_blocks(_split(_strip_text_noise(text, rules, report.dropped), rules, meta, report.dropped),
+                           rules, report.dropped)
+    groups = _groups(blocks, rules)
+    desc = _description_group(groups, blocks, rules, meta, no_description)
+    desc_block = blocks[max(desc, key=lambda i: (_format_score(blocks[i]), -i))] if desc else None
+    body = ""
+    if desc_block is not None:
+        body = _tidy(_unflatten(desc_block.text) if desc_block.flat else desc_block.text)
+        report.description_copies = len(desc or [])
+        report.dropped["repeated description copies"] += len(desc or []) - 1
+    comments = _comments([g for g in groups if g is not desc], blocks, report)
+    return _item(meta, body, desc_block, comments, report)
+
+
+def _comments(groups: list[list[int]], blocks: list[_Block], report: PageReport) -> list[Comment]:
+    """One comment per group (its first copy), in page order."""
+    kept = []
+    for g in sorted(groups, key=lambda g: g[0]):
+        report.dropped["repeated comments"] += len(g) - 1
+        b = blocks[g[0]]
+        kept.append(Comment(b.author, _tidy(b.text), b.when, False, "review" if b.review else "comment"))
+    return kept
+
+
+def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], report: PageReport) -> Item:
+    report.state_found, report.number_found = meta.state is not None, meta.number is not None
+    dates = [d for d in [desc.when if desc else None, *(c.created_at for c in comments), meta.merged_at,
+                         meta.closed_at] if d]
+    title = _fallback_title(meta, body)
+    key = str(meta.number) if meta.number is not None else \
+        "page-" + hashlib.sha1(f"{title}\n{body}".encode()).hexdigest()[:12]
+    state = meta.state or OPEN
+    return Item(
+        repo=meta.repo or "", kind=PR, key=key, number=meta.number, title=title, body=body,
+        author=meta.author or (desc.author if desc else ""), state=state, draft=meta.draft,
+        created_at=(desc.when if desc and desc.when else min(dates, default=None)),
+        updated_at=max(dates, default=None), merged_at=meta.merged_at if state == MERGED else None,
+        closed_at=meta.closed_at if state in (MERGED, CLOSED) else None,
+        branches=[meta.base] if meta.base else [], comments=comments, source="page",
+    )
+
+
+# -- import ---------------------------------------------------------------------------------------
+
+
+def _stored(engine: Engine, repo: str, number: int | None) -> Item | None:
+    """The item already in the store under this repository and number, if any."""
+    import sqlalchemy as sa
+
+    from ..store import queries
+    from ..store.schema import items, repos
+
+    if number is None:
+        return None
+    query = queries._base_query().where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
+                                        items.c.kind == PR)
+    with engine.connect() as conn:
+        found = queries._items(conn, query.limit(1))
+    return found[0][0] if found else None
+
+
+def _merge_stored(item: Item, old: Item, report: PageReport) -> Item:
+    """What the page lacks comes from the stored item (a git import knows files and the merge commit)."""
+    item.repo = old.repo
+    item.files = item.files or old.files
+    item.merge_commit = item.merge_commit or old.merge_commit
+    item.labels = item.labels or old.labels
+    item.branches = list(dict.fromkeys([*old.branches, *item.branches]))
+    if not report.state_found:
+        item.state = old.state
+    item.merged_at = item.merged_at or (old.merged_at if item.state == MERGED else None)
+    item.closed_at = item.closed_at or (old.closed_at if item.state in (MERGED, CLOSED) else None)
+    item.created_at = item.created_at or old.created_at
+    item.updated_at = item.updated_at or old.updated_at
+    item.body = item.body or old.body
+    item.author = item.author or old.author
+    item.comments = item.comments or old.comments
+    return item
+
+
+def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
+                report: PageReport | None = None) -> Item:
+    """Read a pasted PR page, save it as one item (merged with the stored one) and return it."""
+    from ..store import save
+
+    report = report if report is not None else PageReport()
+    report.path = str(path)
+    item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
+    old = _stored(engine, item.repo, item.number)
+    if old is not None:
+        item = _merge_stored(item, old, report)
+    run = save.start_run(engine, "import-page", str(path))
+    report.stats = save.save_items(engine, [item])
+    save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,
+                                       "updated": report.stats.updated})
+    return item
