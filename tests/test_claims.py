@@ -156,7 +156,7 @@ def test_state_table_pairs_baseline_with_current_only():
 def test_state_table_context_comes_from_the_description():
     claim = extract_claims(fixture("state_table.md"))[0]
     assert claim.context == {"model": "Qwen3-30B-A3B-W8A8", "hardware": "Atlas A2", "concurrency": "32",
-                             "config": "TP=2"}
+                             "config": "TP=2", "states": "first revision (0f9e8d7c) 790.10 ms"}
 
 
 def test_stage_table_without_outer_pipes_and_with_mark_tags():

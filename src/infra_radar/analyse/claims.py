@@ -106,7 +106,9 @@ def _num(name: str | None = None) -> str:
 def _figure(i: int | None, unit_re: str) -> str:
     """A figure with optional thousands multiplier and unit; named groups n/m/u + i when i is set."""
     g = (lambda n: f"?P<{n}{i}>") if i else (lambda n: "?:")
-    return (rf"{_MARK}~?{_num(f'n{i}' if i else None)}({g('m')}[kKM](?=\s*(?:tok|token|req)))?"
+    # "150+s": an approximate figure ("150-plus seconds") keeps its unit
+    return (rf"{_MARK}~?{_num(f'n{i}' if i else None)}(?:\+(?=[ \t]*[A-Za-zμµ]))?"
+            rf"({g('m')}[kKM](?=\s*(?:tok|token|req)))?"
             rf"[ \t]*({g('u')}{unit_re})?{_MARK}")
 
 
@@ -148,8 +150,9 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
     pair_re, from_re = _pair_patterns(unit_re)
     ph = data["phrases"]
     ratio_re, pct_verb_re, pct_sign_re = _cue_patterns(ph)
+    # A cell may hold an approximate or bounded figure: "~450ms", "<1ms" (the bound is the figure).
     cell_re = re.compile(
-        rf"^~?\s*(?P<n>[+\-]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)[ \t]*(?P<m>[kKM](?=\s*(?:tok|token|req)))?"
+        rf"^(?:~|<|≤|&lt;)?\s*(?P<n>[+\-]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)[ \t]*(?P<m>[kKM](?=\s*(?:tok|token|req)))?"
         rf"[ \t]*(?P<u>{unit_re})?\s*(?:\((?P<paren>[^()]*)\))?\s*$", re.I)
     st = data["states"]
     return ClaimRules(
@@ -661,7 +664,9 @@ def _table_claim(rules: ClaimRules, metric: str, before: tuple[float, str | None
                  after: tuple[float, str | None, float | None], unit_hint: str | None,
                  ratio: float | None, span: tuple[int, int], source: str) -> PerfClaim | None:
     """A claim from two table figures, or None if it is not a performance figure."""
-    if not metric or rules.skip_re.search(metric) or re.fullmatch(r"[\d\W_]*", metric):
+    if re.fullmatch(r"[\d\W_]*", metric):
+        metric = ""  # a row labelled by a number (a batch size, a shape): the unit names the metric
+    if rules.skip_re.search(metric):
         return None
     spelling = after[1] or before[1] or unit_hint
     b = _convert(rules, before[0], before[1] or unit_hint, spelling)
@@ -669,8 +674,9 @@ def _table_claim(rules: ClaimRules, metric: str, before: tuple[float, str | None
         return None
     info = _unit(rules, spelling)
     canonical, cls = (info[0], info[1]) if info else ("", "")
-    if cls not in ("time", "memory", "throughput") and _metric_info(rules, metric) is None:
+    if cls not in ("time", "memory", "throughput") and (not metric or _metric_info(rules, metric) is None):
         return None
+    metric = metric or cls
     return _make(rules, _display(rules, metric), b, after[0], canonical, cls, ratio or after[2], span, source)
 
 
@@ -680,7 +686,12 @@ def _column_pairs(rules: ClaimRules, header: list[str]) -> list[tuple[int, int, 
     befores = [i for i, r in enumerate(roles) if r == "before"]
     afters = [i for i, r in enumerate(roles) if r == "after"]
     free = [i for i, r in enumerate(roles) if i and not r and _clean(header[i])]
-    if len(befores) + len(afters) == 1 and len(free) == 1:
+    same = _same_metric_pair(rules, header, free) if not befores and not afters else None
+    if same is not None:
+        # "TTFT(baseline config) | TTFT(new config)": one metric measured in two states, in order
+        name = _BRACKETS.sub("", _clean(header[same[0]])).strip()
+        return [(same[0], same[1], name, _residual(rules, header[same[1]])[1] or _residual(rules, header[same[0]])[1])]
+    elif len(befores) + len(afters) == 1 and len(free) == 1:
         # "Verl (s) | Verl Fix (s)", "enable_switch | baseline": the other value column
         befores, afters = (befores or free), (afters or free)
     elif not befores and not afters and len(free) == 2:
@@ -699,6 +710,19 @@ def _column_pairs(rules: ClaimRules, header: list[str]) -> list[tuple[int, int, 
         if len(match) == 1:
             pairs.append((b, match[0], name, unit or _residual(rules, header[match[0]])[1]))
     return pairs
+
+
+def _same_metric_pair(rules: ClaimRules, header: list[str], free: list[int]) -> tuple[int, int] | None:
+    """The two columns naming the same known metric with different bracketed states, if exactly two."""
+    groups: dict[str, list[int]] = {}
+    for i in free:
+        text = _clean(header[i])
+        found = _BRACKETS.search(text)
+        name = _BRACKETS.sub("", text).strip().lower()
+        if found and name and _metric_info(rules, name) is not None:
+            groups.setdefault(name, []).append(i)
+    pairs = [cols for cols in groups.values() if len(cols) == 2]
+    return (pairs[0][0], pairs[0][1]) if len(pairs) == 1 and len(groups) == 1 else None
 
 
 def _label_context(header: list[str], cells: list[str], skip: set[int]) -> dict[str, str]:
@@ -762,6 +786,9 @@ def _claims_by_rows(rules: ClaimRules, table: _Table) -> list[PerfClaim]:
         claim = _table_claim(rules, name, before, after, unit, None, (base.start, cur.end),
                              f"{base.raw.strip()}\n{cur.raw.strip()}")
         if claim is not None:
+            between = [r for r in table.rows[first + 1:last] if col < len(r.cells) and r.cells[0].strip()]
+            if between:  # states the author measured in between stay visible beside the claim
+                claim.context["states"] = "; ".join(f"{_clean(r.cells[0])} {_clean(r.cells[col])}" for r in between)
             claims.append(claim)
     return claims
 
