@@ -142,8 +142,39 @@ def m001_initial(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+def _v2_columns() -> dict[str, list]:
+    """Tables of the live source's fetch state (002): per-stream cursors and remembered ETags."""
+    return {
+        "fetch_cursors": [
+            sa.Column("repo", sa.String(200), primary_key=True),
+            sa.Column("stream", sa.String(16), primary_key=True),  # pulls | issues | releases
+            _time("cursor"),  # items updated at or after this are fetched next time
+            sa.Column("resume", sa.Text),  # page token of an interrupted pass, to resume after
+            _time("resume_since"), _time("resume_high"),  # that pass's lower bound and newest update
+            _time("updated_at", nullable=False),
+        ],
+        "fetch_etags": [
+            sa.Column("url", sa.Text, primary_key=True),
+            sa.Column("etag", sa.Text, nullable=False),
+            _time("updated_at", nullable=False),
+        ],
+    }
+
+
+for _name, _cols in _v2_columns().items():
+    sa.Table(_name, metadata, *_cols)
+fetch_cursors, fetch_etags = metadata.tables["fetch_cursors"], metadata.tables["fetch_etags"]
+
+
+def m002_fetch_state(op: Operations) -> None:
+    """Cursors and ETags of the live GitHub source."""
+    for name, cols in _v2_columns().items():
+        op.create_table(name, *cols)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
     ("001_initial", m001_initial),
+    ("002_fetch_state", m002_fetch_state),
 ]
 
 

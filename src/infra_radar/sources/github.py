@@ -1,0 +1,544 @@
+"""The live GitHub source: the one module through which every HTTP call of the project goes.
+
+`GitHubClient` sends requests (token, retries, rate limits, redaction); `GraphQLSource` and `RestSource`
+turn one page of a repository's pull requests and issues into Items; `fetch_releases` reads releases
+with ETag conditional requests. Nothing here writes the store: fetch.py saves what these yield.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .. import __version__
+from ..errors import SourceError
+from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, RELEASE, Comment, FileChange, Item
+
+log = logging.getLogger(__name__)
+
+DEFAULT_API = "https://api.github.com"
+PAGE_SIZE = 50
+FILES_PAGE = 100  # GraphQL's files(first: 100); REST pulls/{n}/files is read past it
+Wait = Callable[[float, str], None]
+IsBot = Callable[[str], bool]
+Known = Callable[[str, int, datetime], bool]  # (repo, PR number, updatedAt): stored with this update time?
+
+
+class StopFetch(SourceError):
+    """The whole fetch must stop: no network, credentials rejected, or a rate limit past --max-wait."""
+
+
+class RateLimited(StopFetch):
+    """The rate limit is spent and its reset is further away than --max-wait."""
+
+    def __init__(self, message: str, reset_at: datetime | None) -> None:
+        super().__init__(message)
+        self.reset_at = reset_at
+
+
+class PageError(SourceError):
+    """One page could not be read (malformed body, API error); the pass stops before it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    """Where the API lives and the token to use (never printed: see `redact`)."""
+
+    api: str = DEFAULT_API
+    graphql: str = DEFAULT_API + "/graphql"
+    token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Endpoints:
+        """GITHUB_API_URL / GITHUB_GRAPHQL_URL / GITHUB_TOKEN or GH_TOKEN from the environment."""
+        env = os.environ if env is None else env
+        api = (env.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
+        token = (env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or "").strip() or None
+        return cls(api, (env.get("GITHUB_GRAPHQL_URL") or graphql_url(api)).rstrip("/"), token)
+
+
+def graphql_url(api: str) -> str:
+    """The GraphQL endpoint beside a REST root: GHE `https://H/api/v3` -> `https://H/api/graphql`."""
+    api = api.rstrip("/")
+    if api.endswith("/api/v3"):
+        return api.removesuffix("/v3") + "/graphql"
+    return api + "/graphql"
+
+
+def graphql_queries() -> dict[str, str]:
+    """Every GraphQL query the project sends, by name (the packaged defaults/graphql/*.graphql)."""
+    folder = resources.files("infra_radar") / "defaults" / "graphql"
+    return {p.name.removesuffix(".graphql"): p.read_text(encoding="utf-8")
+            for p in folder.iterdir() if p.name.endswith(".graphql")}
+
+
+@dataclass(slots=True)
+class RestResponse:
+    """A REST answer: status, decoded JSON (None on 304), its ETag and the Link rel=next URL."""
+
+    status: int
+    data: Any
+    etag: str | None
+    next_url: str | None
+
+
+_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+
+
+def next_link(header: str | None) -> str | None:
+    """The rel="next" URL of a Link header."""
+    found = _LINK_NEXT.search(header or "")
+    return found.group(1) if found else None
+
+
+class GitHubClient:
+    """HTTP to GitHub: auth, bounded retries with backoff, rate-limit waits, a request count."""
+
+    def __init__(self, endpoints: Endpoints, *, timeout: float = 30.0, retries: int = 4, backoff: float = 1.0,
+                 max_wait: float = 900.0, wait: Wait | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.endpoints, self.retries, self.backoff, self.max_wait = endpoints, retries, backoff, max_wait
+        self.wait, self.clock = wait or (lambda seconds, _reason: time.sleep(seconds)), clock
+        self.requests = 0
+        self.remaining: int | None = None
+        self.reset_at: datetime | None = None
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                   "User-Agent": f"infra-radar/{__version__}"}
+        if endpoints.token:
+            headers["Authorization"] = f"Bearer {endpoints.token}"
+        self._http = httpx.Client(headers=headers, timeout=timeout, follow_redirects=True)
+
+    @property
+    def anonymous(self) -> bool:
+        return not self.endpoints.token
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def redact(self, text: str) -> str:
+        """`text` with the token blanked out (every message that leaves this module goes through it)."""
+        token = self.endpoints.token
+        return text.replace(token, "***") if token else text
+
+    def rest_url(self, path: str) -> str:
+        return path if path.startswith(("http://", "https://")) else f"{self.endpoints.api}/{path.lstrip('/')}"
+
+    def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """Run a query; its `data`, or PageError naming GitHub's first error."""
+        _resp, body = self._request("POST", self.endpoints.graphql, json={"query": query, "variables": variables})
+        if not isinstance(body, dict):
+            raise PageError("GraphQL answer is not an object")
+        if body.get("errors"):
+            first = body["errors"][0]
+            raise PageError(self.redact(f"GraphQL error {first.get('type') or ''}: {first.get('message')}"[:300]))
+        self._note_graphql_limit(body.get("data") or {})
+        return body.get("data") or {}
+
+    def rest(self, path: str, params: dict[str, Any] | None = None, etag: str | None = None) -> RestResponse:
+        """GET a REST resource, conditionally when `etag` is given (a 304 has data None)."""
+        headers = {"If-None-Match": etag} if etag else {}
+        resp, body = self._request("GET", self.rest_url(path), params=params, headers=headers)
+        return RestResponse(resp.status_code, body, resp.headers.get("etag"), next_link(resp.headers.get("link")))
+
+    # -- one request, with every retry and wait ----------------------------------------------------
+
+    def _request(self, method: str, url: str, **kw: Any) -> tuple[httpx.Response, Any]:
+        failures = limit_waits = 0
+        while True:
+            problem = None
+            try:
+                resp = self._send(method, url, **kw)
+            except httpx.TimeoutException:
+                problem = f"no answer within {self._http.timeout.read}s"
+            else:
+                limit = self._limit_wait(resp)
+                if limit is not None:
+                    limit_waits += 1
+                    self._wait_limit(limit, limit_waits, resp)
+                    continue
+                if resp.status_code >= 500:
+                    problem = f"HTTP {resp.status_code}"
+                else:
+                    try:
+                        return resp, self._decode(resp, url)
+                    except PageError as exc:
+                        problem = str(exc)
+            failures += 1
+            if failures > self.retries:
+                raise PageError(self.redact(f"{_host(url)}: {problem} (gave up after {failures} tries)"))
+            delay = min(self.backoff * 2 ** (failures - 1), 60.0)
+            log.warning("%s: %s; retrying in %.1fs", _host(url), self.redact(problem), delay)
+            self.wait(delay, f"retry after {problem}")
+
+    def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        log.debug("%s %s", method, self.redact(url))
+        self.requests += 1
+        try:
+            resp = self._http.request(method, url, **kw)
+        except httpx.TimeoutException:
+            raise
+        except (httpx.ConnectError, httpx.UnsupportedProtocol) as exc:
+            raise StopFetch(self.redact(f"cannot reach {_host(url)}: {_reason(exc)}")) from None
+        except httpx.TransportError as exc:  # connection dropped mid-answer: treat like a 5xx
+            return httpx.Response(599, text=self.redact(str(exc)), request=exc.request)
+        self._note_limits(resp)
+        if resp.status_code == 401:
+            raise StopFetch(f"{_host(url)} rejected the credentials (401): check GITHUB_TOKEN / GH_TOKEN")
+        return resp
+
+    def _decode(self, resp: httpx.Response, url: str) -> Any:
+        if resp.status_code == 304:
+            return None
+        if resp.status_code >= 400:
+            message = _message(resp)
+            raise SourceError(self.redact(f"{_host(url)}: HTTP {resp.status_code} for {urlsplit(url).path}: {message}"))
+        try:
+            return resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "msg", None) or type(exc).__name__
+            raise PageError(f"malformed JSON from {urlsplit(url).path} ({why})") from None
+
+    # -- rate limits ---------------------------------------------------------------------------------
+
+    def _note_limits(self, resp: httpx.Response) -> None:
+        remaining, reset = resp.headers.get("x-ratelimit-remaining"), resp.headers.get("x-ratelimit-reset")
+        if remaining is not None and remaining.isdigit():
+            self.remaining = int(remaining)
+        if reset is not None and reset.isdigit():
+            self.reset_at = datetime.fromtimestamp(int(reset), UTC)
+
+    def _note_graphql_limit(self, data: dict[str, Any]) -> None:
+        limit = data.get("rateLimit") or {}
+        if isinstance(limit.get("remaining"), int):
+            self.remaining = limit["remaining"]
+
+    def _limit_wait(self, resp: httpx.Response) -> float | None:
+        """Seconds to wait when `resp` is a rate-limit answer (primary or secondary), else None."""
+        if resp.status_code not in (403, 429) and not _graphql_rate_limited(resp):
+            return None
+        retry_after = resp.headers.get("retry-after", "")
+        if retry_after.isdigit():
+            return float(retry_after)
+        if resp.headers.get("x-ratelimit-remaining") == "0" or _graphql_rate_limited(resp):
+            reset = resp.headers.get("x-ratelimit-reset", "")
+            return max(0.0, int(reset) - self.clock()) + 1 if reset.isdigit() else 60.0
+        if "secondary rate limit" in resp.text.lower():
+            return 60.0  # the documented default when GitHub gives no Retry-After
+        return None
+
+    def _wait_limit(self, seconds: float, attempt: int, resp: httpx.Response) -> None:
+        primary = "retry-after" not in resp.headers and (
+            resp.headers.get("x-ratelimit-remaining") == "0" or _graphql_rate_limited(resp))
+        if seconds > self.max_wait or attempt > self.retries + 2:
+            reset = datetime.fromtimestamp(self.clock() + seconds, UTC).replace(microsecond=0)
+            why = (f"{math.ceil(seconds)} s, more than --max-wait {self.max_wait:g} s" if seconds > self.max_wait
+                   else f"still limited after {attempt - 1} waits")
+            raise RateLimited(f"GitHub rate limit reached; it resets at {reset:%Y-%m-%d %H:%M:%S} UTC ({why}): "
+                              "progress is saved, rerun `radar fetch` after that time", reset)
+        kind = "rate limit" if primary else "secondary rate limit"
+        log.warning("%s: waiting %.0f s", kind, seconds)
+        self.wait(seconds, kind)
+
+
+def _graphql_rate_limited(resp: httpx.Response) -> bool:
+    return (resp.status_code == 200 and resp.request.method == "POST" and b'"RATE_LIMITED"' in resp.content[:2000])
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).netloc or url
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.split("] ", 1)[-1] if text.startswith("[Errno") else text
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        return str(resp.json().get("message", ""))[:200]
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return resp.text[:200]
+
+
+# -- records -> Items ---------------------------------------------------------------------------------
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """GitHub's ISO-8601 time ('2026-08-01T02:00:00Z') as an aware UTC datetime."""
+    return datetime.fromisoformat(value).astimezone(UTC) if value else None
+
+
+def _bot(author: Mapping[str, Any] | None, is_bot: IsBot) -> tuple[str, bool]:
+    if not author:
+        return "ghost", False  # a deleted account
+    login = str(author.get("login") or "ghost")
+    return login, author.get("__typename") == "Bot" or is_bot(login)
+
+
+def default_is_bot(login: str) -> bool:
+    """The fallback bot test: GitHub's `[bot]` suffix."""
+    return login.lower().endswith("[bot]")
+
+
+_CHANGE = {"ADDED": "added", "DELETED": "removed", "MODIFIED": "modified", "RENAMED": "renamed",
+           "COPIED": "copied", "CHANGED": "changed"}
+
+
+def _comments(node: Mapping[str, Any], is_bot: IsBot) -> list[Comment]:
+    found = []
+    for c in (node.get("comments") or {}).get("nodes") or []:
+        login, bot = _bot(c.get("author"), is_bot)
+        found.append(Comment(login, c.get("body") or "", parse_time(c.get("createdAt")), bot, "comment"))
+    for r in (node.get("reviews") or {}).get("nodes") or []:
+        login, bot = _bot(r.get("author"), is_bot)
+        # an approval without text still says something: keep its verdict as the body
+        body = r.get("body") or str(r.get("state") or "").lower().replace("_", " ")
+        found.append(Comment(login, body, parse_time(r.get("submittedAt")), bot, "review"))
+    return sorted(found, key=lambda c: c.created_at or datetime.min.replace(tzinfo=UTC))
+
+
+def _labels(node: Mapping[str, Any]) -> list[str]:
+    return [n["name"] for n in (node.get("labels") or {}).get("nodes") or [] if n and n.get("name")]
+
+
+def pr_item(repo: str, node: Mapping[str, Any], is_bot: IsBot = default_is_bot) -> Item:
+    """A GraphQL PullRequest node as an Item (files: its first page; see `files_need_rest`)."""
+    author, _ = _bot(node.get("author"), is_bot)
+    state = {"MERGED": MERGED, "CLOSED": CLOSED}.get(node.get("state", ""), OPEN)
+    files = [FileChange(f["path"], f.get("additions"), f.get("deletions"), _CHANGE.get(f.get("changeType", ""), None))
+             for f in (node.get("files") or {}).get("nodes") or []]
+    merge = (node.get("mergeCommit") or {}).get("oid") if state == MERGED else None
+    return Item(repo=repo, kind=PR, key=str(node["number"]), number=node["number"], title=node.get("title") or "",
+                body=node.get("body") or "", author=author, state=state, draft=bool(node.get("isDraft")),
+                created_at=parse_time(node.get("createdAt")), updated_at=parse_time(node.get("updatedAt")),
+                merged_at=parse_time(node.get("mergedAt")), closed_at=parse_time(node.get("closedAt")),
+                merge_commit=merge, branches=[node["baseRefName"]] if node.get("baseRefName") else [],
+                labels=_labels(node), files=files, comments=_comments(node, is_bot), source="github")
+
+
+def files_need_rest(node: Mapping[str, Any]) -> bool:
+    """Whether a PR node's file list was cut at GraphQL's first page."""
+    return bool(((node.get("files") or {}).get("pageInfo") or {}).get("hasNextPage"))
+
+
+def issue_item(repo: str, node: Mapping[str, Any], is_bot: IsBot = default_is_bot) -> Item:
+    """A GraphQL Issue node as an Item."""
+    author, _ = _bot(node.get("author"), is_bot)
+    return Item(repo=repo, kind=ISSUE, key=str(node["number"]), number=node["number"], title=node.get("title") or "",
+                body=node.get("body") or "", author=author, state=CLOSED if node.get("state") == "CLOSED" else OPEN,
+                created_at=parse_time(node.get("createdAt")), updated_at=parse_time(node.get("updatedAt")),
+                closed_at=parse_time(node.get("closedAt")), labels=_labels(node),
+                comments=_comments(node, is_bot), source="github")
+
+
+def rest_pull_item(repo: str, obj: Mapping[str, Any]) -> Item:
+    """A REST pull (list shape, anonymous mode) as an Item, without files or comments."""
+    merged = parse_time(obj.get("merged_at"))
+    state = MERGED if merged else (CLOSED if obj.get("state") == "closed" else OPEN)
+    return Item(repo=repo, kind=PR, key=str(obj["number"]), number=obj["number"], title=obj.get("title") or "",
+                body=obj.get("body") or "", author=(obj.get("user") or {}).get("login") or "ghost", state=state,
+                draft=bool(obj.get("draft")), created_at=parse_time(obj.get("created_at")),
+                updated_at=parse_time(obj.get("updated_at")), merged_at=merged,
+                closed_at=parse_time(obj.get("closed_at")),
+                merge_commit=obj.get("merge_commit_sha") if merged else None,
+                branches=[b] if (b := (obj.get("base") or {}).get("ref")) else [],
+                labels=[lb["name"] for lb in obj.get("labels") or [] if lb.get("name")], source="github")
+
+
+def rest_issue_item(repo: str, obj: Mapping[str, Any]) -> Item:
+    """A REST issue (list shape, anonymous mode) as an Item."""
+    return Item(repo=repo, kind=ISSUE, key=str(obj["number"]), number=obj["number"], title=obj.get("title") or "",
+                body=obj.get("body") or "", author=(obj.get("user") or {}).get("login") or "ghost",
+                state=CLOSED if obj.get("state") == "closed" else OPEN,
+                created_at=parse_time(obj.get("created_at")), updated_at=parse_time(obj.get("updated_at")),
+                closed_at=parse_time(obj.get("closed_at")),
+                labels=[lb["name"] for lb in obj.get("labels") or [] if lb.get("name")], source="github")
+
+
+def release_item(repo: str, obj: Mapping[str, Any]) -> Item:
+    """A REST release as an Item keyed by its tag."""
+    when = parse_time(obj.get("published_at") or obj.get("created_at"))
+    target = obj.get("target_commitish") or ""
+    return Item(repo=repo, kind=RELEASE, key=obj["tag_name"], title=obj.get("name") or obj["tag_name"],
+                body=obj.get("body") or "", author=(obj.get("author") or {}).get("login") or "",
+                state="published", created_at=when, updated_at=when,
+                merge_commit=target if re.fullmatch(r"[0-9a-f]{40}", target) else None,
+                labels=["prerelease"] if obj.get("prerelease") else [], source="github")
+
+
+def rest_files(client: GitHubClient, repo: str, number: int) -> list[FileChange]:
+    """Every changed file of a PR from REST `pulls/{n}/files` (Link-paginated, 100 a page)."""
+    found: list[FileChange] = []
+    url: str | None = client.rest_url(f"repos/{repo}/pulls/{number}/files?per_page={FILES_PAGE}")
+    while url:
+        page = client.rest(url)
+        if not isinstance(page.data, list):
+            raise PageError(f"{repo}#{number}: file list is not a JSON array")
+        found += [FileChange(f["filename"], f.get("additions"), f.get("deletions"), f.get("status"))
+                  for f in page.data]
+        url = page.next_url
+    return found
+
+
+# -- pages of pulls and issues --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PageRequest:
+    """What to ask of one stream: items updated at or after `since`, after page token `after`."""
+
+    since: datetime
+    after: str | None = None
+
+
+@dataclass(slots=True)
+class Page:
+    """One page of one stream: its items (already cut at `since`) and where the stream goes next."""
+
+    items: list[Item]
+    next_token: str | None  # resume after this page; None when the stream has no more pages
+    done: bool  # nothing at or after `since` lies past this page
+    newest: datetime | None = None  # the newest update time seen on the page
+
+
+def _page(raw: list[tuple[Item | None, datetime | None]], has_next: bool, token: str | None,
+          since: datetime) -> Page:
+    items = [item for item, when in raw if item is not None and (when is None or when >= since)]
+    times = [when for _, when in raw if when is not None]
+    done = not has_next or not raw or (raw[-1][1] is not None and raw[-1][1] < since)
+    return Page(items, None if done else token, done, max(times) if times else None)
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GraphQLSource:
+    """Pull requests and issues through GraphQL: both streams in one request per page."""
+
+    streams = ("pulls", "issues")
+
+    def __init__(self, client: GitHubClient, is_bot: IsBot = default_is_bot, page_size: int = PAGE_SIZE,
+                 known: Known | None = None) -> None:
+        self.client, self.is_bot, self.page_size = client, is_bot, page_size
+        self.known = known or (lambda _repo, _number, _when: False)
+        self.query = graphql_queries()["repo_page"]
+
+    def page(self, repo: str, asks: dict[str, PageRequest]) -> dict[str, Page]:
+        """One page of each stream in `asks` (pulls, issues)."""
+        owner, name = repo.split("/")
+        pulls, issues = asks.get("pulls"), asks.get("issues")
+        variables = {"owner": owner, "name": name, "pageSize": self.page_size,
+                     "withPulls": pulls is not None, "pullsAfter": pulls.after if pulls else None,
+                     "withIssues": issues is not None, "issuesAfter": issues.after if issues else None,
+                     "since": _iso(issues.since) if issues else None}
+        data = self.client.graphql(self.query, variables)
+        found = data.get("repository")
+        if not isinstance(found, dict):
+            raise SourceError(f"{repo}: repository not found on {_host(self.client.endpoints.api)}")
+        try:
+            pages = {}
+            if pulls is not None:
+                pages["pulls"] = self._pulls(repo, found["pullRequests"], pulls.since)
+            if issues is not None:
+                pages["issues"] = self._connection(found["issues"], issues.since,
+                                                   lambda n: issue_item(repo, n, self.is_bot))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PageError(f"{repo}: unexpected GraphQL answer ({type(exc).__name__}: {exc})"[:300]) from None
+        return pages
+
+    def _pulls(self, repo: str, conn: Mapping[str, Any], since: datetime) -> Page:
+        def convert(node: Mapping[str, Any]) -> Item | None:
+            when = parse_time(node.get("updatedAt"))
+            if not files_need_rest(node) or (when is not None and when < since):
+                return pr_item(repo, node, self.is_bot)
+            if when is not None and self.known(repo, node["number"], when):
+                return None  # stored as it is now: skip its file pages (and do not cut its files to 100)
+            item = pr_item(repo, node, self.is_bot)
+            item.files = rest_files(self.client, repo, item.number or 0)
+            return item
+        return self._connection(conn, since, convert)
+
+    @staticmethod
+    def _connection(conn: Mapping[str, Any], since: datetime, convert: Callable[[Any], Item | None]) -> Page:
+        raw = [(convert(n), parse_time(n.get("updatedAt"))) for n in conn["nodes"] if n]
+        info = conn["pageInfo"]
+        return _page(raw, bool(info["hasNextPage"]), info.get("endCursor"), since)
+
+
+class RestSource:
+    """Pull requests and issues through REST list endpoints (anonymous mode): no files or comments."""
+
+    streams = ("pulls", "issues")
+
+    def __init__(self, client: GitHubClient, page_size: int = PAGE_SIZE) -> None:
+        self.client, self.page_size = client, page_size
+
+    def page(self, repo: str, asks: dict[str, PageRequest]) -> dict[str, Page]:
+        """One page of each stream in `asks`, one request each."""
+        return {stream: self._one(repo, stream, ask) for stream, ask in asks.items()}
+
+    def _one(self, repo: str, stream: str, ask: PageRequest) -> Page:
+        params = f"state=all&sort=updated&direction=desc&per_page={self.page_size}"
+        if stream == "issues":
+            params += f"&since={_iso(ask.since)}"
+        resp = self.client.rest(ask.after or self.client.rest_url(f"repos/{repo}/{stream}?{params}"))
+        if not isinstance(resp.data, list):
+            raise PageError(f"{repo}: {stream} list is not a JSON array")
+        try:
+            # the REST issues list also holds pull requests: they come from the pulls stream (None here),
+            # but their update times still tell where the listing stands
+            raw = [(rest_pull_item(repo, o) if stream == "pulls" else
+                    None if "pull_request" in o else rest_issue_item(repo, o),
+                    parse_time(o.get("updated_at"))) for o in resp.data]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PageError(f"{repo}: unexpected REST answer ({type(exc).__name__}: {exc})"[:300]) from None
+        return _page(raw, resp.next_url is not None, resp.next_url, ask.since)
+
+
+# -- releases -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ReleasePage:
+    """One page of releases: items published at or after `since`, the page's URL and ETag."""
+
+    url: str
+    items: list[Item]
+    etag: str | None
+    not_modified: bool
+    next_url: str | None
+
+
+def release_page(client: GitHubClient, repo: str, url: str | None, etag: str | None, since: datetime) -> ReleasePage:
+    """One page of a repository's releases (newest first), conditional on `etag`; drafts left out."""
+    url = url or client.rest_url(f"repos/{repo}/releases?per_page=100")
+    resp = client.rest(url, etag=etag)
+    if resp.status == 304:
+        return ReleasePage(url, [], etag, True, None)
+    if not isinstance(resp.data, list):
+        raise PageError(f"{repo}: releases list is not a JSON array")
+    try:
+        items = [release_item(repo, r) for r in resp.data if not r.get("draft")]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PageError(f"{repo}: unexpected release record ({type(exc).__name__}: {exc})"[:300]) from None
+    fresh = [i for i in items if i.created_at is None or i.created_at >= since]
+    more = resp.next_url if items and len(fresh) == len(items) else None
+    return ReleasePage(url, fresh, resp.etag, False, more)
