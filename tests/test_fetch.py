@@ -288,3 +288,32 @@ def test_since_flag_later_than_the_cursor_keeps_the_cursor(stub, settings, store
     cursor = cursors.read_state(store, "acme/infer", "pulls").cursor
     run(stub, settings, store, since=cursor + timedelta(days=1))
     assert cursors.read_state(store, "acme/infer", "pulls").cursor == cursor
+
+
+def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store):
+    """Issue 3 scope 7: state then and now, merge commit, files moved, new items that reference it."""
+    settings.lang = "en"
+    run(stub, settings, store)
+    runner = CliRunner()
+    assert runner.invoke(main, ["watch", "add", "acme/infer#1202", "--reason", "MLA chunked prefill"]).exit_code == 0
+    first = pipeline.daily(settings, store, datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
+    section = first.text[first.text.index("## Tracked items"):first.text.index("## Short table")]
+    assert "acme/infer#1202" in section and "first recheck, now" in section, section
+
+    pr = next(p for p in stub.repos["acme/infer"].pulls if p["number"] == 1202)
+    pr.update(state="MERGED", isDraft=False, mergedAt="2026-08-02T08:00:00Z", closedAt="2026-08-02T08:00:00Z",
+              updatedAt="2026-08-02T08:00:00Z", mergeCommit={"oid": "c0ffee" + "0" * 34})
+    pr["files"]["nodes"].append({"path": "infer/attention/ops/mla_chunk.py", "additions": 40, "deletions": 0,
+                                 "changeType": "ADDED"})
+    pr["files"]["totalCount"] += 1
+    follow = {**pr, "number": 1206, "title": "[Perf] FP8 KV cache for chunked MLA prefill",
+              "body": "Follow-up of #1202: FP8 KV cache on the chunked path.", "state": "OPEN", "mergedAt": None,
+              "closedAt": None, "mergeCommit": None, "updatedAt": "2026-08-02T09:00:00Z",
+              "createdAt": "2026-08-02T09:00:00Z"}
+    stub.repos["acme/infer"].pulls.insert(0, follow)
+    run(stub, settings, store, since=datetime(2026, 8, 2, tzinfo=UTC))
+    second = pipeline.daily(settings, store, datetime(2026, 8, 2, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC))
+    section = second.text[second.text.index("## Tracked items"):second.text.index("## Short table")]
+    assert "now merged" in section and "c0ffee" in section, section
+    assert "acme/infer#1206" in section, section
+    assert "changed files moved" in section, section
