@@ -333,7 +333,8 @@ def test_real_perf_prs_rank_high(export, number, topics, shared_data, rules, con
     result = analyse_item(item, rules, claims, conf)
     assert result.priority in ("P0", "P1")
     assert topics <= set(result.topics)
-    assert result.grade == "M"
+    # A native change to Triton kernel wrappers is M or L (docs/labelling.md: either reading is fair).
+    assert result.grade in ("M", "L")
     assert result.item_kind in ("feature", "perf")
     if claims:
         assert "→" in result.summary["en"] and "(self-reported)" in result.summary["en"]

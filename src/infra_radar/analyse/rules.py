@@ -20,6 +20,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
+from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULTS, Settings, load_rule_file
@@ -40,7 +41,7 @@ __all__ = [
     "load_noise_patterns", "strip_noise", "words",
 ]
 
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "checklist", "bots")
 KINDS = (
     "feature", "perf", "bugfix", "refactor", "docs", "ci", "test", "model-support", "deps", "revert",
@@ -327,6 +328,7 @@ class _Topic:
     id: str
     label: Text
     path_share: float
+    repos: frozenset[str] = frozenset()  # code changes in these repositories are on this topic
 
 
 @dataclass(slots=True)
@@ -438,8 +440,14 @@ class RuleSet:
         return self.globs.classes(path)
 
 
-def _version(data: Mapping[str, Any]) -> str:
-    blob = json.dumps({"engine": ENGINE_VERSION, "rules": data}, sort_keys=True, ensure_ascii=False)
+def _version(data: Mapping[str, Any], settings: Settings) -> str:
+    # Everything an analysis depends on: the rule tables, the claim rules and the code version, and
+    # the settings the rules read (target profile, focus), so changing any of them re-analyses.
+    claims = (DEFAULTS / "rules" / "claims.toml").read_text(encoding="utf-8")
+    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()
+    blob = json.dumps({"engine": ENGINE_VERSION, "code": code, "rules": data, "claims": claims, "target": settings.target,
+                       "focus": sorted(settings.focus), "weights": settings.focus_weights},
+                      sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
 
@@ -459,7 +467,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     template = bots.get("template", {})
     lines = template.get("lines", [])
     return RuleSet(
-        version=_version(data), target=settings.target, data=data, index=index, globs=globs,
+        version=_version(data, settings), target=settings.target, data=data, index=index, globs=globs,
         kind_rules=kind_rules, at_start=at_start, issue_rules=issue_rules, topics=topics,
         profile=profile, signal_labels=labels,
         priority_rules=[_rule(r, r.get("priority", "none")) for r in prio.get("rule", [])],
@@ -508,7 +516,7 @@ def _kind_pids(kind_rules: dict[str, list[_Weighted]], index: _Index) -> dict[tu
 def _topic_pids(topics: list[_Topic], index: _Index) -> dict[int, list[tuple[int, str]]]:
     found: dict[int, list[tuple[int, str]]] = {}
     for order, topic in enumerate(topics):
-        for source in ("t", "tt", "tl"):
+        for source in ("t", "tt", "tl", "ttl"):
             for pid in index.pids.get(f"{source}:{topic.id}", ()):
                 found.setdefault(pid, []).append((order, source))
     return found
@@ -559,9 +567,11 @@ def _compile_topics(data: Mapping[str, Any], index: _Index, globs: _Globs) -> li
     for tid, entry in data.get("topics", {}).items():
         index.add(entry.get("keywords", []), f"t:{tid}")
         index.add(entry.get("tags", []), f"tt:{tid}", body=False)
+        index.add(entry.get("title_keywords", []), f"ttl:{tid}", body=False)
         index.add(entry.get("labels", []), f"tl:{tid}", body=False)
         globs.add(f"topic:{tid}", entry.get("paths", []))
-        topics.append(_Topic(tid, _text(entry.get("label"), f"topics.{tid}.label"), float(entry.get("path_share", 0))))
+        topics.append(_Topic(tid, _text(entry.get("label"), f"topics.{tid}.label"), float(entry.get("path_share", 0)),
+                             frozenset(r.lower() for r in entry.get("repos", []))))
     return topics
 
 
@@ -774,6 +784,9 @@ def _kind(item: Item, facts: _Facts, rules: RuleSet) -> str:
     scores: dict[str, float] = {}
     typed = _type_kind(facts, rules, scores)
     scope = set(rules.data["kinds"].get("scope_kinds", [])) if typed else None
+    if scope and _modules(facts.tag_words) > 1:
+        # `[fsdp, perf, doc] fix:` lists the modules touched; `doc` there does not make it a docs change
+        scope &= set(rules.data["kinds"].get("scope_kinds_listed", ["revert"]))
     for region, source in (("tags", "tag"), ("title", "title"), ("labels", "label")):
         for pid in facts.found[region]:
             for rule in rules.kind_pids.get((source, pid), ()):
@@ -787,6 +800,11 @@ def _kind(item: Item, facts: _Facts, rules: RuleSet) -> str:
             if count:
                 scores[rule.kind] = scores.get(rule.kind, 0) + rule.weight * min(count, 3)
     return _best_kind(scores, rules)
+
+
+def _modules(tag_words: list[str]) -> int:
+    """How many modules the title brackets list (tag words come with "" after each one)."""
+    return sum(1 for i, w in enumerate(tag_words) if not w and i and tag_words[i - 1])
 
 
 def _keep_max(scores: dict[str, float], rule: _Weighted) -> None:
@@ -840,12 +858,16 @@ def _issue_kind(facts: _Facts, rules: RuleSet) -> str:
 # --------------------------------------------------------------------------- topics
 
 
-_TOPIC_SOURCES = {"title": ("t",), "tags": ("t", "tt"), "labels": ("t", "tl")}
+_TOPIC_SOURCES = {"title": ("t", "ttl"), "tags": ("t", "tt", "ttl"), "labels": ("t", "tl")}
 
 
-def _topics(facts: _Facts, rules: RuleSet) -> list[str]:
+def _topics(item: Item, facts: _Facts, rules: RuleSet) -> list[str]:
     """Topics hit, strongest first: title, tags and labels 3, paths 2, each body keyword 0.5 (max 2)."""
     score: dict[int, float] = {}
+    if facts.has_code:  # a code change in a repository written for one platform is on that platform
+        for order, topic in enumerate(rules.topics):
+            if item.repo.lower() in topic.repos:
+                score[order] = 2.0
     for region, sources in _TOPIC_SOURCES.items():
         for pid in facts.found[region]:
             for order, source in rules.topic_pids.get(pid, ()):
@@ -918,7 +940,7 @@ def _grade(item: Item, kind: str, facts: _Facts, rules: RuleSet) -> tuple[str, b
     native = _is_native(item, facts, rules)
     if native:
         found = _evidence(facts, rules, "native_L", profile.native_l, 99, title_decides=True)
-        if found and kind not in ("docs", "ci"):
+        if found and kind not in rules.data["grades"].get("light_kinds", ["docs", "ci"]):
             return "L", True, _reason("native_L", found, facts, rules)
         grade = "S" if _light(kind, facts, rules) else "M"
         return grade, True, _reason(f"native_{grade}", _Evidence(), facts, rules)
@@ -1214,7 +1236,7 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     """Every rule-made field of one item's analysis (links are left to the pipeline)."""
     facts = _facts(item, rules)
     kind = _kind(item, facts, rules)
-    topics = _topics(facts, rules)
+    topics = _topics(item, facts, rules)
     grade, native, grade_reason = _grade(item, kind, facts, rules)
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)

@@ -1,0 +1,471 @@
+"""Scoring the rules against a labelled set: accuracy, confusion matrices, topic F1, claim precision/recall.
+
+A labels file is JSON Lines, one object per item: `{"item": "OWNER/NAME#N", "kind", "topics",
+"priority", "grade", "decision", "perf_claims"}`. Every field but `item` is optional; unknown
+fields are ignored. A scalar field may hold a list of acceptable values. `topics` is the set of
+topics; a topic ending in `?` is optional (a hit counts, a miss does not), and a list of lists
+gives alternative sets (the one closest to the prediction is used). A claim is
+`{"metric", "before", "after", "unit"}` (optionally `ratio`, `change_pct`); `metric` may be a list
+of acceptable names. See docs/labelling.md.
+
+The set is split by a hash of the item id: `sha1(item) % 10 < 3` is the held-out part (an explicit
+`"split": "tune" | "holdout"` in a line wins). Rules are tuned on the rest; both parts are reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .models import DECISIONS, GRADES, PRIORITIES, AnalysedItem, Analysis, PerfClaim
+
+__all__ = [
+    "PARTS", "THRESHOLDS", "ClaimScore", "FieldScore", "Label", "LabelFile", "PartScore", "Report",
+    "TopicScore", "check", "evaluate", "evaluate_store", "load_labels", "report_json", "report_text",
+    "split_of",
+]
+
+PARTS = ("all", "tune", "holdout")
+SCALAR_FIELDS = ("kind", "priority", "grade", "decision")
+# Minimum figures on the whole set, and the largest lead of the tune part over the held-out part.
+THRESHOLDS: dict[str, float] = {
+    "grade": 0.85, "kind": 0.90, "priority": 0.75, "topics_f1": 0.80,
+    "claims_precision": 0.95, "claims_recall": 0.90, "max_gap": 0.10,
+}
+_REF = re.compile(r"^\s*([\w.-]+/[\w.-]+)#(\d+)\s*$")
+_TOLERANCE = 0.005  # before/after/ratio agree within 0.5% relative
+
+
+# --------------------------------------------------------------------------- labels
+
+
+@dataclass(slots=True)
+class Label:
+    """One labelled item: its reference, where it was read, and the fields it labels."""
+
+    item: str
+    repo: str
+    number: int
+    line: int
+    split: str
+    values: dict[str, list[str]] = field(default_factory=dict)  # scalar field -> acceptable values
+    topics: list[tuple[set[str], set[str]]] | None = None  # alternatives of (required, optional)
+    claims: list[dict[str, Any]] | None = None
+
+
+@dataclass(slots=True)
+class LabelFile:
+    """The labels read from a file, and the problems found (one `file:line: message` each)."""
+
+    path: str
+    labels: list[Label] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def split_of(item: str) -> str:
+    """The fixed part of an item id: `holdout` when sha1(id) % 10 < 3, else `tune`."""
+    digest = int(hashlib.sha1(item.strip().encode("utf-8")).hexdigest(), 16)
+    return "holdout" if digest % 10 < 3 else "tune"
+
+
+def load_labels(path: Path, known: Mapping[str, Iterable[str]] | None = None) -> LabelFile:
+    """Read a labels file; bad lines and bad values are reported, never fatal.
+
+    `known` maps a field (kind, priority, grade, decision, topics) to its valid codes; values
+    outside them are reported and dropped.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read labels: {exc}") from None
+    codes = {name: set(values) for name, values in (known or default_codes()).items()}
+    result, seen = LabelFile(str(path)), set()
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip() or raw.lstrip().startswith("//"):
+            continue
+        where = f"{path}:{number}"
+        label = _parse_line(raw, number, where, codes, result.problems)
+        if label is None:
+            continue
+        key = (label.repo.lower(), label.number)
+        if key in seen:
+            result.problems.append(f"{where}: {label.item} is labelled twice; the first label is used")
+            continue
+        seen.add(key)
+        result.labels.append(label)
+    return result
+
+
+def default_codes() -> dict[str, list[str]]:
+    """The valid codes of the packaged rules (kinds and topics) and the models."""
+    import tomllib
+
+    from .analyse.rules import KINDS
+    from .config import DEFAULTS
+
+    topics = tomllib.loads((DEFAULTS / "rules" / "topics.toml").read_text(encoding="utf-8"))
+    return {"kind": list(KINDS), "priority": list(PRIORITIES), "grade": list(GRADES),
+            "decision": list(DECISIONS), "topics": list(topics.get("topics", {}))}
+
+
+def _parse_line(raw: str, number: int, where: str, codes: Mapping[str, set[str]],
+                problems: list[str]) -> Label | None:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        problems.append(f"{where}: not JSON ({exc.msg})")
+        return None
+    if not isinstance(obj, dict):
+        problems.append(f"{where}: not a JSON object")
+        return None
+    ref = _REF.match(str(obj.get("item", ""))) if isinstance(obj.get("item"), str) else None
+    if ref is None:
+        problems.append(f"{where}: \"item\" must be OWNER/NAME#N, got {obj.get('item')!r}")
+        return None
+    item = f"{ref.group(1)}#{ref.group(2)}"
+    split = obj.get("split") if obj.get("split") in ("tune", "holdout") else split_of(item)
+    label = Label(item, ref.group(1), int(ref.group(2)), number, split)
+    for name in SCALAR_FIELDS:
+        if obj.get(name) is not None:
+            values = _scalar(obj[name], name, where, codes.get(name), problems)
+            if values:
+                label.values[name] = values
+    if obj.get("topics") is not None:
+        label.topics = _topics(obj["topics"], where, codes.get("topics"), problems)
+    if obj.get("perf_claims") is not None:
+        label.claims = _claims(obj["perf_claims"], where, problems)
+    return label
+
+
+def _scalar(value: Any, name: str, where: str, known: set[str] | None, problems: list[str]) -> list[str]:
+    values = value if isinstance(value, list) else [value]
+    good = []
+    for v in values:
+        if not isinstance(v, str) or (known is not None and v not in known):
+            problems.append(f"{where}: unknown {name} {v!r}; the value is ignored")
+            continue
+        good.append(v)
+    return good
+
+
+def _topics(value: Any, where: str, known: set[str] | None,
+            problems: list[str]) -> list[tuple[set[str], set[str]]] | None:
+    if not isinstance(value, list):
+        problems.append(f"{where}: \"topics\" must be a list; ignored")
+        return None
+    alternatives = value if value and all(isinstance(v, list) for v in value) else [value]
+    found = []
+    for alternative in alternatives:
+        required, optional = set(), set()
+        for topic in alternative:
+            name = topic.rstrip("?") if isinstance(topic, str) else None
+            if not name or (known is not None and name not in known):
+                problems.append(f"{where}: unknown topic {topic!r}; ignored")
+                continue
+            (optional if topic.endswith("?") else required).add(name)
+        found.append((required, optional - required))
+    return found
+
+
+def _claims(value: Any, where: str, problems: list[str]) -> list[dict[str, Any]] | None:
+    if not isinstance(value, list):
+        problems.append(f"{where}: \"perf_claims\" must be a list; ignored")
+        return None
+    claims = []
+    for claim in value:
+        metric = claim.get("metric") if isinstance(claim, dict) else None
+        names = metric if isinstance(metric, list) else [metric]
+        if not names or not all(isinstance(n, str) and n.strip() for n in names):
+            problems.append(f"{where}: a claim needs a \"metric\" (text or list of texts); claim ignored")
+            continue
+        numbers = {k: claim.get(k) for k in ("before", "after", "ratio", "change_pct")}
+        if any(v is not None and not _is_number(v) for v in numbers.values()):
+            problems.append(f"{where}: claim {names[0]!r} has a non-numeric figure; claim ignored")
+            continue
+        claims.append({"metric": {_metric_key(n) for n in names}, "shown": names[0], **numbers})
+    return claims
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _metric_key(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+# --------------------------------------------------------------------------- scores
+
+
+@dataclass(slots=True)
+class FieldScore:
+    """Accuracy of one scalar field and its confusion matrix (labelled -> predicted -> count)."""
+
+    scored: int = 0
+    correct: int = 0
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.scored if self.scored else None
+
+
+@dataclass(slots=True)
+class TopicScore:
+    """Micro-averaged topic precision, recall and F1 over the items that label topics."""
+
+    scored: int = 0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    @property
+    def precision(self) -> float | None:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+    @property
+    def f1(self) -> float | None:
+        total = 2 * self.tp + self.fp + self.fn
+        return 2 * self.tp / total if total else None
+
+
+@dataclass(slots=True)
+class ClaimScore:
+    """Performance-claim precision and recall over the items that label claims."""
+
+    scored: int = 0
+    matched: int = 0
+    predicted: int = 0
+    labelled: int = 0
+    misses: list[str] = field(default_factory=list)  # "item: metric" of unmatched labelled claims
+    extras: list[str] = field(default_factory=list)  # "item: metric" of unmatched predicted claims
+
+    @property
+    def precision(self) -> float | None:
+        return self.matched / self.predicted if self.predicted else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.matched / self.labelled if self.labelled else None
+
+
+@dataclass(slots=True)
+class PartScore:
+    """Every figure of one part of the set (all, tune or holdout)."""
+
+    part: str
+    items: int = 0
+    fields: dict[str, FieldScore] = field(default_factory=lambda: {n: FieldScore() for n in SCALAR_FIELDS})
+    topics: TopicScore = field(default_factory=TopicScore)
+    claims: ClaimScore = field(default_factory=ClaimScore)
+    high_as_none: list[str] = field(default_factory=list)  # labelled P0/P1, predicted "none"
+    wrong: dict[str, list[str]] = field(default_factory=dict)  # field -> "item: labelled -> predicted"
+
+    def metrics(self) -> dict[str, float | None]:
+        """The thresholded figures by name (None when nothing was scored)."""
+        return {"grade": self.fields["grade"].accuracy, "kind": self.fields["kind"].accuracy,
+                "priority": self.fields["priority"].accuracy, "topics_f1": self.topics.f1,
+                "claims_precision": self.claims.precision, "claims_recall": self.claims.recall}
+
+
+@dataclass(slots=True)
+class Report:
+    """The scores of every part, what was not found, and the problems of the labels file."""
+
+    parts: dict[str, PartScore]
+    missing: list[str]
+    problems: list[str]
+    path: str = ""
+
+
+def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem]) -> Report:
+    """Score `labels` against analysed items keyed by `owner/name#n` (lower-case)."""
+    parts = {name: PartScore(name) for name in PARTS}
+    missing = []
+    for label in labels.labels:
+        analysed = found.get(f"{label.repo.lower()}#{label.number}")
+        if analysed is None:
+            missing.append(label.item)
+            continue
+        for part in (parts["all"], parts[label.split]):
+            _score_item(part, label, analysed.analysis)
+    return Report(parts, missing, list(labels.problems), labels.path)
+
+
+def _score_item(part: PartScore, label: Label, analysis: Analysis) -> None:
+    part.items += 1
+    predicted = {"kind": analysis.item_kind, "priority": analysis.priority, "grade": analysis.grade,
+                 "decision": analysis.decision}
+    for name, accepted in label.values.items():
+        _score_field(part, name, label.item, accepted, predicted[name])
+    priority = label.values.get("priority")
+    if priority and set(priority) <= {"P0", "P1"} and analysis.priority == "none":
+        part.high_as_none.append(label.item)
+    if label.topics is not None:
+        _score_topics(part.topics, label.topics, set(analysis.topics))
+    if label.claims is not None:
+        _score_claims(part.claims, label.item, label.claims, analysis.perf_claims)
+
+
+def _score_field(part: PartScore, name: str, item: str, accepted: list[str], got: str) -> None:
+    score = part.fields[name]
+    score.scored += 1
+    hit = got in accepted
+    score.correct += hit
+    # With alternatives the matrix row is the accepted value that matched, else the first one.
+    row = score.confusion.setdefault(got if hit else accepted[0], {})
+    row[got] = row.get(got, 0) + 1
+    if not hit:
+        part.wrong.setdefault(name, []).append(f"{item}: {'/'.join(accepted)} -> {got}")
+
+
+def _score_topics(score: TopicScore, alternatives: list[tuple[set[str], set[str]]], got: set[str]) -> None:
+    def counts(required: set[str], optional: set[str]) -> tuple[int, int, int]:
+        tp = len(got & (required | optional))
+        return tp, len(got - required - optional), len(required - got)
+
+    # The alternative with the fewest errors (then the most hits) is the reading the labeller meant.
+    tp, fp, fn = min((counts(r, o) for r, o in alternatives), key=lambda c: (c[1] + c[2], -c[0]))
+    score.scored += 1
+    score.tp, score.fp, score.fn = score.tp + tp, score.fp + fp, score.fn + fn
+
+
+def _score_claims(score: ClaimScore, item: str, labelled: list[dict[str, Any]], got: Sequence[PerfClaim]) -> None:
+    score.scored += 1
+    score.labelled += len(labelled)
+    score.predicted += len(got)
+    free = list(got)
+    for claim in labelled:
+        match = next((c for c in free if _claim_matches(claim, c)), None)
+        if match is None:
+            score.misses.append(f"{item}: {claim['shown']} {claim['before']} -> {claim['after']}")
+            continue
+        free.remove(match)
+        score.matched += 1
+    score.extras += [f"{item}: {c.metric} {c.before} -> {c.after}" for c in free]
+
+
+def _claim_matches(label: dict[str, Any], claim: PerfClaim) -> bool:
+    if _metric_key(claim.metric) not in label["metric"]:
+        return False
+    pairs = [(label["before"], claim.before), (label["after"], claim.after)]
+    pairs += [(label[k], getattr(claim, k)) for k in ("ratio", "change_pct") if label[k] is not None]
+    return all(_agree(want, have) for want, have in pairs)
+
+
+def _agree(want: float | None, have: float | None) -> bool:
+    if want is None or have is None:
+        return want is None and have is None
+    return abs(want - have) <= _TOLERANCE * max(abs(want), abs(have)) or want == have
+
+
+# --------------------------------------------------------------------------- store, checks, output
+
+
+def evaluate_store(settings, engine, path: Path) -> Report:
+    """Score a labels file against the items of the store (analysing what is not analysed yet)."""
+    from . import pipeline
+    from .analyse.rules import KINDS, RuleSet
+    from .store import queries
+
+    pipeline.analyze(settings, engine)
+    rules = RuleSet.load(settings)
+    codes = {"kind": list(KINDS), "priority": list(PRIORITIES), "grade": list(GRADES),
+             "decision": list(DECISIONS), "topics": [t.id for t in rules.topics]}
+    labels = load_labels(path, codes)
+    found = {}
+    for label in labels.labels:
+        analysed = queries.analysed_item(engine, label.repo, label.number)
+        if analysed is not None:
+            found[f"{label.repo.lower()}#{label.number}"] = analysed
+    return evaluate(labels, found)
+
+
+def check(report: Report, thresholds: Mapping[str, float] = THRESHOLDS) -> list[str]:
+    """Every threshold the report misses, one line each (empty: the rules pass)."""
+    failures = []
+    whole = report.parts["all"]
+    for name, value in whole.metrics().items():
+        if value is not None and value < thresholds[name]:
+            failures.append(f"{name} {value:.3f} < {thresholds[name]:.2f} (all)")
+    if whole.high_as_none:
+        failures.append(f"{len(whole.high_as_none)} labelled P0/P1 item(s) ranked none: "
+                        + ", ".join(whole.high_as_none[:5]))
+    tune, held = report.parts["tune"].metrics(), report.parts["holdout"].metrics()
+    for name, value in tune.items():
+        if value is not None and held[name] is not None and value - held[name] > thresholds["max_gap"]:
+            failures.append(f"{name}: holdout {held[name]:.3f} trails tune {value:.3f} by more than "
+                            f"{thresholds['max_gap'] * 100:.0f} points")
+    return failures
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def report_text(report: Report, parts: Sequence[str] = PARTS, details: bool = True) -> str:
+    """A plain-text report: one block per part, confusion matrices for the whole set."""
+    lines = []
+    for name in parts:
+        part = report.parts[name]
+        f = part.fields
+        lines.append(f"[{name}] {part.items} item(s)")
+        for field_name in SCALAR_FIELDS:
+            score = f[field_name]
+            lines.append(f"  {field_name:<9} accuracy {_fmt(score.accuracy)}  ({score.correct}/{score.scored})")
+        t, c = part.topics, part.claims
+        lines.append(f"  topics    micro-F1 {_fmt(t.f1)}  precision {_fmt(t.precision)}  recall {_fmt(t.recall)}"
+                     f"  ({t.scored} items)")
+        lines.append(f"  claims    precision {_fmt(c.precision)}  recall {_fmt(c.recall)}"
+                     f"  ({c.matched} matched, {c.predicted} predicted, {c.labelled} labelled)")
+        lines.append(f"  P0/P1 ranked none: {len(part.high_as_none)}")
+    if details and "all" in parts:
+        lines += _matrices(report.parts["all"])
+    if report.missing:
+        lines.append(f"missing from the store ({len(report.missing)}): " + ", ".join(report.missing))
+    lines += [f"label problem: {p}" for p in report.problems]
+    return "\n".join(lines)
+
+
+def _matrices(part: PartScore) -> list[str]:
+    lines = []
+    for name in ("grade", "kind", "priority"):
+        matrix = part.fields[name].confusion
+        if not matrix:
+            continue
+        cols = sorted({p for row in matrix.values() for p in row})
+        width = max(8, *(len(c) + 1 for c in cols))
+        lines.append(f"{name} confusion (rows labelled, columns predicted):")
+        lines.append(" " * 15 + "".join(c.rjust(width) for c in cols))
+        for row in sorted(matrix):
+            lines.append(f"  {row:<13}" + "".join(str(matrix[row].get(c, 0)).rjust(width) for c in cols))
+    return lines
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The report as plain data (the `--json` output)."""
+    def part_json(part: PartScore) -> dict[str, Any]:
+        return {
+            "items": part.items,
+            **{name: {"accuracy": s.accuracy, "correct": s.correct, "scored": s.scored, "confusion": s.confusion,
+                      "wrong": part.wrong.get(name, [])} for name, s in part.fields.items()},
+            "topics": {"f1": part.topics.f1, "precision": part.topics.precision, "recall": part.topics.recall,
+                       "tp": part.topics.tp, "fp": part.topics.fp, "fn": part.topics.fn, "scored": part.topics.scored},
+            "claims": {"precision": part.claims.precision, "recall": part.claims.recall,
+                       "matched": part.claims.matched, "predicted": part.claims.predicted,
+                       "labelled": part.claims.labelled, "misses": part.claims.misses, "extras": part.claims.extras},
+            "high_as_none": part.high_as_none,
+        }
+    return {"labels": report.path, "parts": {name: part_json(p) for name, p in report.parts.items()},
+            "missing": report.missing, "problems": report.problems, "failures": check(report)}
