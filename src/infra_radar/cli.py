@@ -305,4 +305,4 @@ def watch_remove(obj: Context, ref: str) -> None:
     if not remove(obj.engine(), repo, number):
         raise RadarError(f"{repo}#{number} is not on the watch list")
     click.echo(f"stopped watching {repo}#{number}")
-from . import cli_eval, cli_fetch, cli_page  # noqa: E402, F401, I001  (each module registers its commands on main)
+from . import cli_eval, cli_fetch, cli_page, cli_publish  # noqa: E402, F401, I001  (each module registers its commands on main)

@@ -1,0 +1,394 @@
+"""`radar push`: the daily radar or weekly reports as chat messages (Feishu/Lark, Slack, WeCom, DingTalk).
+
+A report becomes a Digest (title, ranked lines, link to the full page); each platform renders the lines
+in its own markup, escapes what came from GitHub, and packs them into messages that respect the limits
+in defaults/push.toml, splitting across at most `max_messages` messages and trimming the rest with a
+"more in the full report" line. Webhook URLs and secrets come only from the environment and are never
+printed: --dry-run shows the payloads with the URL and signature redacted.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import time
+import tomllib
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, timedelta
+from importlib import resources
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..config import Settings
+from ..errors import ConfigError, NotFoundError, RadarError
+from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
+from ..store import queries
+from ..store.db import from_db_time
+from ..store.schema import items as items_table
+from ..store.schema import repos as repos_table
+from ..windows import iso_week, parse_when
+from .data import day_window, week_of
+from .site import daily_page, item_page, weekly_page
+
+PLATFORMS = ("feishu", "slack", "wecom", "dingtalk")
+REDACTED = "***"
+
+
+class PushError(RadarError):
+    """A chat webhook refused a message or could not be reached."""
+
+
+def load_limits() -> dict[str, Any]:
+    """The packaged push.toml: per-platform limits and formats, and the digest wording."""
+    text = (resources.files("infra_radar") / "defaults" / "push.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+# --- digest --------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Line:
+    """One line of a digest: an optional bold tag (P0) and linked reference, then text; or a heading."""
+
+    text: str
+    tag: str = ""
+    ref: str = ""
+    url: str = ""
+    heading: bool = False
+
+
+@dataclass(slots=True)
+class Digest:
+    """What a chat message says about one report."""
+
+    title: str
+    lines: list[Line]
+    full_url: str = ""
+
+
+def _item_url(ref: str, github: str, site_url: str) -> str:
+    repo, _, number = ref.rpartition("#")
+    return site_url + item_page(repo, int(number)) if site_url and number.isdigit() else github
+
+
+def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str], site_url: str) -> Digest:
+    """The P0/P1 rows and the short table of one UTC day's radar."""
+    t = load_strings(settings.lang)
+    window = day_window(day)
+    names = repos or queries.repo_names(engine)
+    found = queries.analysed_in_window(engine, window, names)
+    ctx = daily_context(DailyInput(window=window, repos=names, items=found, watch=[],
+                                   deep_dive_limit=settings.deep_dive_limit, first_run=False,
+                                   generated_at=window.until, explicit=True), t, settings.focus_weights)
+    lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
+                                              by_priority=ctx["by_priority"]))]
+    dash = t["common"]["dash"]
+    for r in ctx["top"]:
+        lines.append(Line(f"{r['title']}{dash}{r['summary']}", r["priority"], r["ref"],
+                          _item_url(r["ref"], r["url"], site_url)))
+    for r in ctx["short"]:
+        lines.append(Line(f"{r['title']}{dash}{r['note']}", r["priority"], r["ref"],
+                          _item_url(r["ref"], r["url"], site_url)))
+    title = t["daily"]["title"].format(date=day.isoformat())
+    return Digest(title, lines, site_url + daily_page(day) if site_url else "")
+
+
+def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
+    """Executive summary, key PRs and recommendations of one repository's week."""
+    t, words = load_strings(settings.lang), load_limits()[settings.lang]
+    window = iso_week(week)
+    before = iso_week(week_of(window.since.date() - timedelta(days=1)))
+    inp = WeeklyInput(repo=repo, window=window, week_label=week,
+                      items=queries.analysed_in_window(engine, window, [repo]),
+                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs)
+    ctx = weekly_context(inp, t, settings.focus_weights)
+    dash = t["common"]["dash"]
+    lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]
+    lines += [Line(f"{q['title']}{dash}{q['summary']}", q["priority"], q["ref"],
+                   _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"]]
+    lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"])]
+    return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "")
+
+
+# --- rendering and packing -----------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class Style:
+    """How one platform writes bold text and links, and what it needs escaped."""
+
+    platform: str
+    escape: dict[str, str] = field(default_factory=dict)
+
+    def clean(self, text: str) -> str:
+        """GitHub text on one line, the platform's markup characters escaped, link syntax broken up."""
+        text = _SPACE.sub(" ", text).strip().replace("](", "] (")
+        return "".join(self.escape.get(ch, ch) for ch in text)
+
+    def bold(self, text: str) -> str:
+        return f"*{text}*" if self.platform == "slack" else f"**{text}**"
+
+    def link(self, text: str, url: str) -> str:
+        if not url:
+            return self.clean(text)
+        if self.platform == "slack":
+            return f"<{url}|{self.clean(text).replace('|', '/')}>"
+        return f"[{self.clean(text).replace(']', ')')}]({url})"
+
+    def line(self, ln: Line) -> str:
+        """One digest line in this platform's markup."""
+        if ln.heading:
+            return self.bold(self.clean(ln.text))
+        parts = [self.bold(ln.tag) if ln.tag else "", self.link(ln.ref, ln.url) if ln.ref else "",
+                 self.clean(ln.text)]
+        return ("- " if ln.ref else "") + " ".join(p for p in parts if p)
+
+
+def utf8_len(text: str) -> int:
+    """Size in UTF-8 bytes."""
+    return len(text.encode("utf-8"))
+
+
+def fit(text: str, budget: int, size: Callable[[str], int]) -> str:
+    """`text`, cut with an ellipsis so that size(text) <= budget."""
+    if size(text) <= budget:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix that fits with the ellipsis
+        mid = (lo + hi + 1) // 2
+        if size(text[:mid] + "…") <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + "…"
+
+
+def pack(lines: list[str], budget: int, size: Callable[[str], int]) -> list[list[str]]:
+    """Lines grouped greedily into chunks whose newline-joined size stays within `budget`."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for raw in lines:
+        line = fit(raw, budget, size)
+        cost = size(line) + (1 if current else 0)
+        if current and used + cost > budget:
+            chunks.append(current)
+            current, used, cost = [], 0, size(line)
+        current.append(line)
+        used += cost
+    return chunks + [current] if current else chunks or [[]]
+
+
+def limit_messages(chunks: list[list[str]], most: int, more: Callable[[int], str]) -> list[list[str]]:
+    """At most `most` chunks; the last kept one ends with a "N more" line (room for it was reserved)."""
+    if len(chunks) <= most:
+        return chunks
+    dropped = sum(len(c) for c in chunks[most:])
+    return [*chunks[: most - 1], [*chunks[most - 1], more(dropped)]]
+
+
+def _bodies(digest: Digest, style: Style, limit: int, size: Callable[[str], int], most: int,
+            words: dict[str, str], head: str = "") -> list[str]:
+    """Message texts: head (per message), packed lines, a "more" line when trimmed, the full-report link."""
+    full = words["full"].format(link=style.link(words["full_word"], digest.full_url)) if digest.full_url else ""
+    more = words["more"]
+    reserve = size(head) + size(full) + size(more.format(n=99999)) + 3
+    lines = [style.line(ln) for ln in digest.lines] or [words["no_items"]]
+    chunks = limit_messages(pack(lines, limit - reserve, size), most, lambda n: more.format(n=n))
+    texts = []
+    for i, chunk in enumerate(chunks):
+        tail = [full] if full and i == len(chunks) - 1 else []
+        texts.append("\n".join(x for x in [head, *chunk, *tail] if x))
+    return texts
+
+
+# --- platforms -----------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Message:
+    """One webhook call: where it goes (secret), what it says, and its size."""
+
+    url: str
+    payload: dict[str, Any]
+
+    @property
+    def body(self) -> bytes:
+        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
+
+
+def feishu_sign(secret: str, timestamp: int) -> str:
+    """Feishu/Lark custom bot signature: base64(HMAC-SHA256(key="<ts>\\n<secret>", msg=""))."""
+    key = f"{timestamp}\n{secret}".encode()
+    return base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+
+
+def dingtalk_sign(secret: str, timestamp_ms: int) -> str:
+    """DingTalk custom robot signature (URL-encoded): base64(HMAC-SHA256(key=secret, msg="<ts>\\n<secret>"))."""
+    digest = hmac.new(secret.encode(), f"{timestamp_ms}\n{secret}".encode(), hashlib.sha256).digest()
+    return urllib.parse.quote_plus(base64.b64encode(digest))
+
+
+def _feishu(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
+    style = Style("feishu", conf["escape"])
+    texts = _bodies(digest, style, conf["max_text_bytes"], utf8_len, conf["max_messages"], words)
+    messages = []
+    for i, text in enumerate(texts):
+        title = digest.title + (f" ({i + 1}/{len(texts)})" if len(texts) > 1 else "")
+        payload: dict[str, Any] = {"msg_type": "interactive", "card": {
+            "config": {"wide_screen_mode": True},
+            "header": {"title": {"tag": "plain_text", "content": title}, "template": "blue"},
+            "elements": [{"tag": "markdown", "content": text}]}}
+        if secret:
+            payload = {"timestamp": str(int(now)), "sign": feishu_sign(secret, int(now)), **payload}
+        messages.append(Message(url, payload))
+    return messages
+
+
+def _slack_sections(text: str, conf: dict) -> list[dict]:
+    chunks = pack(text.split("\n"), conf["section_chars"], len)
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(c)}} for c in chunks if c]
+
+
+def _slack(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
+    style = Style("slack", conf["escape"])
+    texts = _bodies(digest, style, conf["max_text_chars"], len, conf["max_messages"], words)
+    messages = []
+    for i, text in enumerate(texts):
+        title = fit(digest.title + (f" ({i + 1}/{len(texts)})" if len(texts) > 1 else ""), conf["header_chars"], len)
+        blocks = [{"type": "header", "text": {"type": "plain_text", "text": title}}, *_slack_sections(text, conf)]
+        messages.append(Message(url, {"text": title, "blocks": blocks[: conf["max_blocks"]]}))
+    return messages
+
+
+def _wecom(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
+    style = Style("wecom", conf["escape"])
+    head = f"## {style.clean(digest.title)}"
+    texts = _bodies(digest, style, conf["max_text_bytes"], utf8_len, conf["max_messages"], words, head)
+    return [Message(url, {"msgtype": "markdown", "markdown": {"content": text}}) for text in texts]
+
+
+def _dingtalk(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
+    style = Style("dingtalk", conf["escape"])
+    head = f"### {style.clean(digest.title)}"
+    texts = _bodies(digest, style, conf["max_text_bytes"], utf8_len, conf["max_messages"], words, head)
+    if secret and url:
+        ms = int(now * 1000)
+        url += ("&" if "?" in url else "?") + f"timestamp={ms}&sign={dingtalk_sign(secret, ms)}"
+    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}})
+            for text in texts]
+
+
+_BUILDERS = {"feishu": _feishu, "slack": _slack, "wecom": _wecom, "dingtalk": _dingtalk}
+
+
+def build_messages(digest: Digest, platform: str, lang: str, url: str = "", secret: str = "",
+                   now: float | None = None) -> list[Message]:
+    """The webhook calls that deliver `digest` on `platform`, within its limits."""
+    limits = load_limits()
+    if platform not in _BUILDERS:
+        raise ConfigError(f"unknown chat platform {platform!r}; use one of {', '.join(PLATFORMS)}")
+    return _BUILDERS[platform](digest, limits[platform], limits[lang], url, secret,
+                               time.time() if now is None else now)
+
+
+# --- delivery ------------------------------------------------------------------------------------
+
+def redact_url(url: str) -> str:
+    """Scheme and host only: the path and query of a webhook URL are its credential."""
+    if not url:
+        return "(webhook not set)"
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/{REDACTED}"
+
+
+def redacted(message: Message) -> dict[str, Any]:
+    """The payload as --dry-run prints it: the signature replaced."""
+    return {k: (REDACTED if k == "sign" else v) for k, v in message.payload.items()}
+
+
+def _accepted(platform: str, text: str) -> bool:
+    if platform == "slack":
+        return text.strip() == "ok"
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return False
+    return reply.get("code", reply.get("errcode", reply.get("StatusCode", 0))) == 0
+
+
+def post(message: Message, platform: str, timeout: float = 15.0) -> None:
+    """POST one message; PushError (without the URL, which is secret) when it is refused."""
+    request = urllib.request.Request(message.url, data=message.body, method="POST",
+                                     headers={"Content-Type": "application/json; charset=utf-8"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - URL is the user's webhook
+            text = reply.read(65536).decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        raise PushError(f"{platform} webhook answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise PushError(f"{platform} webhook unreachable: {reason}") from None
+    if not _accepted(platform, text):
+        raise PushError(f"{platform} webhook refused the message: {text[:200]}")
+
+
+def _latest_day(engine: Engine, repos: list[str]) -> date:
+    query = sa.select(sa.func.max(items_table.c.when_at)).join(repos_table, repos_table.c.id == items_table.c.repo_id)
+    if repos:
+        query = query.where(sa.func.lower(repos_table.c.name).in_([r.lower() for r in repos]))
+    with engine.connect() as conn:
+        latest = from_db_time(conn.execute(query).scalar_one())
+    if latest is None:
+        raise NotFoundError("the store has no items to push (import something first)")
+    return latest.astimezone(UTC).date()
+
+
+def digests(settings: Settings, engine: Engine, report: str, repos: list[str], week: str | None,
+            day: str | None, site_url: str) -> list[Digest]:
+    """The digests one push sends: one daily radar, or one weekly report per repository."""
+    site_url = site_url.rstrip("/") + "/" if site_url else ""
+    names = [n for n in queries.repo_names(engine) if not repos or n.lower() in {r.lower() for r in repos}]
+    if repos and not names:
+        raise ConfigError(f"unknown repository {', '.join(repos)}")
+    if report == "daily":
+        when = parse_when(day).date() if day else _latest_day(engine, names)
+        return [daily_digest(settings, engine, when, names, site_url)]
+    return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo])), site_url)
+            for repo in names]
+
+
+def push_reports(settings: Settings, engine: Engine, report: str, platform: str, *, dry_run: bool = False,
+                 repos: list[str] | None = None, week: str | None = None, day: str | None = None,
+                 site_url: str = "") -> list[str]:
+    """Push (or with dry_run, describe) the report; returns the lines to print."""
+    from ..pipeline import analyze
+
+    conf = load_limits()[platform]
+    url = os.environ.get(conf["webhook_env"], "")
+    secret = os.environ.get(conf.get("secret_env", ""), "") if conf.get("secret_env") else ""
+    if not url and not dry_run:
+        raise ConfigError(f"set {conf['webhook_env']} to the {platform} webhook URL (or use --dry-run)")
+    analyze(settings, engine)
+    out = []
+    for digest in digests(settings, engine, report, repos or [], week, day, site_url):
+        messages = build_messages(digest, platform, settings.lang, url, secret)
+        for i, message in enumerate(messages, 1):
+            where = f"{platform} {i}/{len(messages)} -> {redact_url(url)} ({len(message.body)} bytes)"
+            if dry_run:
+                out.append(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
+            else:
+                post(message, platform)
+                out.append(f"posted {where}")
+    return out

@@ -1,0 +1,62 @@
+"""Incremental page writing: a manifest of content hashes decides which files a rebuild touches."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MANIFEST = ".radar-manifest.json"
+
+
+@dataclass
+class PageWriter:
+    """Writes a file only when its content hash differs from the last build's; removes stale pages."""
+
+    root: Path
+    old: dict[str, str] = field(default_factory=dict)
+    new: dict[str, str] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    @classmethod
+    def open(cls, root: Path) -> PageWriter:
+        """A writer over `root`, reading the previous manifest if there is one."""
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            old = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        return cls(root=root, old=old if isinstance(old, dict) else {})
+
+    def write(self, rel: str, content: str | bytes) -> None:
+        """Record page `rel` (a relative POSIX path); write it if it changed or is missing."""
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        digest = hashlib.sha1(data).hexdigest()
+        self.new[rel] = digest
+        path = self.root / rel
+        if self.old.get(rel) == digest and path.is_file():
+            self.unchanged += 1
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; a site is meant to be read by a web server
+        os.replace(tmp, path)
+        self.written.append(rel)
+
+    def finish(self) -> list[str]:
+        """Remove pages the previous build wrote and this one did not; save the manifest."""
+        removed = sorted(set(self.old) - set(self.new))
+        base = self.root.resolve()
+        for rel in removed:
+            path = (self.root / rel).resolve()
+            if path.is_relative_to(base):  # a hand-edited manifest must not delete outside the site
+                path.unlink(missing_ok=True)
+        text = json.dumps(self.new, indent=0, sort_keys=True)
+        (self.root / MANIFEST).write_text(text + "\n", encoding="utf-8")
+        return removed

@@ -1,0 +1,177 @@
+"""Chat pushes: each platform's format, signature and size limits, checked by posting to a local receiver."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from click.testing import CliRunner
+
+from infra_radar.cli import main
+from infra_radar.pipeline import import_jsonl, open_store, sample_files
+from infra_radar.publish.push import (
+    Digest,
+    Line,
+    PushError,
+    build_messages,
+    load_limits,
+    post,
+    push_reports,
+)
+
+LIMITS = load_limits()
+
+
+class Receiver(BaseHTTPRequestHandler):
+    """Records every POST; answers like the platform (or with an error for /fail)."""
+
+    received: list[tuple[str, bytes]] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append((self.path, body))
+        if self.path.startswith("/fail"):
+            reply = b'{"code": 19001, "msg": "param invalid"}'
+        else:
+            reply = b"ok" if self.path.startswith("/slack") else b'{"code": 0, "errcode": 0}'
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver(monkeypatch):
+    Receiver.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("RADAR_FEISHU_WEBHOOK", f"{base}/feishu/hook/TOKEN-F")
+    monkeypatch.setenv("RADAR_FEISHU_SECRET", "feishu-secret")
+    monkeypatch.setenv("RADAR_SLACK_WEBHOOK", f"{base}/slack/T000/B000/TOKEN-S")
+    monkeypatch.setenv("RADAR_WECOM_WEBHOOK", f"{base}/wecom/send?key=TOKEN-W")
+    monkeypatch.setenv("RADAR_DINGTALK_WEBHOOK", f"{base}/dingtalk/send?access_token=TOKEN-D")
+    monkeypatch.setenv("RADAR_DINGTALK_SECRET", "SECdingtalk")
+    yield base
+    server.shutdown()
+    server.server_close()
+
+
+def big_digest(n: int = 400) -> Digest:
+    lines = [Line(f"标题 {i} <at id=all></at> [x](javascript:alert(1)) " + "长" * 60, "P1", f"acme/infer#{i}",
+                  f"https://github.com/acme/infer/pull/{i}") for i in range(n)]
+    return Digest("AI Infra 日报雷达 · 2026-08-02", lines, "https://radar.example.org/daily/2026-08-02.html")
+
+
+def check_limits(platform: str, payload: dict, body: bytes) -> str:
+    """Assert the platform's documented limits; return the message text."""
+    conf = LIMITS[platform]
+    if platform == "feishu":
+        assert len(body) <= conf["max_body_bytes"]
+        text = payload["card"]["elements"][0]["content"]
+        assert payload["msg_type"] == "interactive" and payload["card"]["elements"][0]["tag"] == "markdown"
+    elif platform == "slack":
+        blocks = payload["blocks"]
+        assert len(blocks) <= conf["max_blocks"] and blocks[0]["type"] == "header"
+        assert len(blocks[0]["text"]["text"]) <= conf["header_chars"]
+        sections = [b["text"]["text"] for b in blocks[1:]]
+        assert all(len(s) <= conf["section_chars"] for s in sections)
+        text = "\n".join(sections)
+        assert len(text) <= conf["max_text_chars"]
+    elif platform == "wecom":
+        text = payload["markdown"]["content"]
+        assert len(text.encode()) <= conf["max_text_bytes"]
+    else:
+        text = payload["markdown"]["text"]
+        assert len(text.encode()) <= conf["max_text_bytes"] and payload["markdown"]["title"]
+    return text
+
+
+@pytest.mark.parametrize("platform", ["feishu", "slack", "wecom", "dingtalk"])
+def test_large_digest_is_split_and_trimmed_within_limits(platform):
+    messages = build_messages(big_digest(), platform, "zh", "http://127.0.0.1:9/x", "s", now=1_700_000_000)
+    assert 1 < len(messages) <= LIMITS[platform]["max_messages"]
+    texts = [check_limits(platform, m.payload, m.body) for m in messages]
+    assert "另有" in texts[-1] and "radar.example.org/daily/2026-08-02.html" in texts[-1]
+    joined = "\n".join(texts)
+    assert "<at id=all>" not in joined and "](javascript:" not in joined  # no mention-all, no js link
+    if platform != "slack":
+        assert "[acme/infer#0](https://github.com/acme/infer/pull/0)" in texts[0]
+    else:
+        assert "<https://github.com/acme/infer/pull/0|acme/infer#0>" in texts[0]
+
+
+def test_signatures_follow_the_platform_docs():
+    feishu = build_messages(big_digest(3), "feishu", "en", "http://h/x", "sekrit", now=1_700_000_000)[0]
+    key = b"1700000000\nsekrit"
+    assert feishu.payload["timestamp"] == "1700000000"
+    assert feishu.payload["sign"] == base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+    ding = build_messages(big_digest(3), "dingtalk", "en", "http://h/send?access_token=t", "SEC1", now=1_700_000_000)[0]
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(ding.url).query)
+    expected = base64.b64encode(hmac.new(b"SEC1", b"1700000000000\nSEC1", hashlib.sha256).digest()).decode()
+    assert query["timestamp"] == ["1700000000000"] and query["sign"] == [expected]
+    unsigned = build_messages(big_digest(3), "feishu", "en", "http://h/x", "", now=1)[0]
+    assert "sign" not in unsigned.payload
+
+
+@pytest.fixture
+def sample(settings):
+    engine = open_store(settings)
+    import_jsonl(settings, engine, sample_files())
+    yield engine
+    engine.dispose()
+
+
+@pytest.mark.parametrize("platform", ["feishu", "slack", "wecom", "dingtalk"])
+def test_push_posts_each_format_to_the_receiver(settings, sample, receiver, platform):
+    lines = push_reports(settings, sample, "daily", platform, day="2026-08-02")
+    assert lines and all(line.startswith(f"posted {platform}") for line in lines)
+    assert "TOKEN" not in "".join(lines)  # the webhook path is the credential
+    assert len(Receiver.received) == len(lines)
+    for path, body in Receiver.received:
+        assert path.startswith(f"/{platform}")
+        text = check_limits(platform, json.loads(body), body)
+        assert "acme/" in text
+    if platform == "dingtalk":
+        assert "timestamp=" in Receiver.received[0][0] and "sign=" in Receiver.received[0][0]
+
+
+def test_weekly_push_is_one_message_per_repository(settings, sample, receiver):
+    lines = push_reports(settings, sample, "weekly", "wecom", week="2026-W31")
+    assert len(lines) == 3  # acme/infer, acme/infer-npu, acme/trainer
+    texts = [json.loads(body)["markdown"]["content"] for _, body in Receiver.received]
+    assert any("acme/trainer" in t for t in texts)
+
+
+def test_a_refusal_is_an_error_without_the_url(settings, sample, receiver, monkeypatch):
+    monkeypatch.setenv("RADAR_FEISHU_WEBHOOK", f"{receiver}/fail/hook/TOKEN-F")
+    with pytest.raises(PushError) as err:
+        push_reports(settings, sample, "daily", "feishu", day="2026-08-02")
+    assert "refused" in str(err.value) and "TOKEN" not in str(err.value)
+    from infra_radar.publish.push import Message
+
+    with pytest.raises(PushError) as down:
+        post(Message("http://127.0.0.1:9/x/TOKEN", {}), "slack", timeout=2)
+    assert "TOKEN" not in str(down.value)
+
+
+def test_dry_run_prints_payloads_and_no_secret(sample, receiver):
+    result = CliRunner().invoke(main, ["push", "daily", "--to", "feishu", "--dry-run", "--date", "2026-08-02"])
+    assert result.exit_code == 0, result.output
+    assert '"msg_type": "interactive"' in result.output and '"sign": "***"' in result.output
+    assert "TOKEN" not in result.output and "feishu-secret" not in result.output
+    assert Receiver.received == []
+
+
+def test_missing_webhook_is_a_clear_error(sample, monkeypatch):
+    monkeypatch.delenv("RADAR_SLACK_WEBHOOK", raising=False)
+    result = CliRunner().invoke(main, ["push", "weekly", "--to", "slack"])
+    assert result.exit_code == 1 and "RADAR_SLACK_WEBHOOK" in result.output
