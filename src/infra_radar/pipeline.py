@@ -142,6 +142,7 @@ class AnalyzeResult:
 def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick) -> AnalyzeResult:
     """Analyse every item that has no analysis, changed since, or was analysed by other rules."""
     from .analyse.item import analyse
+    from .analyse.ledger import update_relations
     from .analyse.rules import RuleSet
 
     started, count = time.perf_counter(), 0
@@ -151,6 +152,7 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick) -> Analyz
         save.save_analyses(engine, results)
         count += len(results)
         tick(len(results))
+    update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
 
 
@@ -221,6 +223,7 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None) -> Report:
     """The daily radar for the window after the last successful run; recorded as a run."""
+    from .analyse.ledger import related_links
     from .render.context import DailyInput
     from .render.markdown import render_daily
 
@@ -232,7 +235,9 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
         found = queries.analysed_in_window(engine, window, names)
         inp = DailyInput(window=window, repos=names, items=found, watch=_watch_rechecks(engine, window),
                          deep_dive_limit=settings.deep_dive_limit, first_run=first,
-                         generated_at=datetime.now(UTC).replace(microsecond=0), explicit=since is not None)
+                         generated_at=datetime.now(UTC).replace(microsecond=0), explicit=since is not None,
+                         related=related_links(settings, engine, [a for a in found if a.analysis.priority in
+                                                                  ("P0", "P1")]))
         text = render_daily(inp, settings.lang, focus_weights=settings.focus_weights)
         path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
     except BaseException:
@@ -246,6 +251,7 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
     """The weekly report of one repository over an ISO week or any date range."""
     from .render.context import WeeklyInput
     from .render.markdown import render_weekly
+    from .store.ledger import adapted_in_window
     from .windows import previous, week_label
 
     (name,) = _check_repos(engine, [repo])
@@ -254,7 +260,7 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
     inp = WeeklyInput(repo=name, window=window, week_label=label,
                       items=queries.analysed_in_window(engine, window, [name]),
                       previous=queries.analysed_in_window(engine, previous(window), [name]),
-                      key_prs=settings.weekly_key_prs)
+                      key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window))
     text = render_weekly(inp, settings.lang, focus_weights=settings.focus_weights)
     path = None
     if out_dir:
@@ -265,16 +271,25 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
 
 def card_input(settings: Settings, engine: Engine, ref: str):
     """Everything the item card of `OWNER/NAME#N` shows."""
+    from .analyse.ledger import related_of, upstream_stub
     from .render.context import CardInput
+    from .store.ledger import adapted_in
 
     repo, number = parse_ref(ref)
     analyze(settings, engine)
     found = queries.analysed_item(engine, repo, number)
-    if found is None:
-        raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
+    if found is None:  # an upstream PR known only because downstream PRs adapted to it
+        adapted = adapted_in(engine, repo, number)
+        if not adapted:
+            raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
+        return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
+                         referenced_by=queries.referenced_by(engine, repo, number), known=False)
     index = queries.title_index(engine, [found.item.repo])
+    rel = related_of(settings, engine, found.item)
     return CardInput(item=found, referenced_by=queries.referenced_by(engine, found.item.repo, number),
-                     duplicates=queries.duplicates_of(index, found.item))
+                     duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, found.item),
+                                                             *rel.duplicates]}.values()),
+                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted)
 
 
 def parse_ref(ref: str) -> tuple[str, int]:

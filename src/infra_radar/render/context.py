@@ -53,6 +53,7 @@ class DailyInput:
     first_run: bool
     generated_at: datetime
     explicit: bool = False  # the window was given on the command line
+    related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
 
 
 @dataclass
@@ -65,7 +66,7 @@ class WeeklyInput:
     items: list[AnalysedItem]
     previous: list[AnalysedItem]  # previous window of equal length
     key_prs: int  # quick-view size (settings.weekly_key_prs)
-    adapted: list = field(default_factory=list)  # reserved for a later ledger section
+    adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: upstream PRs adapted in the window
 
 
 @dataclass
@@ -75,7 +76,10 @@ class CardInput:
     item: AnalysedItem
     referenced_by: list[Link]
     duplicates: list[Link]  # computed by the pipeline
-    related: list[Link] = field(default_factory=list)  # same mechanism elsewhere, adapted-in (later)
+    related: list[Link] = field(default_factory=list)  # same mechanism elsewhere
+    chain: list[Link] = field(default_factory=list)  # follow-ups: other parts of a split change
+    adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: where this upstream PR was adapted
+    known: bool = True  # False: an upstream ref known only through the ledger (no item, no analysis)
 
 
 # --- strings ---------------------------------------------------------------------------------------
@@ -351,12 +355,13 @@ def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
     return [entry.format(repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
-def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: list[dict[str, Any]]) -> list:
+def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: list[dict[str, Any]],
+                related: dict[str, list[Link]] | None = None) -> list:
     refs: dict[str, dict[str, str]] = {}
     for v in views + watch:
         refs.setdefault(v["ref"], {"ref": v["ref"], "url": v["url"], "title": v["title"]})
     for ai in deep:  # what the deep-dive items point at, so a reader can follow the mechanism
-        for link in ai.analysis.links:
+        for link in [*ai.analysis.links, *(related or {}).get(ai.item.ref, [])]:
             if link.ref and link_url(link):
                 refs.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "title": link.detail})
     return list(refs.values())
@@ -374,15 +379,16 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     watch = [watch_view(w, t) for w in inp.watch]
     top_rows = [row(ai, t) for ai in top]
     short_rows = [{**row(ai, t), "note": short_note(ai, t)} for ai in short]
+    deep_views = [{**deep_view(ai, t), "related": _link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
     return {
         "date": day(inp.window.until), "since": iso(inp.window.since), "until": iso(inp.window.until),
         "hours": round((inp.window.until - inp.window.since) / timedelta(hours=1)),
         "first_run": inp.first_run, "explicit": inp.explicit, "generated": iso(inp.generated_at), "repos": inp.repos,
         "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": len(ranked),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
-        "limit": inp.deep_dive_limit, "top": top_rows, "deep": [deep_view(ai, t) for ai in deep],
+        "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         "watch": watch, "short": short_rows, "checks": [r for r in top_rows if r["checklist"]],
-        "refs": _references(top_rows + short_rows, deep, watch),
+        "refs": _references(top_rows + short_rows, deep, watch, inp.related),
     }
 
 
@@ -532,7 +538,7 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     ctx["risks"] = _risk_rows(ranked, t)
     ctx["quick"] = [_quick_view(ai, t) for ai in ranked if ai.analysis.priority != "none"][: inp.key_prs]
     ctx["recommendations"] = _recommendations(ranked, t, [k for k, _ in topic_counts])
-    ctx["adapted"] = inp.adapted
+    ctx["adapted"] = adapted_views(inp.adapted, t, full_up=True)
     return ctx
 
 
@@ -564,6 +570,20 @@ def _file_groups(files: list[FileChange]) -> list[dict[str, Any]]:
              "files": sorted(fs, key=lambda f: (-_lines(f), f.path))} for d, fs in ordered]
 
 
+def adapted_views(entries: Iterable[Any], t: dict[str, Any], full_up: bool = False) -> list[dict[str, str]]:
+    """Ledger entries (upstream PR adapted in downstream PR) as report lines: links, title, files, how."""
+    k, sep = t["card"], t["common"]["sep"]
+    views = []
+    for e in entries:
+        files = k["adapted_files"].format(files=sep.join(f"`{f}`" for f in e.files[:6])) if e.files else ""
+        how = k["adapted_how"].format(how=e.how) if e.how else ""
+        views.append({"ref": e.down_ref, "url": ref_url(e.down_ref), "title": e.down_title,
+                      "up_ref": e.up_ref, "up_url": ref_url(e.up_ref), "date": day(e.when),
+                      "short": f"#{e.down_number}", "up_short": e.up_ref if full_up else f"#{e.up_number}",
+                      "files": files, "how": how})
+    return views
+
+
 def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
     """One item's card: facts, analysis, files by directory and its links."""
     ai, links = inp.item, inp.item.analysis.links
@@ -579,7 +599,8 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "references": _link_views(lk for lk in links if lk.kind in _REFERENCE_KINDS),
         "referenced_by": _link_views([*inp.referenced_by, *(lk for lk in links if lk.kind == "follow-up")]),
         "duplicates": _link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),
-        "related": _link_views([*inp.related, *(lk for lk in links
-                                                if lk.kind in ("same-mechanism", "adapted-in"))]),
+        "related": _link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")]),
+        "follow_ups": _link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
+        "known": inp.known, "upstream_repo": item.repo,
     })
     return view

@@ -172,9 +172,54 @@ def m002_fetch_state(op: Operations) -> None:
         op.create_table(name, *cols)
 
 
+def _v3_columns() -> dict[str, list]:
+    """Tables of relations found across items (003): the adaptation ledger and distinctive terms."""
+    return {
+        "ledger": [  # upstream PR up_repo#up_number was adapted to by downstream item item_id
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+            sa.Column("up_repo", sa.String(200), nullable=False),
+            sa.Column("up_number", sa.Integer, nullable=False),
+            sa.Column("files", sa.JSON, nullable=False),
+            sa.Column("how", sa.Text, nullable=False),
+        ],
+        "item_terms": [  # distinctive terms of an item (kernel, op, feature names)
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+            sa.Column("term", sa.String(120), primary_key=True),
+        ],
+        "relation_scans": [  # which rules and which content an item's ledger rows and terms came from
+            sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+            sa.Column("version", sa.String(40), nullable=False),
+            sa.Column("content_hash", sa.String(40), nullable=False),
+        ],
+    }
+
+
+_V3_INDEXES = [
+    ("ix_ledger_up", "ledger", ["up_repo", "up_number"]),
+    ("ix_ledger_item", "ledger", ["item_id"]),
+    ("ix_item_terms_term", "item_terms", ["term"]),
+]
+
+for _name, _cols in _v3_columns().items():
+    sa.Table(_name, metadata, *_cols)
+for _ix, _table, _cols in _V3_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+ledger, item_terms, relation_scans = (metadata.tables[n] for n in ("ledger", "item_terms", "relation_scans"))
+
+
+def m003_ledger(op: Operations) -> None:
+    """The downstream adaptation ledger, items' distinctive terms, and what they were computed from."""
+    for name, cols in _v3_columns().items():
+        op.create_table(name, *cols)
+    for ix, table, cols in _V3_INDEXES:
+        op.create_index(ix, table, cols)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
     ("001_initial", m001_initial),
     ("002_fetch_state", m002_fetch_state),
+    ("003_ledger", m003_ledger),
 ]
 
 

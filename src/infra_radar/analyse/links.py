@@ -1,0 +1,284 @@
+"""Relations between items beyond explicit references: same change, follow-up chains, same mechanism.
+
+- Same-change duplicates: near-identical titles (tags, release-branch and cherry-pick words removed)
+  AND overlapping changed files — the same fix opened against main and a release branch.
+- Follow-up chains: numbered parts of one split change ("[1/N]", "part 2", "PR 2 of 4").
+- Same mechanism elsewhere: items of other repositories sharing rare distinctive terms (identifiers
+  in code spans, CamelCase / snake_case names), weighted by an IDF over the store.
+
+Pure functions over titles, file sets and term sets; links.toml holds every threshold and word list.
+The store supplies the candidates (store/ledger.py) and the pipeline joins the two.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Any
+
+from ..config import Settings, load_rule_file
+from ..models import Link
+
+__all__ = ["Change", "ChangeIndex", "Part", "RelationRules", "chain_links", "compile_relation_rules", "distinctive_terms",
+           "duplicate_links", "file_overlap", "load_relation_rules", "mechanism_links", "part_of",
+           "same_change", "title_key", "title_similarity"]
+
+
+@dataclass(slots=True)
+class RelationRules:
+    """The [terms], [duplicates] and [chains] tables of links.toml, compiled."""
+
+    min_length: int
+    max_per_item: int
+    max_chars: int
+    max_df: int
+    min_score: float
+    min_shared: int
+    max_df_title: int
+    max_links: int
+    stop: frozenset[str]
+    min_title_similarity: float
+    min_file_overlap: float
+    title_noise: re.Pattern[str] | None
+    undoes: re.Pattern[str] | None
+    min_stem_similarity: float
+    min_stem_similarity_open: float
+    part_markers: list[re.Pattern[str]]
+
+
+def compile_relation_rules(data: Mapping[str, Any]) -> RelationRules:
+    """Compile the relation tables of a links.toml."""
+    terms, dups, chains = data.get("terms", {}), data.get("duplicates", {}), data.get("chains", {})
+    noise = dups.get("title_noise", [])
+    return RelationRules(
+        min_length=int(terms.get("min_length", 6)), max_per_item=int(terms.get("max_per_item", 40)),
+        max_chars=int(terms.get("max_chars", 2000)),
+        max_df=int(terms.get("max_df", 20)), min_score=float(terms.get("min_score", 11.0)),
+        min_shared=int(terms.get("min_shared", 2)), max_df_title=int(terms.get("max_df_title", 8)),
+        max_links=int(terms.get("max_links", 5)),
+        stop=frozenset(w.lower() for w in terms.get("stop", [])),
+        min_title_similarity=float(dups.get("min_title_similarity", 0.85)),
+        min_file_overlap=float(dups.get("min_file_overlap", 0.5)),
+        title_noise=re.compile("|".join(f"(?:{p})" for p in noise), re.I) if noise else None,
+        undoes=re.compile("|".join(f"(?:{p})" for p in undo), re.I) if (undo := dups.get("undoes", [])) else None,
+        min_stem_similarity=float(chains.get("min_stem_similarity", 0.4)),
+        min_stem_similarity_open=float(chains.get("min_stem_similarity_open", 0.7)),
+        part_markers=[re.compile(p, re.I) for p in chains.get("part_markers", [])])
+
+
+def load_relation_rules(settings: Settings) -> RelationRules:
+    """links.toml's relation tables (the user's rules_dir copy replacing tables)."""
+    return compile_relation_rules(load_rule_file("links", settings))
+
+
+# --- distinctive terms -----------------------------------------------------------------------------
+
+# CamelCase (FlashComm, KVCacheSpec) or snake_case (npu_fused_infer_attention_score) names, in code spans
+# or prose; a name touching "/" or "-" is part of a path, URL or hyphenated word, not an identifier.
+_NAME = re.compile(r"(?<![\w/-])(?:[A-Za-z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)"
+                   r"(?![\w/-])")
+
+
+def _prose(body: str) -> str:
+    """The body without fenced blocks (logs and benchmark output name everything)."""
+    return " ".join(body.split("```")[::2]) if "```" in body else body
+
+
+def distinctive_terms(title: str, body: str, rules: RelationRules) -> list[str]:
+    """Candidate mechanism terms of an item (lower-case), title first, at most max_per_item."""
+    out: dict[str, None] = {}
+    # The description's opening says what the change is about; later text is logs, test commands and
+    # long per-file lists that name everything.
+    for text in (title, _prose((body or "")[: rules.max_chars])):
+        for m in _NAME.finditer(text):  # not findall: a long description stops at max_per_item terms
+            word = m.group(0)
+            if word.isupper() and "_" not in word:
+                continue  # an upper-case word (RUNNING, HTTP2), not a CamelCase name
+            term = word.strip("_").lower()
+            if len(term) >= rules.min_length and term not in rules.stop:
+                out.setdefault(term, None)
+                if len(out) >= rules.max_per_item:
+                    return list(out)
+    return list(out)
+
+
+def idf(df: int, total: int) -> float:
+    """Inverse document frequency of a term found in `df` of `total` items."""
+    return math.log((total + 1) / (df + 0.5))
+
+
+def mechanism_links(own: set[str], title_terms: set[str], candidates: Mapping[tuple[str, int], set[str]],
+                    df: Mapping[str, int], total: int, rules: RelationRules,
+                    titles: Mapping[tuple[str, int], str] | None = None) -> list[Link]:
+    """Items of other repositories sharing rare terms with this one, best first, above the threshold.
+
+    `candidates` maps (repo, number) to the rare terms it shares; `titles` gives their titles."""
+    rare = {t for t in own if 2 <= df.get(t, 0) <= rules.max_df}
+    titles = titles or {}
+    scored = []
+    for (repo, number), terms in candidates.items():
+        shared = rare & terms
+        if not shared:
+            continue
+        score = sum(idf(df[t], total) for t in shared)
+        if len(shared) < rules.min_shared:
+            # one term is evidence only when it names both changes: in both titles, and rarer still
+            theirs = set(distinctive_terms(titles.get((repo, number), ""), "", rules))
+            if any(df[t] <= rules.max_df_title for t in shared & title_terms & theirs):
+                scored.append((score, repo, number, sorted(shared)))
+        elif score >= rules.min_score:
+            scored.append((score, repo, number, sorted(shared, key=lambda t: (df[t], t))))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return [Link("same-mechanism", repo, number, detail=", ".join(shared[:4]))
+            for _, repo, number, shared in scored[: rules.max_links]]
+
+
+# --- same-change duplicates ------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A PR as duplicate and chain finding sees it."""
+
+    number: int
+    title: str
+    files: frozenset[str] = frozenset()
+
+
+_SPACE = re.compile(r"\s+")
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def title_key(title: str, rules: RelationRules) -> str:
+    """A title as the change it names: tags, branch and cherry-pick words removed, lower-case."""
+    text = title
+    for _ in range(2):  # twice: a "type:" prefix is only at the start once the [Tag]s are gone
+        text = rules.title_noise.sub(" ", text) if rules.title_noise else text
+    return _SPACE.sub(" ", _PUNCT.sub(" ", text.lower())).strip()
+
+
+def title_similarity(a: str, b: str) -> float:
+    """Similarity of two title keys in [0, 1] (difflib ratio)."""
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() if a and b else 0.0
+
+
+def file_overlap(a: Iterable[str], b: Iterable[str]) -> float:
+    """Jaccard overlap of two sets of changed paths (0 when either is empty)."""
+    sa, sb = set(a), set(b)
+    return len(sa & sb) / len(sa | sb) if sa and sb else 0.0
+
+
+def _token_jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def same_change(a: Change, b: Change, rules: RelationRules) -> bool:
+    """Near-identical titles and overlapping files (equal titles suffice when files are unknown)."""
+    if rules.undoes and bool(rules.undoes.search(a.title)) != bool(rules.undoes.search(b.title)):
+        return False  # a revert of a change is not that change again
+    ka, kb = title_key(a.title, rules), title_key(b.title, rules)
+    if len(ka) < 12 or title_similarity(ka, kb) < rules.min_title_similarity:
+        return False
+    if not a.files or not b.files:
+        return ka == kb
+    return file_overlap(a.files, b.files) >= rules.min_file_overlap
+
+
+def duplicate_links(item: Change, candidates: Iterable[Change], repo: str, rules: RelationRules) -> list[Link]:
+    """Candidates (same repository, files loaded) that are the same change as `item`."""
+    return [Link("duplicate", repo, other.number, detail=other.title) for other in candidates
+            if other.number != item.number and same_change(item, other, rules)]
+
+
+# --- follow-up chains ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """Where a title says it is a part of a split change."""
+
+    index: int
+    total: int | None  # None for "N" or unstated
+    stem: str  # the title key without the marker
+    prefix: str = ""  # the title key of the words before the marker ("clean legacy code path")
+
+
+def part_of(title: str, rules: RelationRules) -> Part | None:
+    """The part marker of a title ("[2/4] ...", "... part 3"), or None."""
+    for pattern in rules.part_markers:
+        m = pattern.search(title)
+        if m is None:
+            continue
+        total = m.groupdict().get("n")
+        stem = title_key(title[: m.start()] + " " + title[m.end():], rules)
+        prefix = title_key(title[: m.start()], rules)
+        return Part(int(m.group("i")), int(total) if total and total.isdigit() else None, stem, prefix)
+    return None
+
+
+def _leading(a: str, b: str) -> int:
+    """How many leading words two stems share ("split scheduler move ..." and "split scheduler remove ...")."""
+    n = 0
+    for x, y in zip(a.split(), b.split(), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _same_chain(a: Part, b: Part, rules: RelationRules) -> bool:
+    """Same stated total and similar stems; without a shared total, a stricter bar (or the same prefix)."""
+    if a.total is not None and b.total is not None and a.total != b.total:
+        return False
+    if len(a.prefix.split()) >= 2 and a.prefix == b.prefix:
+        return True
+    ta, tb = set(a.stem.split()), set(b.stem.split())
+    if a.total is not None and a.total == b.total:  # one title may only add detail to the other's
+        contained = len(ta & tb) / min(len(ta), len(tb)) if ta and tb else 0.0
+        return (_token_jaccard(ta, tb) >= rules.min_stem_similarity or _leading(a.stem, b.stem) >= 2
+                or (contained >= 0.8 and len(ta & tb) >= 2))
+    return _token_jaccard(ta, tb) >= rules.min_stem_similarity_open or _leading(a.stem, b.stem) >= 3
+
+
+def chain_links(item: Change, pool: Iterable[Change], repo: str, rules: RelationRules) -> list[Link]:
+    """The other parts of the split change `item` belongs to, in part order."""
+    own = part_of(item.title, rules)
+    if own is None:
+        return []
+    parts = []
+    for other in pool:
+        theirs = part_of(other.title, rules) if other.number != item.number else None
+        if theirs is not None and theirs.index != own.index and _same_chain(own, theirs, rules):
+            total = f"/{theirs.total}" if theirs.total else ""
+            parts.append((theirs.index, other.number, f"part {theirs.index}{total}: {other.title}"))
+    return [Link("follow-up", repo, number, detail=detail) for _, number, detail in sorted(parts)]
+
+
+class ChangeIndex:
+    """The PR titles of one repository, indexed once for duplicate and chain look-ups of many items."""
+
+    def __init__(self, repo: str, changes: Iterable[Change], rules: RelationRules) -> None:
+        self.repo, self.rules = repo, rules
+        self.changes = {c.number: c for c in changes}
+        self.tokens = {n: frozenset(title_key(c.title, rules).split()) for n, c in self.changes.items()}
+        self.by_token: dict[str, list[int]] = {}
+        for number, tokens in self.tokens.items():
+            for token in tokens:
+                self.by_token.setdefault(token, []).append(number)
+        self.parts = [c for c in self.changes.values() if part_of(c.title, rules)]
+
+    def similar_titles(self, item: Change) -> list[Change]:
+        """PRs whose title tokens overlap the item's enough to be worth a closer look."""
+        tokens = frozenset(title_key(item.title, self.rules).split())
+        counts: dict[int, int] = {}
+        for token in tokens:
+            for number in self.by_token.get(token, ()):
+                counts[number] = counts.get(number, 0) + 1
+        # token overlap first: cheap, and titles under it cannot reach the similarity threshold
+        return [self.changes[n] for n, shared in counts.items() if n != item.number
+                and shared / len(tokens | self.tokens[n]) >= 0.6]
+
+    def chain(self, item: Change) -> list[Link]:
+        """The other parts of the item's split change."""
+        return chain_links(item, self.parts, self.repo, self.rules)
