@@ -339,3 +339,27 @@ def test_real_perf_prs_rank_high(export, number, topics, shared_data, rules, con
     if claims:
         assert "→" in result.summary["en"] and "(self-reported)" in result.summary["en"]
     assert not re.search(r"What (this|does this) PR|Checklist", result.summary["en"])
+
+
+def test_noise_gates_never_change_what_is_stripped():
+    """strip_noise skips a pattern when its required literal is absent; the result must not change."""
+    import re as _re
+
+    from infra_radar.analyse.rules import _gate, load_noise_patterns, strip_noise
+
+    patterns = load_noise_patterns()
+    texts = [
+        "Fix it\n\nSigned-off-by: A <a@x>\nalice force-pushed the fix branch from f9dcd38 to 2ebce48 Compare",
+        "This branch has conflicts that must be resolved\nConflicting files\nvllm/x.py",
+        "Summary of Changes\nHello, I'm Gemini Code Assist! ... Footnotes\nreal text",
+        "CLA assistant check\nAll committers have signed the CLA.\nDCO check passed",
+        "plain body with no noise at all, |, ---, and a table\n| a | b |\n|\n",
+    ]
+    for text in texts:
+        expected = text
+        for pattern in patterns:
+            expected = pattern.sub("", expected)
+        assert strip_noise(text, patterns) == _re.sub(r"\n{3,}", "\n\n", expected).strip()
+    assert _gate(_re.compile(r"pulled it|pushed the", _re.I)) is None  # top-level alternation: none required
+    assert _gate(_re.compile(r"(?:pull|push)ed the", _re.I)) == "ed the"  # a group is skipped, not the rest
+    assert _gate(_re.compile(r"has conflicts? now", _re.I)) == "has conflict"  # "s?" is optional

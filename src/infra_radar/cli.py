@@ -55,7 +55,18 @@ def _progress(label: str, total: int | None = None):
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
         task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+        yield _Ticker(lambda n: bar.advance(task, n), lambda n: bar.update(task, total=n))
+
+
+@dataclass(frozen=True, slots=True)
+class _Ticker:
+    """advance(n) as a call, and .total(n) to set the bar's length once it is known."""
+
+    advance: Callable[[int], None]
+    total: Callable[[int], None]
+
+    def __call__(self, n: int) -> None:
+        self.advance(n)
 
 
 class RadarGroup(click.Group):
@@ -151,11 +162,9 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
 def analyze(obj: Context) -> None:
     """Analyse items that are new, changed, or were analysed by older rules."""
     from .pipeline import analyze as run_analyze
-    from .pipeline import pending_count
 
-    settings, engine = obj.settings(), obj.engine()
-    with _progress("analysing", pending_count(settings, engine)) as tick:
-        result = run_analyze(settings, engine, tick)
+    with _progress("analysing") as tick:
+        result = run_analyze(obj.settings(), obj.engine(), tick, on_total=tick.total)
     click.echo(f"analysed {result.analysed} item(s) in {result.seconds:.1f}s (rules {result.version})")
 
 

@@ -7,10 +7,12 @@ offline from a database file.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -139,28 +141,52 @@ class AnalyzeResult:
     seconds: float
 
 
-def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick) -> AnalyzeResult:
-    """Analyse every item that has no analysis, changed since, or was analysed by other rules."""
+_POOL_STATE: tuple | None = None  # (rules, settings) inherited by forked analysis workers
+
+
+def _analyse_batch(batch: list[tuple[Item, str]]) -> list[tuple[int, str, object]]:
     from .analyse.item import analyse
+
+    assert _POOL_STATE is not None
+    rules, settings = _POOL_STATE
+    return [(item.id, digest, analyse(item, rules, settings)) for item, digest in batch]
+
+
+@contextmanager
+def _batch_runner(rules, settings: Settings, workers: int):
+    """map(batches) -> results, in order: in this process, or in forked workers that share the rules."""
+    global _POOL_STATE
+    _POOL_STATE = (rules, settings)
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield lambda batches: map(_analyse_batch, batches)
+        return
+    with multiprocessing.get_context("fork").Pool(workers) as pool:  # rules compiled once, copied on fork
+        yield lambda batches: pool.imap(_analyse_batch, batches)
+
+
+def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: int | None = None,
+            on_total: Tick = _no_tick) -> AnalyzeResult:
+    """Analyse every item that has no analysis, changed since, or was analysed by other rules.
+
+    Analysis is pure over stored text, so a large backlog is spread over the machine's cores (forked
+    workers, batches of 250); results are saved by this process, one transaction per batch.
+    """
     from .analyse.ledger import update_relations
     from .analyse.rules import RuleSet
 
     started, count = time.perf_counter(), 0
     rules = RuleSet.load(settings)
-    for batch in queries.items_to_analyse(engine, rules.version):
-        results = [(item.id, digest, analyse(item, rules, settings)) for item, digest in batch]
-        save.save_analyses(engine, results)
-        count += len(results)
-        tick(len(results))
+    pending = queries.count_to_analyse(engine, rules.version)
+    on_total(pending)
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 4) if pending >= 1000 else 1
+    with _batch_runner(rules, settings, workers) as run:
+        for results in run(queries.items_to_analyse(engine, rules.version, batch=250)):
+            save.save_analyses(engine, results)
+            count += len(results)
+            tick(len(results))
     update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
-
-
-def pending_count(settings: Settings, engine: Engine) -> int:
-    """How many items the next analysis pass would analyse."""
-    from .analyse.rules import RuleSet
-
-    return queries.count_to_analyse(engine, RuleSet.load(settings).version)
 
 
 # -- reports --------------------------------------------------------------------------------------

@@ -640,10 +640,59 @@ def load_noise_patterns(settings: Settings | None = None) -> list[re.Pattern[str
     return _noise(tomllib.loads((DEFAULTS / "rules" / "bots.toml").read_text(encoding="utf-8")))
 
 
+_LITERAL_CHARS = frozenset(" -_:,'!/#@")
+_GATES: dict[str, str | None] = {}
+
+
+def _literal_runs(source: str) -> list[str] | None:
+    """Literal runs every match of `source` must contain; None when a top-level `|` makes none required."""
+    runs, cur, depth, i = [], "", 0, 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            nxt = source[i + 1:i + 2]
+            if depth == 0 and nxt and not nxt.isalnum():
+                cur += nxt  # an escaped punctuation mark is a literal
+            else:
+                runs.append(cur)
+                cur = ""
+            i += 2
+            continue
+        if ch == "[":  # a character class: skip it whole
+            runs.append(cur)
+            cur = ""
+            i = source.find("]", i + 2) + 1 or len(source)
+            continue
+        if ch == "|" and depth == 0:
+            return None
+        if depth == 0 and (ch.isalnum() or ch in _LITERAL_CHARS):
+            cur += ch
+        else:
+            if ch in "?*{":
+                cur = cur[:-1]  # the quantified character is optional
+            depth += (ch == "(") - (ch == ")")
+            runs.append(cur)
+            cur = ""
+        i += 1
+    return [*runs, cur]
+
+
+def _gate(pattern: re.Pattern[str]) -> str | None:
+    """A lower-case literal the pattern cannot match without (cached), so most texts skip the regex."""
+    if pattern.pattern not in _GATES:
+        runs = _literal_runs(pattern.pattern) or []
+        best = max(runs, key=len, default="").strip()
+        _GATES[pattern.pattern] = best.lower() if len(best) >= 4 and pattern.flags & re.IGNORECASE else None
+    return _GATES[pattern.pattern]
+
+
 def strip_noise(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
     """`text` with every noise match removed and the blank lines it leaves squeezed."""
+    lowered = text.lower()
     for pattern in patterns:
-        text = pattern.sub("", text)
+        gate = _gate(pattern)
+        if gate is None or gate in lowered:
+            text = pattern.sub("", text)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 

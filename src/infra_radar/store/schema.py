@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 from sqlalchemy.engine import Connection
+
+if TYPE_CHECKING:
+    from alembic.operations import Operations
 
 metadata = sa.MetaData()
 
@@ -227,6 +229,11 @@ def migrate(conn: Connection) -> list[str]:
     """Apply the migrations not yet applied, in order; return their names."""
     migrations_table.create(conn, checkfirst=True)
     done = set(conn.execute(sa.select(migrations_table.c.name)).scalars())
+    if all(name in done for name, _ in MIGRATIONS):
+        return []  # the common case: nothing to do, and alembic (~0.2 s to import) stays unloaded
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
     op = Operations(MigrationContext.configure(conn))
     applied = []
     for name, step in MIGRATIONS:
