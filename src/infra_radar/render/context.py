@@ -331,7 +331,8 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
     view = row(ai, t)
     summary = pick(ai.analysis.summary, t["lang"])
     body = mechanism(ai.item.body)
-    view["mechanism"] = " ".join(x for x in (summary, body) if x) or t["common"]["no_summary"]
+    # the summary already stands in the P0/P1 table: the deep dive explains, from the author's own words
+    view["mechanism"] = body or summary or t["common"]["no_summary"]
     view["files"] = top_files(ai.item.files)
     view["files_total"] = files_total(ai.item.files, t)
     view["claims"] = claim_rows(ai.analysis.perf_claims, t)
