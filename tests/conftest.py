@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -11,15 +12,32 @@ import pytest
 from infra_radar.config import load_settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+TEST_DB_URL = os.environ.get("RADAR_TEST_DB_URL", "")  # e.g. from scripts/postgres.sh: run the suite on PostgreSQL
+
+
+def _fresh_schema(name: str) -> str:
+    """A new, empty PostgreSQL schema for one test; the URL that makes it the only one searched."""
+    import sqlalchemy as sa
+
+    schema = "t_" + hashlib.sha1(name.encode()).hexdigest()[:16]
+    engine = sa.create_engine(TEST_DB_URL)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    engine.dispose()
+    sep = "&" if "?" in TEST_DB_URL else "?"
+    return f"{TEST_DB_URL}{sep}options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture(autouse=True)
-def radar_home(tmp_path, monkeypatch) -> Path:
-    """Every test gets its own home directory; nothing leaks into ~/.infra-radar."""
+def radar_home(tmp_path, monkeypatch, request) -> Path:
+    """Every test gets its own home directory (and, with RADAR_TEST_DB_URL, its own PostgreSQL schema)."""
     home = tmp_path / "home"
     monkeypatch.setenv("RADAR_HOME", str(home))
     for var in ("RADAR_DB_URL", "RADAR_LANG"):
         monkeypatch.delenv(var, raising=False)
+    if TEST_DB_URL:
+        monkeypatch.setenv("RADAR_DB_URL", _fresh_schema(request.node.nodeid))
     return home
 
 

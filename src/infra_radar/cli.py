@@ -16,6 +16,8 @@ from .config import Settings, load_settings
 from .errors import RadarError
 
 LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
+LLM = click.option("--llm/--no-llm", "llm", default=None,
+                   help="Model prose from the [llm] server (default: on when a model is configured).")
 OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
                    help="Write the report under this directory instead of printing it.")
 
@@ -169,6 +171,8 @@ def analyze(obj: Context) -> None:
 
 
 def _emit(report) -> None:
+    if report.llm is not None:
+        click.echo(report.llm.line(), err=True)
     if report.path:
         click.echo(str(report.path))
     else:
@@ -181,15 +185,16 @@ def _emit(report) -> None:
 @click.option("--repo", "repos", multiple=True, help="Only this repository (repeatable).")
 @LANG
 @OUT
+@LLM
 @pass_ctx
 def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
-          out_dir: Path | None) -> None:
+          out_dir: Path | None, llm: bool | None) -> None:
     """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
     from .pipeline import daily as run_daily
     from .windows import parse_when
 
     report = run_daily(obj.settings(lang), obj.engine(), parse_when(since) if since else None,
-                       parse_when(until) if until else None, list(repos) or None, out_dir)
+                       parse_when(until) if until else None, list(repos) or None, out_dir, llm)
     _emit(report)
 
 
@@ -200,9 +205,10 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
 @click.option("--until", help="Range end (exclusive).")
 @LANG
 @OUT
+@LLM
 @pass_ctx
 def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
-           out_dir: Path | None) -> None:
+           out_dir: Path | None, llm: bool | None) -> None:
     """The weekly report of one repository: counts, themes, trends, risks, key PRs."""
     from .pipeline import weekly as run_weekly
     from .windows import iso_week, make_window, parse_when
@@ -215,25 +221,28 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
         window = make_window(parse_when(since), parse_when(until))
     else:
         raise click.UsageError("give --week 2026-W31, or --since and --until")
-    _emit(run_weekly(obj.settings(lang), obj.engine(), repo, window, out_dir))
+    _emit(run_weekly(obj.settings(lang), obj.engine(), repo, window, out_dir, llm))
 
 
 @main.command()
 @click.argument("ref")
 @click.option("--json", "as_json", is_flag=True, help="Print the export object instead of the card.")
 @LANG
+@LLM
 @pass_ctx
-def show(obj: Context, ref: str, as_json: bool, lang: str | None) -> None:
+def show(obj: Context, ref: str, as_json: bool, lang: str | None, llm: bool | None) -> None:
     """The item card of OWNER/NAME#N."""
     from .pipeline import card_input
-    from .render.markdown import card_json, render_card
+    from .render.markdown import card_json
 
     settings = obj.settings(lang)
     inp = card_input(settings, obj.engine(), ref)
     if as_json:
         click.echo(json.dumps(card_json(inp), ensure_ascii=False, indent=2))
     else:
-        click.echo(render_card(inp, settings.lang), nl=False)
+        from .llm_stage import card_text
+
+        click.echo(card_text(settings, obj.engine(), inp, llm), nl=False)
 
 
 @main.command()
@@ -314,4 +323,4 @@ def watch_remove(obj: Context, ref: str) -> None:
     if not remove(obj.engine(), repo, number):
         raise RadarError(f"{repo}#{number} is not on the watch list")
     click.echo(f"stopped watching {repo}#{number}")
-from . import cli_eval, cli_fetch, cli_page, cli_publish  # noqa: E402, F401, I001  (each module registers its commands on main)
+from . import cli_doctor, cli_eval, cli_fetch, cli_llm, cli_page, cli_publish  # noqa: E402, F401, I001  (each module registers its commands on main)

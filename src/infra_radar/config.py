@@ -19,7 +19,7 @@ DEFAULTS = resources.files("infra_radar") / "defaults"
 CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
-    "weekly_key_prs", "rules_dir", "focus", "repos",
+    "weekly_key_prs", "rules_dir", "focus", "repos", "llm",
 }
 _REPO_KEYS = {"name", "branches", "core_paths"}
 LANGS = ("zh", "en")
@@ -107,8 +107,8 @@ def _repos(raw: Any, where: str) -> list[RepoSettings]:
         raise ConfigError(f"{where}: [[repos]] must be an array of tables")
     repos = []
     for entry in raw:
-        if not isinstance(entry, dict) or "name" not in entry:
-            raise ConfigError(f"{where}: every [[repos]] entry needs a name")
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ConfigError(f"{where}: every [[repos]] entry needs a name = \"OWNER/NAME\" string")
         _check_keys(entry, _REPO_KEYS, f"{where} [[repos]] {entry.get('name')}")
         if entry["name"].count("/") != 1:
             raise ConfigError(f"{where}: repository name {entry['name']!r} is not OWNER/NAME")
@@ -130,6 +130,8 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
         raise ConfigError(f"{where}: lang must be one of {', '.join(LANGS)}, not {lang!r}")
     url = db_url or os.environ.get("RADAR_DB_URL") or data.get("db_url") or f"sqlite:///{home / 'radar.db'}"
     focus = data.get("focus", {})
+    if not isinstance(focus, dict) or not isinstance(focus.get("weights", {}), dict):
+        raise ConfigError(f"{where}: [focus] must be a table: topics = [...], weights = {{topic = 1.5}}")
     try:
         settings = Settings(
             home=home, db_url=url, lang=lang, out_dir=Path(data.get("out_dir") or "radar-out"),

@@ -199,6 +199,7 @@ class Report:
     text: str
     window: Window
     path: Path | None = None
+    llm: object = None  # llm_stage.LlmRunSummary when model prose was used
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
@@ -247,9 +248,10 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
 
 
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
-          repos: list[str] | None = None, out_dir: Path | None = None) -> Report:
+          repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None) -> Report:
     """The daily radar for the window after the last successful run; recorded as a run."""
     from .analyse.ledger import related_links
+    from .llm_stage import render_daily_llm
     from .render.context import DailyInput
     from .render.markdown import render_daily
 
@@ -264,35 +266,59 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
                          generated_at=datetime.now(UTC).replace(microsecond=0), explicit=since is not None,
                          related=related_links(settings, engine, [a for a in found if a.analysis.priority in
                                                                   ("P0", "P1")]))
-        text = render_daily(inp, settings.lang, focus_weights=settings.focus_weights)
+        prose = _llm_prose(settings, engine, llm, [a for a in found if a.analysis.priority in ("P0", "P1")])
+        text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
+                render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
         path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
-    save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None})
-    return Report(text, window, path)
+    save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None,
+                                        **({"llm": prose.line()} if prose else {})})
+    return Report(text, window, path, prose)
 
 
-def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None) -> Report:
-    """The weekly report of one repository over an ISO week or any date range."""
+def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, found: list):
+    """Model prose for `found` (llm_stage.LlmRunSummary), or None when the model is off or not configured."""
+    from .llm_stage import apply_llm, use_llm
+
+    config = use_llm(settings, flag)
+    return None if config is None else apply_llm(settings, engine, found, settings.lang, config=config)
+
+
+def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
+    """Everything the weekly report of `repo` over `window` shows (render.context.WeeklyInput)."""
     from .render.context import WeeklyInput
-    from .render.markdown import render_weekly
     from .store.ledger import adapted_in_window
     from .windows import previous, week_label
 
     (name,) = _check_repos(engine, [repo])
     analyze(settings, engine)
-    label = week_label(window)
-    inp = WeeklyInput(repo=name, window=window, week_label=label,
-                      items=queries.analysed_in_window(engine, window, [name]),
-                      previous=queries.analysed_in_window(engine, previous(window), [name]),
-                      key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window))
-    text = render_weekly(inp, settings.lang, focus_weights=settings.focus_weights)
+    return WeeklyInput(repo=name, window=window, week_label=week_label(window),
+                       items=queries.analysed_in_window(engine, window, [name]),
+                       previous=queries.analysed_in_window(engine, previous(window), [name]),
+                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window))
+
+
+def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,
+           llm: bool | None = None) -> Report:
+    """The weekly report of one repository over an ISO week or any date range."""
+    from .llm_stage import render_weekly_llm, use_llm, weekly_llm
+    from .render.markdown import render_weekly
+
+    inp = weekly_input(settings, engine, repo, window)
+    name, label = inp.repo, inp.week_label
+    config, prose = use_llm(settings, llm), None
+    if config is None:
+        text = render_weekly(inp, settings.lang, focus_weights=settings.focus_weights)
+    else:
+        prose = weekly_llm(settings, engine, inp, settings.lang, config=config)
+        text = render_weekly_llm(inp, settings.lang, prose, settings.focus_weights)
     path = None
     if out_dir:
         stem = label or f"{window.since:%Y-%m-%d}_{window.until:%Y-%m-%d}"
         path = atomic_write(out_dir / "weekly" / name.replace("/", "+") / f"{stem}.md", text)
-    return Report(text, window, path)
+    return Report(text, window, path, prose)
 
 
 def card_input(settings: Settings, engine: Engine, ref: str):

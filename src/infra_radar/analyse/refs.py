@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -90,8 +91,22 @@ def _skipped(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
-    return any(lo <= pos < hi for lo, hi in spans)
+class _Spans:
+    """Half-open spans answering `pos in spans` by bisection: a long body holds thousands of URLs and `#N`s."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        spans = sorted(spans)
+        self.starts = [lo for lo, _ in spans]
+        self.ends, reach = [], -1
+        for _, hi in spans:  # the furthest end among spans starting at or before each one (they may overlap)
+            reach = max(reach, hi)
+            self.ends.append(reach)
+
+    def __contains__(self, pos: int) -> bool:
+        i = bisect_right(self.starts, pos) - 1
+        return i >= 0 and self.ends[i] > pos
 
 
 @dataclass(slots=True)
@@ -117,9 +132,10 @@ def _hits(text: str, repo: str) -> list[_Hit]:
                 hits.append(_Hit(m.start(), m.end(), f"{gh.group(1)}/{gh.group(2)}", int(gh.group(3)), url, False))
             else:
                 hits.append(_Hit(m.start(), m.end(), None, None, url, False))
+    url_spans = _Spans(urls)
     for m in _HASH.finditer(text):
         start = m.start()
-        if urls and _inside(start, urls):
+        if start in url_spans:
             continue
         if start and text[start - 1] in _NOT_REF_BEFORE:
             owner = _OWNER_REPO.search(text, max(0, start - 100), start)
@@ -184,11 +200,11 @@ def extract_refs(text: str, repo: str, own: int | None = None, rules: LinkRules 
         return []
     rules = rules or default_link_rules()
     links, suffix_at = _subject_links(text, repo)
-    skipped = _skipped(text)
+    skipped = _Spans(_skipped(text))
     first_end = text.find("\n") if "\n" in text else len(text)
     prev: tuple[int, str, str] | None = None
     for hit in _hits(text, repo):
-        if 0 <= suffix_at <= hit.start < first_end or (hit.bare and _inside(hit.start, skipped)):
+        if 0 <= suffix_at <= hit.start < first_end or (hit.bare and hit.start in skipped):
             continue  # the subject's own (#N) suffix, or a number in code / a link text
         if hit.number is None:
             if not (rules.noise_url and hit.url and rules.noise_url.search(hit.url)):

@@ -46,6 +46,8 @@ def check_clone(path: Path) -> None:
 def resolve_branches(path: Path, patterns: list[str]) -> list[tuple[str, str]]:
     """(name, ref) of the local or origin branches matching the glob patterns, local first."""
     refs = _git(path, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes/origin").split()
+    if not refs:
+        raise SourceError(f"{path}: the repository has no commits yet (nothing to import)")
     found: dict[str, str] = {}
     for ref in refs:
         name = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/origin/")

@@ -171,6 +171,9 @@ def read_page(path: Path) -> str:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    nul = raw.find(b"\x00", 0, 65536)
+    if nul >= 0 and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text holds NULs; binary does too
+        raise SourceError(f"{path}: binary file (NUL byte at offset {nul}), not a saved page")
     text = decode_page(raw).replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
     text = _INVISIBLE.sub("", text)
     return "\n".join(line.rstrip() for line in text.split("\n"))

@@ -23,6 +23,13 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")  # a second writer waits instead of failing at once
     cur.close()
+    # pysqlite runs DDL outside any transaction: a kill mid-migration left half a schema. Let SQLAlchemy
+    # issue BEGIN itself (see _sqlite_begin) so every migration commits whole or not at all.
+    dbapi_conn.isolation_level = None
+
+
+def _sqlite_begin(conn) -> None:
+    conn.exec_driver_sql("BEGIN")
 
 
 def open_engine(url: str) -> Engine:
@@ -33,6 +40,7 @@ def open_engine(url: str) -> Engine:
         engine = sa.create_engine(url)
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
+            sa.event.listen(engine, "begin", _sqlite_begin)
         with engine.begin() as conn:
             migrate(conn)
     except sa.exc.ArgumentError as exc:

@@ -27,7 +27,8 @@ def _load_children(conn, ids: list[int]) -> tuple[dict[int, list[FileChange]], d
     by_comments: dict[int, list[Comment]] = defaultdict(list)
     for start in range(0, len(ids), 900):
         part = ids[start:start + 900]
-        for r in conn.execute(sa.select(files).where(files.c.item_id.in_(part))):
+        # ordered: PostgreSQL returns heap order, SQLite primary-key order; reports must not depend on it
+        for r in conn.execute(sa.select(files).where(files.c.item_id.in_(part)).order_by(files.c.item_id, files.c.path)):
             by_files[r.item_id].append(FileChange(r.path, r.additions, r.deletions, r.status))
         for r in conn.execute(sa.select(comments).where(comments.c.item_id.in_(part)).order_by(comments.c.seq)):
             by_comments[r.item_id].append(Comment(r.author, r.body, from_db_time(r.created_at), r.is_bot, r.kind))

@@ -6,6 +6,7 @@ files, an analysis never without its links, so a killed run leaves a store a rer
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..errors import InputError
 from ..models import Analysis, Item, Window
 from .db import analysis_data, item_hash, item_row, to_db_time
 from .schema import analyses, comments, files, items, links, repos, runs, watch
@@ -32,11 +34,17 @@ class SaveStats:
         self.unchanged += other.unchanged
 
 
+_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+")
+
+
 def repo_id(conn: Connection, name: str) -> int:
     """The id of repository `name`, created on first use."""
     found = conn.execute(sa.select(repos.c.id).where(repos.c.name == name)).scalar()
     if found is not None:
         return found
+    if not _REPO_NAME.fullmatch(name) or name.split("/")[1] in (".", ".."):
+        # names become folders of the site and reports: refuse `..`, spaces and quotes before they are stored
+        raise InputError(f"invalid repository name {name!r}: use OWNER/NAME (letters, digits, '-', '_', '.')")
     return conn.execute(repos.insert().values(name=name).returning(repos.c.id)).scalar_one()
 
 

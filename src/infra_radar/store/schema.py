@@ -218,10 +218,33 @@ def m003_ledger(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+def _v4_columns() -> list:
+    """The model reply cache (004): one row per prompt id+version, model and input digest."""
+    return [
+        sa.Column("prompt_id", sa.String(64), primary_key=True),
+        sa.Column("prompt_version", sa.Integer, primary_key=True),
+        sa.Column("model", sa.String(200), primary_key=True),
+        sa.Column("input_sha", sa.String(64), primary_key=True),  # sha256 of the rendered messages + schema
+        sa.Column("reply", sa.JSON, nullable=False),
+        sa.Column("prompt_tokens", sa.Integer, nullable=False),
+        sa.Column("completion_tokens", sa.Integer, nullable=False),
+        _time("created_at", nullable=False),
+    ]
+
+
+llm_cache = sa.Table("llm_cache", metadata, *_v4_columns())
+
+
+def m004_llm_cache(op: Operations) -> None:
+    """Cached model replies with their token usage, so a rerun on unchanged inputs sends nothing."""
+    op.create_table("llm_cache", *_v4_columns())
+
+
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
     ("001_initial", m001_initial),
     ("002_fetch_state", m002_fetch_state),
     ("003_ledger", m003_ledger),
+    ("004_llm_cache", m004_llm_cache),
 ]
 
 
