@@ -275,12 +275,17 @@ def _item_prose(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary)
     return {k: v for k, v in prose.items() if v}
 
 
+def _start(settings: Settings, config: LlmConfig | None) -> tuple[LlmConfig | None, LlmRunSummary]:
+    """The model to use (None: rules only) and an empty run summary naming it."""
+    config = config or llm_config(settings)
+    return config, LlmRunSummary(model=config.model if config else "")
+
+
 def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[AnalysedItem], lang: str,
               dry_run: bool = False, *, config: LlmConfig | None = None, client: LlmClient | None = None,
               tick: Callable[[int], None] | None = None) -> LlmRunSummary:
     """Grounded prose {ref: {summary, mechanism, why, risks}} for the items; never raises on model failure."""
-    config = config or llm_config(settings)
-    summary = LlmRunSummary(model=config.model if config else "")
+    config, summary = _start(settings, config)
     if config is None:
         return summary
     lang = config.language or lang
@@ -326,8 +331,7 @@ def weekly_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run:
                config: LlmConfig | None = None, client: LlmClient | None = None,
                tick: Callable[[int], None] | None = None) -> LlmRunSummary:
     """Prose for a weekly report (render.context.WeeklyInput): its listed items and the report narrative."""
-    config = config or llm_config(settings)
-    summary = LlmRunSummary(model=config.model if config else "")
+    config, summary = _start(settings, config)
     if config is None:
         return summary
     lang = config.language or lang
