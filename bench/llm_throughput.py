@@ -15,6 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# The stage imports the renderers' helpers lazily (a plain `radar fetch` never needs them); a real `radar
+# daily --llm` has imported them to build its report before the stage runs. Imported here with the rest, so
+# the figure is the stage's work (prompts, requests, validation, grounding, cache) and not module loading.
+import infra_radar.render.context  # noqa: E402, F401
 from infra_radar.analyse.llm import LlmConfig  # noqa: E402
 from infra_radar.config import Settings  # noqa: E402
 from infra_radar.llm_stage import apply_llm  # noqa: E402

@@ -2,9 +2,12 @@
 
 By default it answers every prompt with valid JSON in the prompt's language, built only from what the
 prompt says (so it is grounded), plus one sentence with an invented number and one with an invented
-`#N` (so grounding has something to drop). `script` is a queue of one-off behaviours consumed in order:
-("invalid",) a reply that is not JSON; ("status", 429, seconds) an error with Retry-After; ("slow", s)
-an answer after s seconds; ("wrong_lang",) prose in the other language; ("content", text) a fixed reply.
+`#N` (so grounding has something to drop); `GET /v1/models` lists `models`. `script` is a queue of
+one-off behaviours consumed in order: ("invalid",) a reply that is not JSON; ("status", 429, seconds) an
+error with Retry-After; ("slow", s) an answer after s seconds; ("wrong_lang",) prose in the other
+language; ("content", text) a fixed reply; ("close",) a reply with `Connection: close`; ("drop",) a
+reply after which the connection is closed without notice (an idle keep-alive timeout). It speaks
+HTTP/1.1 with keep-alive and accepts absolute request targets, as a proxy receives them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 INVENTED_NUMBER = "987654"
 INVENTED_REF = "#9999999"
@@ -53,10 +57,26 @@ def _report_reply(user: str, zh: bool) -> dict[str, Any]:
             "recommendations": [f"Validate {ref} first.", f"Follow {INVENTED_REF}."]}
 
 
+def _daily_reply(user: str, zh: bool) -> dict[str, Any]:
+    """The daily prompt: a conclusion per listed item (one grounded sentence naming it, one with an invented
+    number) and a headline (the item count, the first item, one sentence with an invented #N)."""
+    listed = re.findall(r"^- ([\w.-]+/[\w.-]+#\d+) ", user, re.M)
+    first = listed[0] if listed else ""
+    if zh:
+        return {"headline": f"今日 P0 / P1 条目共 {len(listed)} 项。首先关注 {first}。另见 {INVENTED_REF}。",
+                "items": [{"ref": ref, "conclusion": f"模型结论：{ref} 值得跟进。它快了 {INVENTED_NUMBER} 倍。"}
+                          for ref in listed]}
+    return {"headline": f"Today brings {len(listed)} P0 / P1 items. Start with {first}. See also {INVENTED_REF}.",
+            "items": [{"ref": ref, "conclusion": f"Model conclusion: {ref} is worth following. "
+                                                 f"It is {INVENTED_NUMBER} times faster."} for ref in listed]}
+
+
 def default_reply(messages: list[dict[str, str]], flip_lang: bool = False) -> dict[str, Any]:
     """A valid reply to a radar prompt, in its language (or the other one when `flip_lang`)."""
     zh = _zh(messages) != flip_lang
     user = messages[1]["content"]
+    if "headline" in messages[0]["content"]:
+        return _daily_reply(user, zh)
     if "executive_summary" in messages[0]["content"]:
         return _report_reply(user, zh)
     return _item_reply(user, zh)
@@ -68,30 +88,52 @@ class LlmStub:
     def __init__(self, latency: float = 0.0) -> None:
         self.latency, self.script, self.requests = latency, deque(), []
         self.auth: list[str] = []
+        self.targets: list[str] = []  # the request target of every POST (absolute when sent to a proxy)
+        self.proxy_auth: list[str] = []  # the Proxy-Authorization header of every POST
+        self.connections = 0  # TCP connections accepted
+        self.gets: list[tuple[str, str]] = []  # (path, Authorization) of every GET
+        self.models = ["stub-model"]
         self._lock = threading.Lock()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out as two writes; no 40 ms delayed-ACK stall
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall, whatever the writes
 
             def log_message(self, *args: Any) -> None:
                 return None
+
+            def setup(self) -> None:
+                super().setup()
+                with stub._lock:
+                    stub.connections += 1
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with stub._lock:
                     stub.requests.append(body)
                     stub.auth.append(self.headers.get("Authorization", ""))
+                    stub.targets.append(self.path)
+                    stub.proxy_auth.append(self.headers.get("Proxy-Authorization", ""))
                     step = stub.script.popleft() if stub.script else ("ok",)
                 stub._answer(self, body, step)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            def do_GET(self) -> None:  # `GET /v1/models`, what `radar doctor` probes
+                with stub._lock:
+                    stub.gets.append((self.path, self.headers.get("Authorization", "")))
+                if self.path != "/v1/models":
+                    return stub._send(self, 404, {"error": "not found"})
+                stub._send(self, 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in stub.models]})
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # the default listen backlog of 5 drops SYNs when 16 clients connect at once
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], step: tuple) -> None:
-        if h.path != "/v1/chat/completions":
+        if urlsplit(h.path).path != "/v1/chat/completions":
             return self._send(h, 404, {"error": "not found"})
         if step[0] == "status":
             return self._send(h, step[1], {"error": {"message": "slow down"}}, {"Retry-After": str(step[2])})
@@ -105,17 +147,20 @@ class LlmStub:
         self._send(h, 200, {"id": "stub", "object": "chat.completion", "model": body["model"],
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                                          "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+                            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}},
+                   {"Connection": "close"} if step[0] == "close" else None)
+        if step[0] in ("close", "drop"):
+            h.close_connection = True
 
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         raw = json.dumps(data, ensure_ascii=False).encode()
-        try:
-            h.send_response(status)
-            for k, v in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **(headers or {})}.items():
-                h.send_header(k, v)
-            h.end_headers()
-            h.wfile.write(raw)
+        fields = {"Content-Type": "application/json", "Content-Length": str(len(raw)), **(headers or {})}
+        reason = h.responses.get(status, ("Unknown",))[0]
+        head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+        h.close_connection = h.close_connection or fields.get("Connection") == "close"
+        try:  # status line, headers and body in one write: one segment, as a real server sends a small answer
+            h.wfile.write(f"{head}\r\n".encode("latin-1") + raw)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             pass
 

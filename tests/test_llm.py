@@ -139,7 +139,7 @@ def test_parse_reply_accepts_fenced_json():
 
 # --- prompts and configuration ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["item", "weekly"])
+@pytest.mark.parametrize("name", ["item", "weekly", "daily"])
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_prompts_render_strictly(name, lang):
     prompt = load_prompt(name)
@@ -276,3 +276,249 @@ def test_cli_llm_flags_dry_run_and_cache(monkeypatch):
         code, out2, err = invoke(*week)
         assert out2 == out and len(server.requests) == sent and "0 request(s)" in err
         assert KEY not in out + err
+
+
+# --- the daily prompt ------------------------------------------------------------------------------
+
+def _daily_input(items: list[AnalysedItem]):
+    from infra_radar.render.context import DailyInput
+
+    window = make_window(datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 7, 31, tzinfo=UTC))
+    return DailyInput(window=window, repos=sorted({ai.item.repo for ai in items}), items=items, watch=[],
+                      deep_dive_limit=5, first_run=False, generated_at=datetime(2026, 7, 31, tzinfo=UTC),
+                      explicit=True)
+
+
+def _other_item() -> AnalysedItem:
+    item = Item(repo="acme/infer", kind="pr", key="12", number=12, title="Batch block-table updates",
+                body="Copies dominated the scheduler step; throughput 21.4 -> 22.1 req/s.",
+                files=[FileChange("infer/core/scheduler.py", 40, 10)], merged_at=datetime(2026, 7, 30, tzinfo=UTC))
+    analysis = Analysis(item_kind="perf", priority="P0", summary={"en": "Faster scheduler", "zh": "调度更快"},
+                        perf_claims=[PerfClaim("throughput", 21.4, 22.1, "req/s", 3.3)])
+    return AnalysedItem(item, analysis)
+
+
+def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
+    from dataclasses import replace
+
+    from infra_radar.llm_stage import daily_llm, render_daily_llm
+
+    settings, config = _stage_settings(tmp_path, stub)
+    config = replace(config, max_concurrency=1)  # one at a time, in job order: the daily prompt goes first
+    engine = open_store(settings)
+    inp = _daily_input([_item(), _other_item()])
+    reply = {"headline": f"Rope got faster: TTFT 512 ms. It is {INVENTED_NUMBER}x better. See #70. Start with #12.",
+             "items": [{"ref": "acme/infer-npu#77", "conclusion": "TTFT fell from 1,048.64 ms to 512 ms. "
+                                                                 "It is 22.1 times faster. Compare #78."},
+                       {"ref": "acme/infer#12", "conclusion": "Throughput rose to 22.1 req/s with acme/infer-npu#77."},
+                       {"ref": "acme/unknown#5", "conclusion": "Not an item of the prompt."}]}
+    stub.script.append(("content", json.dumps(reply)))
+    run = daily_llm(settings, engine, inp, "en", config=config)
+    daily_prompt = stub.requests[0]["messages"]
+    assert "headline" in daily_prompt[0]["content"] and "- acme/infer-npu#77 [P1/" in daily_prompt[1]["content"]
+    assert run.requests == 3 and run.failed == 0
+    # the headline lost its invented number and #70 (a link, not an item of the prompt); bare #12 names one item.
+    # #77's conclusion lost 22.1 (a figure of #12, not of #77) and #78; the unknown ref was laid over nothing.
+    assert run.report == {"headline": "Rope got faster: TTFT 512 ms. Start with #12.",
+                          "conclusions": {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms.",
+                                          "acme/infer#12": "Throughput rose to 22.1 req/s with acme/infer-npu#77."}}
+    assert run.dropped == 2 + 2 + 2 * 2  # headline, #77's conclusion, two sentences of each item reply
+    text = render_daily_llm(inp, "en", run)
+    assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
+    assert "| TTFT fell from 1,048.64 ms to 512 ms. |" in text and INVENTED_NUMBER not in text
+    again = daily_llm(settings, engine, inp, "en", config=config)
+    assert len(stub.requests) == 3 and again.cached == 3 and again.report == run.report
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _daily_plain(text: str) -> str:
+    return re.sub(r"^- (Generated|生成时间)\S*.*$", "", text, flags=re.M)  # the run time differs between runs
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(monkeypatch, lang):
+    from infra_radar.pipeline import daily, sample_files
+
+    settings = load_settings(lang=lang)
+    engine = open_store(settings)
+    import_jsonl(settings, engine, sample_files())
+    since, until = datetime(2026, 7, 28, tzinfo=UTC), datetime(2026, 8, 4, tzinfo=UTC)
+    plain = daily(settings, engine, since, until).text
+    with LlmStub() as server:
+        monkeypatch.setenv("RADAR_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
+        monkeypatch.setenv("RADAR_LLM_API_KEY", KEY)
+        assert _daily_plain(daily(settings, engine, since, until, llm=False).text) == _daily_plain(plain)
+        assert not server.requests
+        report = daily(settings, engine, since, until)
+        sent = len(server.requests)
+        again = daily(settings, engine, since, until)
+    top = re.findall(r"^\| P[01] \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
+    text = report.text
+    deep = min(len(top), settings.deep_dive_limit)
+    assert len(top) > deep >= 2 and sent == deep + 1  # the daily prompt, an item prompt per deep dive
+    assert len(server.requests) == sent and again.llm.cached == sent and _daily_plain(again.text) == _daily_plain(text)
+    marker = "模型结论" if lang == "zh" else "Model conclusion"
+    rows = [line for line in _section(text, "P0 / P1").splitlines() if re.match(r"\| P[01] \|", line)]
+    assert len(rows) == len(top) and all(marker in row for row in rows)
+    headline = "**今日要点**：" if lang == "zh" else "**Headline:** "
+    assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {len(top)} " in text
+    assert INVENTED_NUMBER not in text and INVENTED_REF not in text
+    # every daily conclusion and the headline lost one sentence; each item reply two
+    assert report.llm.dropped == len(top) + 1 + 2 * deep and report.llm.failed == 0
+    mechanism = "The change reworks the affected module." if lang == "en" else "改动调整了相关模块的实现。"
+    assert _section(text, "Deep dives" if lang == "en" else "重点机制").count(mechanism) == deep
+    assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
+    assert KEY not in text and KEY not in report.llm.line()
+
+
+# --- prompt overrides ------------------------------------------------------------------------------
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(radar_home, monkeypatch):
+    from importlib import resources
+
+    from infra_radar.pipeline import sample_files
+
+    for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "daily.toml").read_text(encoding="utf-8")
+    assert 'version = 1\n' in packaged and "You write the daily" in packaged
+    mine = radar_home / "my-prompts"
+    mine.mkdir(parents=True)
+    override = mine / "daily.toml"
+    override.write_text(packaged.replace("You write the daily", "OVERRIDE-7f3a. You write the daily"))
+    day = ("daily", "--since", "2026-07-28", "--until", "2026-08-04", "--lang", "en")
+    with LlmStub() as server:
+        (radar_home / "radar.toml").write_text(f'[llm]\nbase_url = "{server.base_url}"\nmodel = "stub-model"\n'
+                                               'prompts_dir = "my-prompts"\n')  # relative to radar.toml
+        assert _cli("import-jsonl", *map(str, sample_files()))[0] == 0
+        code, out, err = _cli(*day)
+        assert code == 0 and "**Headline:**" in out, err
+        systems = [r["messages"][0]["content"] for r in server.requests]
+        assert sum(s.startswith("OVERRIDE-7f3a. You write the daily") for s in systems) == 1
+        first = next(i for i, s in enumerate(systems) if s.startswith("OVERRIDE-7f3a."))
+        sent = len(server.requests)
+        assert _cli(*day)[0] == 0 and len(server.requests) == sent  # cached
+        override.write_text(override.read_text().replace("version = 1\n", "version = 2\n"))
+        code, out2, err = _cli(*day)
+        assert code == 0 and len(server.requests) == sent + 1 and "1 request(s)" in err  # only the daily prompt
+        assert server.requests[-1]["messages"] == server.requests[first]["messages"]  # same text, new version
+        code, dry, _ = _cli(*day, "--dry-run")
+        assert code == 0 and len(server.requests) == sent + 1 and "=== daily v2" not in dry  # cached: nothing to show
+        override.write_text(override.read_text().replace("version = 2\n", "version = 3\n"))
+        code, dry, _ = _cli(*day, "--dry-run")
+        assert code == 0 and "=== daily v3 daily ===" in dry and "OVERRIDE-7f3a." in dry
+        assert len(server.requests) == sent + 1  # a dry run sends nothing
+        errors: list[str] = []
+        for broken, needle in [("version = 3\n", "version = \"three\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
+                               ("id = \"daily\"", "id = \"daily"), ("{{ date }}", "{{ date }")]:
+            override.write_text(override.read_text().replace(broken, needle, 1))
+            code, _, err = _cli(*day)
+            assert code == 1 and str(override) in err and len(err.strip().splitlines()) == 1, err
+            errors.append(err)
+            override.write_text(override.read_text().replace(needle, broken, 1))
+        assert len(server.requests) == sent + 1
+    assert "version must be an integer" in errors[0] and "invalid TOML" in errors[2] and "template line" in errors[3]
+
+
+# --- radar doctor ----------------------------------------------------------------------------------
+
+def _doctor_row(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("llm "))
+
+
+def test_doctor_reads_llm_from_radar_toml_and_never_prints_the_key(radar_home, monkeypatch):
+    import socket
+
+    for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MY_LLM_KEY", KEY)
+    assert _cli("init")[0] == 0
+    config = radar_home / "radar.toml"
+    base = config.read_text()
+    seen: list[str] = []
+
+    def llm_table(url: str, model: str = "stub-model") -> None:
+        config.write_text(base + f'\n[llm]\nbase_url = "{url}"\nmodel = "{model}"\napi_key_env = "MY_LLM_KEY"\n')
+
+    def doctor(*args: str) -> tuple[int, str]:
+        code, out, err = _cli("doctor", *args)
+        seen.append(out + err)
+        return code, _doctor_row(out)
+
+    with LlmStub() as server:
+        llm_table(server.base_url)
+        code, row = doctor()
+        assert code == 0 and " OK " in row and "reachable (model listed)" in row and "radar.toml [llm]" in row
+        assert "model stub-model" in row and "MY_LLM_KEY set" in row
+        assert server.gets == [("/v1/models", f"Bearer {KEY}")] and not server.requests
+        assert "reachability not checked" in doctor("--offline")[1] and len(server.gets) == 1
+        llm_table(server.base_url, "Qwen/Qwen3-8B")
+        row = doctor()[1]
+        assert "FAIL" in row and "does not serve Qwen/Qwen3-8B (it serves stub-model)" in row
+        monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")  # the environment overrides the file
+        assert " OK " in doctor()[1]
+        monkeypatch.delenv("MY_LLM_KEY")
+        assert "MY_LLM_KEY not set" in doctor()[1] and server.gets[-1][1] == ""
+        monkeypatch.setenv("MY_LLM_KEY", KEY)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: nothing listens there
+    llm_table(f"http://127.0.0.1:{port}/v1")
+    code, row = doctor()
+    assert code == 0 and "FAIL" in row and f"http://127.0.0.1:{port} (from radar.toml [llm]) unreachable" in row
+    assert "MY_LLM_KEY set" in row and len(seen) == 6
+    assert not [o for o in seen if KEY in o or KEY[:12] in o]
+
+
+def test_prompts_in_radar_home_override_and_a_missing_variable_names_the_file(tmp_path, stub):
+    from importlib import resources
+
+    from infra_radar.llm_stage import prompts_dir, settings_prompt
+
+    settings, config = _stage_settings(tmp_path, stub)  # home = tmp_path, no radar.toml
+    assert prompts_dir(settings) is None and settings_prompt(settings, "item").source == "defaults/prompts/item.toml"
+    packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "item.toml").read_text(encoding="utf-8")
+    (tmp_path / "prompts").mkdir()
+    mine = tmp_path / "prompts" / "item.toml"
+    mine.write_text(packaged.replace("Body:\n{{ body }}", "Body:\n{{ body }}\nAuthor: {{ author }}"))
+    assert settings_prompt(settings, "item").source == str(mine)
+    with pytest.raises(ConfigError, match=re.escape(f"{mine}: [en]: 'author' is undefined")):
+        apply_llm(settings, open_store(settings), [_item()], "en", config=config)
+    assert not stub.requests
+
+
+def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_path, monkeypatch):
+    from infra_radar.pipeline import daily
+
+    settings = load_settings(lang="zh")
+    engine = open_store(settings)
+    import_jsonl(settings, engine, [_slice(shared_data / "git" / ASCEND, tmp_path / "slice.jsonl")])
+    since, until = datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 1, tzinfo=UTC)
+    plain = daily(settings, engine, since, until).text
+    top = re.findall(r"^\| P[01] \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
+    with LlmStub() as server:
+        monkeypatch.setenv("RADAR_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
+        report = daily(settings, engine, since, until)
+        sent = len(server.requests)
+        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + 1
+        assert len(server.requests) == sent
+    text = report.text
+    assert f"**今日要点**：今日 P0 / P1 条目共 {len(top)} 项。首先关注 {top[0]}。\n" in text
+    assert _section(text, "P0 / P1").count("模型结论") == len(top) >= 3
+    assert INVENTED_NUMBER not in text and INVENTED_REF not in text
+    assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))

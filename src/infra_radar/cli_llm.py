@@ -27,7 +27,7 @@ def llm_cmd(obj: Context, repo: str, week: str | None, since: str | None, until:
     if not use_llm(settings, None):
         raise ConfigError("no model configured: set [llm] base_url and model, or RADAR_LLM_BASE_URL/RADAR_LLM_MODEL")
     window = iso_week(week) if week else make_window(parse_when(since or ""), parse_when(until or ""))
-    engine = obj.engine()
+    engine = obj.engine(write=True)
     inp = weekly_input(settings, engine, repo, window)
     with _progress("asking the model") as tick:
         summary = weekly_llm(settings, engine, inp, settings.lang, dry_run, tick=tick)

@@ -124,19 +124,81 @@ def reachable(url: str, timeout: float = TIMEOUT) -> str | None:
         return exc.strerror or type(exc).__name__
 
 
-def check_llm(env: dict[str, str], network: bool) -> Check:
-    """The optional LLM endpoint: set, and reachable within 3 s."""
-    url = env.get(LLM_URL_ENV, "")
-    if not url:
-        return Check("llm", SKIP, f"{LLM_URL_ENV} not set (optional; rules work without it)",
-                     f"export {LLM_URL_ENV}=https://... and {LLM_KEY_ENV}=...")
-    key = "key set" if env.get(LLM_KEY_ENV) else f"{LLM_KEY_ENV} not set"
+def _failure(exc: BaseException) -> str:
+    """Why a request failed, from the OS error underneath (never the URL, which may carry a credential)."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {TIMEOUT:g}s"
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
+
+
+def probe_models(base_url: str, key: str, timeout: float = TIMEOUT) -> tuple[int | None, list[str], str]:
+    """GET {base_url}/models once: (status or None, model ids served, why it failed)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return None, [], "not an http(s) URL"
+        loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+        # proxies from the environment, as the model client uses them; a loopback server directly
+        with httpx.Client(timeout=timeout, verify=parts.scheme == "https", trust_env=not loopback) as http:
+            response = http.get(base_url.rstrip("/") + "/models", headers=headers)
+    except httpx.HTTPError as exc:
+        return None, [], _failure(exc)
+    except (httpx.InvalidURL, ValueError):
+        return None, [], "invalid URL"
+    try:
+        data = response.json().get("data") if response.status_code == 200 else None
+    except (ValueError, AttributeError):
+        data = None
+    ids = [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
+    return response.status_code, ids, ""
+
+
+def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> Check:
+    """The optional LLM endpoint as the stage resolves it (radar.toml [llm], RADAR_LLM_* overrides): set, key
+    present (by variable name), and answering GET {base_url}/models within 3 s."""
+    from .llm_stage import llm_endpoint
+
+    try:
+        point = llm_endpoint(settings, env)
+    except RadarError as exc:
+        return Check("llm", FAIL, str(exc), "fix the [llm] table of radar.toml")
+    if not point.base_url:
+        return Check("llm", SKIP, f"no [llm] base_url in radar.toml and {LLM_URL_ENV} not set "
+                                  "(optional; rules work without it)",
+                     "set [llm] base_url and model in radar.toml (or RADAR_LLM_BASE_URL / RADAR_LLM_MODEL)")
+    where = f"{safe_url(point.base_url)} (from {point.base_from})"
+    model = f"model {point.model}" if point.model else "no model set"
+    key_value = env.get(point.key_env, "") if point.key_env else ""
+    key = (f"key: {point.key_env} {'set' if key_value else 'not set'}" if point.key_env else "no key configured")
+    facts = f"{model}; {key}"
     if not network:
-        return Check("llm", OK, f"{safe_url(url)}; {key}; reachability not checked")
-    reason = reachable(url)
-    if reason:
-        return Check("llm", FAIL, f"{safe_url(url)} unreachable: {reason}", f"check {LLM_URL_ENV} and the network")
-    return Check("llm", OK, f"{safe_url(url)} reachable; {key}")
+        return Check("llm", OK if point.model else MISSING, f"{where}; {facts}; reachability not checked",
+                     "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
+    status, served, reason = probe_models(point.base_url, key_value)
+    if status is None:
+        return Check("llm", FAIL, f"{where} unreachable: {reason}; {facts}",
+                     "check [llm] base_url (or RADAR_LLM_BASE_URL) and that the server runs")
+    if status in (401, 403):
+        return Check("llm", FAIL, f"{where} refused GET /models (HTTP {status}): key missing or rejected; {facts}",
+                     f"set the key in {point.key_env or 'the variable [llm] api_key_env names'}")
+    if not point.model:
+        return Check("llm", MISSING, f"{where} reachable; {facts}", "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
+    if served and point.model not in served:
+        shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
+        return Check("llm", FAIL, f"{where} reachable but does not serve {point.model} (it serves {shown}); {key}",
+                     "set [llm] model to one the server lists")
+    answered = "model listed" if served else f"GET /models answered HTTP {status}"
+    return Check("llm", OK, f"{where} reachable ({answered}); {facts}")
 
 
 def check_webhooks(env: dict[str, str], network: bool) -> list[Check]:
@@ -172,7 +234,7 @@ def run_checks(config: Path | None, db: str | None, env: dict[str, str] | None =
         checks.append(check_store(settings))
     else:
         checks.append(Check("store", SKIP, "config must load first", "fix the config", True))
-    checks += [check_git(), check_token(env), check_llm(env, network), *check_webhooks(env, network)]
+    checks += [check_git(), check_token(env), check_llm(settings, env, network), *check_webhooks(env, network)]
     return checks
 
 

@@ -11,29 +11,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from itertools import chain
+from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 from sqlalchemy.engine import Engine
 
 from .analyse.grounding import Grounds, claim_numbers, ground, language_ok
-from .analyse.llm import JSON_MODES, LlmClient, LlmConfig, LlmError, Request
+from .analyse.llm import JSON_MODES, LlmClient, LlmConfig, LlmError, Reply, Request
 from .config import Settings
 from .errors import ConfigError
 from .models import AnalysedItem
 from .store import llm_cache
 from .store.llm_cache import Cached, CacheKey
 
-__all__ = ["LlmRunSummary", "apply_llm", "card_text", "llm_config", "render_card_llm", "render_daily_llm",
-           "render_weekly_llm", "weekly_llm"]
+__all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "card_text", "daily_llm", "llm_config", "llm_endpoint",
+           "load_prompt", "render_card_llm", "render_daily_llm", "render_weekly_llm", "settings_prompt", "weekly_llm"]
 
 _KEYS = {"base_url", "model", "api_key_env", "json_mode", "max_concurrency", "timeout", "token_budget",
-         "language"}
+         "language", "prompts_dir"}
 ITEM_FIELDS = ("summary", "mechanism", "why", "risks")
 _LANG_NAMES = {"zh": "Simplified Chinese", "en": "English"}
 
@@ -54,15 +57,36 @@ def _llm_table(settings: Settings) -> dict[str, Any]:
     return table
 
 
+@dataclass(frozen=True, slots=True)
+class LlmEndpoint:
+    """Where the model is, as radar.toml `[llm]` and the RADAR_LLM_* overrides resolve it; no key value."""
+
+    base_url: str
+    model: str
+    base_from: str  # "RADAR_LLM_BASE_URL" or "radar.toml [llm]" ("" when unset)
+    key_env: str  # the env var the key is read from ("" when no key is configured)
+
+
+def llm_endpoint(settings: Settings | None, env: Mapping[str, str] | None = None) -> LlmEndpoint:
+    """The endpoint, model and key variable name (`radar doctor` shows these; the key value is never read here)."""
+    env = os.environ if env is None else env
+    table = _llm_table(settings) if settings is not None else {}
+    base_env = env.get("RADAR_LLM_BASE_URL") or ""
+    base = base_env or str(table.get("base_url") or "")
+    key_env = "RADAR_LLM_API_KEY" if env.get("RADAR_LLM_API_KEY") else str(table.get("api_key_env") or "")
+    return LlmEndpoint(base, str(env.get("RADAR_LLM_MODEL") or table.get("model") or ""),
+                       "RADAR_LLM_BASE_URL" if base_env else "radar.toml [llm]" if base else "", key_env)
+
+
 def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmConfig | None:
     """The `[llm]` table of radar.toml with RADAR_LLM_* overrides; None when no model is configured."""
     env = os.environ if env is None else env
     table = _llm_table(settings)
-    base = env.get("RADAR_LLM_BASE_URL") or table.get("base_url") or ""
-    model = env.get("RADAR_LLM_MODEL") or table.get("model") or ""
+    point = llm_endpoint(settings, env)
+    base, model = point.base_url, point.model
     if not model or not base:
         return None
-    key = env.get("RADAR_LLM_API_KEY") or (env.get(table["api_key_env"], "") if table.get("api_key_env") else "")
+    key = env.get(point.key_env, "") if point.key_env else ""
     mode = table.get("json_mode", "json_object")
     if mode not in JSON_MODES:
         raise ConfigError(f"[llm] json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
@@ -99,14 +123,108 @@ class Prompt:
     version: int
     schema: dict[str, Any]
     texts: dict[str, dict[str, str]]
+    source: str = ""  # the file it came from (packaged prompts: defaults/prompts/NAME.toml)
+
+
+_PROMPT_KEYS = {"id", "version", "schema", "zh", "en"}
+_ROLES = ("system", "user")
+
+
+def _prompt_problem(data: dict[str, Any], name: str) -> str | None:
+    """What is wrong with a parsed prompt file, or None."""
+    unknown = sorted(set(data) - _PROMPT_KEYS)
+    if unknown:
+        return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_PROMPT_KEYS))}"
+    missing = sorted(_PROMPT_KEYS - set(data))
+    if missing:
+        return f"missing key(s) {', '.join(missing)}"
+    if data["id"] != name:
+        return f"id must be {name!r} (the file name), not {data['id']!r}"
+    version = data["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return f"version must be an integer >= 1, not {version!r}"
+    schema = data["schema"]
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return '[schema] must be a table with type = "object"'
+    if not isinstance(schema.get("properties", {}), dict) or not all(
+            isinstance(k, str) for k in schema.get("required", [])):
+        return "[schema] properties must be a table and required a list of names"
+    for lang in ("zh", "en"):
+        texts = data[lang]
+        if not isinstance(texts, dict) or set(texts) != set(_ROLES) or not all(
+                isinstance(v, str) for v in texts.values()):
+            return f"[{lang}] must hold exactly the strings system and user"
+    return None
+
+
+def parse_prompt(text: str, name: str, where: str) -> Prompt:
+    """A prompt file's text, validated (keys, id, version, schema, templates); ConfigError naming `where`."""
+    from jinja2 import TemplateSyntaxError
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    problem = _prompt_problem(data, name)
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
+    for lang in ("zh", "en"):
+        for role in _ROLES:
+            try:
+                _template(data[lang][role])
+            except TemplateSyntaxError as exc:
+                raise ConfigError(f"{where}: [{lang}] {role}, template line {exc.lineno}: {exc.message}") from None
+    return Prompt(data["id"], data["version"], data["schema"], {k: data[k] for k in ("zh", "en")}, where)
 
 
 @lru_cache(maxsize=8)
-def load_prompt(name: str) -> Prompt:
-    """The packaged prompt `defaults/prompts/{name}.toml`."""
+def _packaged_prompt(name: str) -> Prompt:
     text = (resources.files("infra_radar") / "defaults" / "prompts" / f"{name}.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
-    return Prompt(data["id"], int(data["version"]), data["schema"], {k: data[k] for k in ("zh", "en")})
+    return parse_prompt(text, name, f"defaults/prompts/{name}.toml")
+
+
+@lru_cache(maxsize=16)
+def _user_prompt(path: str, name: str, stamp: tuple[int, int]) -> Prompt:  # stamp: re-read once the file changes
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    return parse_prompt(text, name, path)
+
+
+def load_prompt(name: str, directory: Path | None = None) -> Prompt:
+    """Prompt `name`: the user's `directory/NAME.toml` when it exists, else the packaged `defaults/prompts/NAME.toml`."""
+    if directory is not None:
+        path = directory / f"{name}.toml"
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if st is not None:
+            return _user_prompt(str(path), name, (st.st_mtime_ns, st.st_size))
+    return _packaged_prompt(name)
+
+
+def prompts_dir(settings: Settings) -> Path | None:
+    """Where user prompts override the packaged ones: `[llm] prompts_dir` (relative to radar.toml's folder),
+    else `$RADAR_HOME/prompts`; None when neither exists."""
+    raw = _llm_table(settings).get("prompts_dir", "")
+    if not isinstance(raw, str):
+        raise ConfigError(f"{settings.config_path}: [llm] prompts_dir must be a path string")
+    if raw:
+        path = Path(raw).expanduser()
+        if not path.is_absolute() and settings.config_path is not None:
+            path = settings.config_path.parent / path
+        if not path.is_dir():
+            raise ConfigError(f"{settings.config_path}: [llm] prompts_dir {path} is not a directory")
+        return path
+    home = settings.home / "prompts"
+    return home if home.is_dir() else None
+
+
+def settings_prompt(settings: Settings, name: str) -> Prompt:
+    """Prompt `name` as this configuration sees it (the user's override wins)."""
+    return load_prompt(name, prompts_dir(settings))
 
 
 _ENV = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
@@ -119,8 +237,15 @@ def _template(source: str):
 
 def render_messages(prompt: Prompt, lang: str, values: dict[str, Any]) -> list[dict[str, str]]:
     """System and user messages of `prompt` in `lang`, rendered with StrictUndefined."""
+    from jinja2 import UndefinedError
+
     texts = prompt.texts[lang]
-    return [{"role": role, "content": _template(texts[role]).render(**values)} for role in ("system", "user")]
+    try:
+        return [{"role": role, "content": _template(texts[role]).render(**values)} for role in _ROLES]
+    except UndefinedError as exc:
+        if not prompt.source.startswith("defaults/"):  # a user's prompt names a variable the stage does not give
+            raise ConfigError(f"{prompt.source}: [{lang}]: {exc.message}") from None
+        raise
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -137,7 +262,8 @@ class LlmRunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prose: dict[str, dict[str, str]] = field(default_factory=dict)  # item ref -> summary/mechanism/why/risks
-    report: dict[str, Any] = field(default_factory=dict)  # executive_summary, themes, recommendations
+    report: dict[str, Any] = field(default_factory=dict)  # weekly: executive_summary, themes, recommendations;
+    #                                                        daily: headline, conclusions {ref: one line}
     prompts: list[str] = field(default_factory=list)  # --dry-run: the rendered prompts
     errors: list[str] = field(default_factory=list)
 
@@ -168,7 +294,7 @@ def _prose_text(data: Any) -> str:
     if isinstance(data, str):
         return data
     if isinstance(data, dict):
-        return " ".join(_prose_text(v) for k, v in data.items() if k != "name")
+        return " ".join(_prose_text(v) for k, v in data.items() if k not in ("name", "ref"))
     if isinstance(data, list):
         return " ".join(_prose_text(v) for v in data)
     return ""
@@ -184,14 +310,18 @@ def _request(job: _Job) -> Request:
     return Request(job.key, job.messages, job.prompt.schema, job.prompt.id, _checker(job.lang))
 
 
+_Finish = Callable[[_Job, dict[str, Any]], None]  # what a stage does with a reply (grounding), as it arrives
+
+
 def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, summary: LlmRunSummary,
-             replies: dict[str, dict[str, Any]], seen: list[_Job]) -> Iterator[Request]:
-    """Requests for the jobs the cache cannot answer, prepared chunk by chunk while earlier ones are sent."""
+             replies: dict[str, dict[str, Any]], seen: list[_Job], finish: _Finish | None = None) -> Iterator[Request]:
+    """Requests for the jobs the cache cannot answer, prepared chunk by chunk while earlier ones are sent.
+    Chunks grow 4, 4, 8, 16 up to 32 jobs: the first requests go out early, later ones batch the cache lookups."""
     chunk: list[_Job] = []
-    for job in [*jobs, None]:
+    for job in chain(jobs, [None]):
         if job is not None:
             chunk.append(job)
-            if len(chunk) < 32:
+            if len(chunk) < min(max(len(seen), 4), 32):
                 continue
         seen.extend(chunk)
         cached = llm_cache.get_many(engine, [j.cache_key(model) for j in chunk])
@@ -199,6 +329,8 @@ def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, su
             hit = cached.get(j.cache_key(model))
             if hit is not None:
                 replies[j.key], summary.cached = hit.reply, summary.cached + 1
+                if finish is not None:
+                    finish(j, hit.reply)
             elif dry_run:
                 summary.prompts.append(f"=== {j.prompt.id} v{j.prompt.version} {j.key} ===\n"
                                        + "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in j.messages))
@@ -207,23 +339,57 @@ def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, su
         chunk = []
 
 
+class _Arrivals:
+    """What happens in the run's thread as each request finishes, while later ones are in flight: the reply
+    is stored (in transactions of up to 32 rows or every second, so a run that is killed or fails keeps
+    the replies it already paid for, and the last write is short) and handed to the stage's `finish`."""
+
+    def __init__(self, engine: Engine, model: str, seen: list[_Job], finish: _Finish | None) -> None:
+        self.engine, self.model, self.seen, self.finish = engine, model, seen, finish
+        self.jobs: dict[str, _Job] = {}
+        self.indexed = 0  # how much of `seen` is in `jobs`
+        self.rows: list[tuple[CacheKey, Cached]] = []
+        self.last = time.monotonic()
+
+    def add(self, key: str, answer: Reply | LlmError) -> None:
+        if isinstance(answer, LlmError):
+            return
+        if key not in self.jobs:
+            self.jobs.update((j.key, j) for j in self.seen[self.indexed:])
+            self.indexed = len(self.seen)
+        job = self.jobs[key]
+        self.rows.append((job.cache_key(self.model), Cached(answer.data, answer.prompt_tokens,
+                                                            answer.completion_tokens)))
+        if len(self.rows) >= 32 or time.monotonic() - self.last >= 1.0:
+            self.flush()
+        if self.finish is not None:
+            self.finish(job, answer.data)
+
+    def flush(self) -> None:
+        rows, self.rows, self.last = self.rows, [], time.monotonic()
+        llm_cache.put_many(self.engine, rows)
+
+
 def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool, client: LlmClient | None,
-         tick: Callable[[int], None] | None, summary: LlmRunSummary) -> tuple[dict[str, dict[str, Any]], list[_Job]]:
-    """Replies by job key (from the cache, else from the model, then cached; failures counted) and the jobs."""
+         tick: Callable[[int], None] | None, summary: LlmRunSummary, finish: _Finish | None = None
+         ) -> tuple[dict[str, dict[str, Any]], list[_Job]]:
+    """Replies by job key (from the cache, else from the model, then cached; failures counted) and the jobs.
+    `finish(job, reply)`, when given, runs in this thread for every reply as soon as it is known."""
     replies: dict[str, dict[str, Any]] = {}
     seen: list[_Job] = []
-    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen)
+    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen, finish)
     if dry_run:
         list(pending)
         return replies, seen
+    arrivals = _Arrivals(engine, config.model, seen, finish)
     own = client is None
     client = client or LlmClient(config)
     try:
-        answers = client.complete_all(pending, tick)
+        answers = client.complete_all(pending, tick, arrivals.add)
     finally:
         if own:
             client.close()
-    fresh = []
+        arrivals.flush()
     for job in (j for j in seen if j.key in answers):
         answer = answers[job.key]
         if isinstance(answer, LlmError):
@@ -233,9 +399,7 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
         summary.requests += 1
         summary.prompt_tokens += answer.prompt_tokens
         summary.completion_tokens += answer.completion_tokens
-        fresh.append((job.cache_key(config.model), Cached(answer.data, answer.prompt_tokens, answer.completion_tokens)))
         replies[job.key] = answer.data
-    llm_cache.put_many(engine, fresh)
     return replies, seen
 
 
@@ -259,14 +423,14 @@ def _item_values(ai: AnalysedItem, lang: str, target: str) -> dict[str, Any]:
             "body": item.body[:6000], "target": target}
 
 
-def _item_job(ai: AnalysedItem, lang: str, target: str) -> _Job:
+def _item_job(ai: AnalysedItem, lang: str, target: str, prompt: Prompt | None = None) -> _Job:
     values = _item_values(ai, lang, target)
     claims = ai.analysis.perf_claims
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
     source = "\n".join([ai.item.body, *(str(v) for v in values.values()), *(c.source for c in claims)])
     refs = [ai.item.ref, *(lk.ref for lk in ai.analysis.links if lk.repo and lk.number is not None)]
     grounds = Grounds.of(source, refs, ai.item.repo, extra)
-    prompt = load_prompt("item")
+    prompt = prompt or load_prompt("item")
     return _Job(ai.item.ref, prompt, render_messages(prompt, lang, values), grounds, lang)
 
 
@@ -289,11 +453,14 @@ def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[Analy
     if config is None:
         return summary
     lang = config.language or lang
-    jobs = (_item_job(ai, lang, settings.target) for ai in analysed_items)
-    replies, done = _run(engine, config, jobs, dry_run, client, tick, summary)
+    prompt = settings_prompt(settings, "item")
+    jobs = (_item_job(ai, lang, settings.target, prompt) for ai in analysed_items)
+    prose: dict[str, dict[str, str]] = {}  # grounded as each reply arrives, while later requests are in flight
+    _, done = _run(engine, config, jobs, dry_run, client, tick, summary,
+                   lambda job, reply: prose.__setitem__(job.key, _item_prose(reply, job.grounds, summary)))
     for job in done:
-        if job.key in replies:
-            summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
+        if job.key in prose:
+            summary.prose[job.key] = prose[job.key]
     return summary
 
 
@@ -306,7 +473,7 @@ def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) ->
               "topics": ", ".join(ctx["top_topics"]) or "-", "summary": ctx["summary"],
               "items": [{"number": r["short"].lstrip("#"), "priority": r["priority"], "grade": r["grade"],
                          "title": r["title"], "summary": r["summary"], "claims": r["claims"]} for r in rows]}
-    prompt = load_prompt("weekly")
+    prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]
     return _Job("report", prompt, messages, Grounds.of(messages[1]["content"], refs, inp.repo), lang)
@@ -338,11 +505,105 @@ def weekly_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run:
     ctx, _ = _weekly_ctx(inp, lang, settings.focus_weights)
     listed = {r["ref"] for r in ctx["quick"]} | {m["ref"] for th in ctx["themes"] for m in th["members"]}
     items = [ai for ai in inp.items if ai.item.ref in listed]
-    jobs = [*(_item_job(ai, lang, settings.target) for ai in items), _weekly_job(settings, inp, ctx, lang)]
+    prompt = settings_prompt(settings, "item")
+    jobs = [*(_item_job(ai, lang, settings.target, prompt) for ai in items), _weekly_job(settings, inp, ctx, lang)]
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
     for job in jobs:
         if job.key == "report" and "report" in replies:
             summary.report = _report_prose(replies["report"], job.grounds, summary)
+        elif job.key in replies:
+            summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
+    return summary
+
+
+# --- daily -----------------------------------------------------------------------------------------
+
+def _daily_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    from .render.context import daily_context, load_strings
+
+    t = load_strings(lang)
+    return daily_context(inp, t, weights), t
+
+
+def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
+    from .render.context import claim_phrase, mechanism
+
+    decision = row["decision"] + (f" ({row['decision_reason']})" if row["decision_reason"] else "")
+    return {"ref": row["ref"], "priority": row["priority"], "state": row["state"], "grade": row["grade"],
+            "kind": row["kind"], "topics": row["topics"], "title": row["title"], "summary": row["summary"],
+            "claims": "; ".join(claim_phrase(c) for c in ai.analysis.perf_claims) or "-",
+            "decision": decision, "excerpt": mechanism(ai.item.body, 2, 300) or "-"}
+
+
+def _daily_grounds(ai: AnalysedItem, shown: dict[str, str], refs: list[str]) -> Grounds:
+    """What the conclusion of one item may mention: its own text and figures, and the items of the prompt."""
+    claims = ai.analysis.perf_claims
+    extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
+    source = "\n".join([ai.item.body, *shown.values(), *(c.source for c in claims)])
+    return Grounds.of(source, refs, ai.item.repo, extra)
+
+
+def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
+               ) -> tuple[_Job, dict[str, Grounds]] | None:
+    """The daily prompt over the window's P0/P1 items, with the grounds of the headline (the job's) and of each
+    item's conclusion (by lowercase ref); None when the window has no P0/P1 item."""
+    by_ref = {ai.item.ref: ai for ai in inp.items}
+    rows = [r for r in ctx["top"] if r["ref"] in by_ref]
+    if not rows:
+        return None
+    items = [_daily_item(r, by_ref[r["ref"]]) for r in rows]
+    values = {"target": settings.target, "date": ctx["date"], "repos": ", ".join(ctx["repos"]) or "-",
+              "scanned": ctx["scanned"], "ranked": ctx["ranked"], "by_priority": ctx["by_priority"], "items": items}
+    prompt = settings_prompt(settings, "daily")
+    messages = render_messages(prompt, lang, values)
+    refs = [r["ref"] for r in rows]
+    per_item = {r["ref"].lower(): _daily_grounds(by_ref[r["ref"]], it, refs) for r, it in zip(rows, items, strict=True)}
+    repos = {by_ref[r].item.repo for r in refs}
+    numbers = [r.rsplit("#", 1)[1] for r in refs]
+    # several repositories: a bare #N is grounded only when one item of the prompt has that number
+    bare = [f"#{n}" for n in numbers if numbers.count(n) == 1] if len(repos) > 1 else []
+    source = "\n".join([messages[1]["content"], *(by_ref[r].item.body for r in refs)])
+    extra = set().union(*(g.numbers for g in per_item.values()))
+    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra)
+    return _Job("daily", prompt, messages, head, lang), per_item
+
+
+def _daily_prose(reply: dict[str, Any], head: Grounds, per_item: dict[str, Grounds],
+                 refs: dict[str, str], summary: LlmRunSummary) -> dict[str, Any]:
+    """The grounded headline and {ref: one-line conclusion}; a conclusion for an item not in the prompt is ignored."""
+    conclusions: dict[str, str] = {}
+    for entry in reply.get("items", []):
+        key = str(entry.get("ref", "")).strip().lower() if isinstance(entry, dict) else ""
+        ref, grounds = refs.get(key), per_item.get(key)
+        if ref is None or grounds is None or ref in conclusions:
+            continue
+        text = _grounded(entry.get("conclusion"), grounds, summary)
+        if text:
+            conclusions[ref] = text
+    return {"headline": _grounded(reply.get("headline"), head, summary), "conclusions": conclusions}
+
+
+def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: bool = False, *,
+              config: LlmConfig | None = None, client: LlmClient | None = None,
+              tick: Callable[[int], None] | None = None) -> LlmRunSummary:
+    """Prose for a daily radar (render.context.DailyInput): from the daily prompt the headline of the day and
+    the one-line conclusion of each P0/P1 item; from the item prompt the mechanism of each deep dive."""
+    config, summary = _start(settings, config)
+    if config is None:
+        return summary
+    lang = config.language or lang
+    ctx, _ = _daily_ctx(inp, lang, settings.focus_weights)
+    by_ref = {ai.item.ref: ai for ai in inp.items}
+    prompt = settings_prompt(settings, "item")
+    jobs = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
+    day = _daily_job(settings, inp, ctx, lang)
+    if day is not None:
+        jobs.insert(0, day[0])  # the longest prompt goes out first
+    replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
+    refs = {r["ref"].lower(): r["ref"] for r in ctx["top"]}
+    for job in jobs:
+        if job.key == "daily" and day is not None and "daily" in replies:
+            summary.report = _daily_prose(replies["daily"], job.grounds, day[1], refs, summary)
         elif job.key in replies:
             summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
     return summary
@@ -378,18 +639,29 @@ def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
 
 def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
                      focus_weights: dict[str, float] | None = None) -> str:
-    """The daily radar with model one-line conclusions and mechanisms where they survived grounding."""
+    """The daily radar with the daily prompt's headline and one-line conclusions and the item prompt's
+    mechanisms where they survived grounding; rule text wherever they did not."""
     from .render.context import daily_context, load_strings
     from .render.markdown import _render
 
     t = load_strings(lang)
     ctx = daily_context(inp, t, focus_weights)
-    _overlay_rows([*ctx["top"], *ctx["short"], *ctx["deep"]], summary.prose)
     for d in ctx["deep"]:
         p = summary.prose.get(d["ref"], {})
         if p.get("mechanism"):
             d["mechanism"] = " ".join(x for x in (p["mechanism"], p.get("why", "")) if x)
+    _overlay_daily(ctx, summary.report)
     return _render("daily.md.j2", ctx, t, None)
+
+
+def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any]) -> None:
+    """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title."""
+    conclusions = report.get("conclusions", {})
+    for r in ctx["top"]:
+        if conclusions.get(r["ref"]):
+            r["summary"] = conclusions[r["ref"]]
+    if report.get("headline"):
+        ctx["headline"] = report["headline"]
 
 
 def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
