@@ -2,6 +2,7 @@
 # Start a throwaway PostgreSQL cluster on 127.0.0.1 for the test suite and print its URL:
 #   export RADAR_TEST_DB_URL=$(scripts/postgres.sh)        # then: python -m pytest -q
 #   scripts/postgres.sh stop DIR                            # stop and remove a cluster it started
+# RADAR_PG_DIR=DIR puts the cluster in DIR (which must not exist yet) instead of a new /tmp/radar-pg.* folder.
 # Installs Debian's postgresql with apt-get when no server binaries are found. initdb refuses to run as
 # root, so as root the cluster belongs to the `postgres` user (created by the package).
 set -euo pipefail
@@ -25,11 +26,15 @@ fi
 
 if ! BIN=$(bindir); then
   echo "installing postgresql (apt-get)..." >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null
   BIN=$(bindir)
 fi
 
-dir=$(mktemp -d /tmp/radar-pg.XXXXXX)
+if [ -n "${RADAR_PG_DIR:-}" ]; then dir=$RADAR_PG_DIR; mkdir "$dir"; else dir=$(mktemp -d /tmp/radar-pg.XXXXXX); fi
 chmod 755 "$dir"
 [ "$(id -u)" = 0 ] && chown postgres "$dir"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

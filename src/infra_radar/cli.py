@@ -28,19 +28,51 @@ class Context:
 
     config: Path | None
     db: str | None
+    wait: float | None = None
     _settings: Settings | None = None
+    _engine: object = None
+    _writing: bool = False
 
     def settings(self, lang: str | None = None) -> Settings:
         if self._settings is None:
             self._settings = load_settings(self.config, self.db)
+            if self.wait is not None:
+                self._settings.lock_timeout = self.wait
         if lang:
             self._settings.lang = lang
         return self._settings
 
-    def engine(self):
+    def engine(self, write: bool = False):
+        """The store, opened once per command; `write` holds its writer lock until the command ends."""
         from .pipeline import open_store
+        from .store import lock
 
-        return open_store(self.settings())
+        lock.COMMAND = " ".join(_command_path())  # how other processes will name us while we hold the lock
+        if self._engine is None:
+            self._engine, self._writing = open_store(self.settings(), writer=write), write
+        elif write and not self._writing:
+            lock.writer_lock(self._engine).acquire(self.settings().lock_timeout)
+            self._writing = True
+        return self._engine
+
+    def close(self) -> None:
+        """Release the writer lock (if held) and the store's connections."""
+        from .store.lock import writer_lock
+
+        if self._engine is not None:
+            if self._writing:
+                writer_lock(self._engine).release()
+            self._engine.dispose()
+            self._engine, self._writing = None, False
+
+
+def _command_path() -> list[str]:
+    """["radar", "site", "build"] for the command being run."""
+    ctx, names = click.get_current_context(silent=True), []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return ["radar", *reversed(names)]
 
 
 def _err(message: str) -> None:
@@ -83,17 +115,23 @@ class RadarGroup(click.Group):
         except KeyboardInterrupt:
             _err("interrupted; the store keeps every batch that was committed, rerun to complete")
             sys.exit(130)
+        finally:
+            if isinstance(ctx.obj, Context):
+                ctx.obj.close()
 
 
 @click.group(cls=RadarGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
               help="Config file (default: $RADAR_HOME/radar.toml).")
 @click.option("--db", help="Store URL, e.g. sqlite:///radar.db or postgresql+psycopg://... (default: config).")
+@click.option("--wait", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="How long a writing command waits while another one writes the store "
+                   "(default: lock_timeout, RADAR_LOCK_TIMEOUT, 600).")
 @click.version_option(__version__, prog_name="radar")
 @click.pass_context
-def main(ctx: click.Context, config: Path | None, db: str | None) -> None:
+def main(ctx: click.Context, config: Path | None, db: str | None, wait: float | None) -> None:
     """infra-radar: which upstream AI-infra changes matter to your team, every morning."""
-    ctx.obj = Context(config, db)
+    ctx.obj = Context(config, db, wait)
 
 
 pass_ctx: Callable = click.make_pass_decorator(Context)
@@ -123,7 +161,7 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
     from .pipeline import import_jsonl
 
     with _progress("importing") as tick:
-        results = import_jsonl(obj.settings(), obj.engine(), list(files), tick)
+        results = import_jsonl(obj.settings(), obj.engine(write=True), list(files), tick)
     skipped = [line for r in results for line in r.skipped]
     for result in results:
         _print_import(result)
@@ -155,7 +193,7 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
                              parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
     patterns = [b.strip() for b in branches.split(",") if b.strip()] if branches else None
     with _progress("reading git log") as tick:
-        result = import_git(obj.settings(), obj.engine(), path, repo, patterns, window, tick)
+        result = import_git(obj.settings(), obj.engine(write=True), path, repo, patterns, window, tick)
     _print_import(result)
 
 
@@ -166,7 +204,7 @@ def analyze(obj: Context) -> None:
     from .pipeline import analyze as run_analyze
 
     with _progress("analysing") as tick:
-        result = run_analyze(obj.settings(), obj.engine(), tick, on_total=tick.total)
+        result = run_analyze(obj.settings(), obj.engine(write=True), tick, on_total=tick.total)
     click.echo(f"analysed {result.analysed} item(s) in {result.seconds:.1f}s (rules {result.version})")
 
 
@@ -186,14 +224,26 @@ def _emit(report) -> None:
 @LANG
 @OUT
 @LLM
+@click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing.")
 @pass_ctx
 def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
-          out_dir: Path | None, llm: bool | None) -> None:
+          out_dir: Path | None, llm: bool | None, dry_run: bool) -> None:
     """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
     from .pipeline import daily as run_daily
     from .windows import parse_when
 
-    report = run_daily(obj.settings(lang), obj.engine(), parse_when(since) if since else None,
+    if dry_run:
+        from .pipeline import daily_prompts
+
+        if llm is False:
+            raise click.UsageError("--dry-run prints the model prompts; it cannot go with --no-llm")
+        summary = daily_prompts(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
+                                parse_when(until) if until else None, list(repos) or None)
+        for text in summary.prompts:
+            click.echo(text + "\n")
+        click.echo(summary.line(), err=True)
+        return
+    report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
                        parse_when(until) if until else None, list(repos) or None, out_dir, llm)
     _emit(report)
 
@@ -221,7 +271,7 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
         window = make_window(parse_when(since), parse_when(until))
     else:
         raise click.UsageError("give --week 2026-W31, or --since and --until")
-    _emit(run_weekly(obj.settings(lang), obj.engine(), repo, window, out_dir, llm))
+    _emit(run_weekly(obj.settings(lang), obj.engine(write=True), repo, window, out_dir, llm))
 
 
 @main.command()
@@ -297,7 +347,7 @@ def watch_add(obj: Context, ref: str, reason: str) -> None:
     from .store.save import watch_add as add
 
     repo, number = parse_ref(ref)
-    click.echo(f"watching {repo}#{number}" if add(obj.engine(), repo, number, reason)
+    click.echo(f"watching {repo}#{number}" if add(obj.engine(write=True), repo, number, reason)
                else f"{repo}#{number} is already watched")
 
 
@@ -320,7 +370,7 @@ def watch_remove(obj: Context, ref: str) -> None:
     from .store.save import watch_remove as remove
 
     repo, number = parse_ref(ref)
-    if not remove(obj.engine(), repo, number):
+    if not remove(obj.engine(write=True), repo, number):
         raise RadarError(f"{repo}#{number} is not on the watch list")
     click.echo(f"stopped watching {repo}#{number}")
 from . import cli_doctor, cli_eval, cli_fetch, cli_llm, cli_page, cli_publish  # noqa: E402, F401, I001  (each module registers its commands on main)

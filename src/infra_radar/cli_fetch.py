@@ -49,7 +49,7 @@ def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: flo
 
     # the command reports waits and skipped pages itself: keep Python's last-resort log handler quiet
     logging.getLogger("infra_radar").addHandler(logging.NullHandler())
-    settings, engine = obj.settings(), obj.engine()
+    settings, engine = obj.settings(), obj.engine(write=True)
     with open_client(max_wait, _countdown) as client:
         if client.anonymous:
             click.echo(f"note: {ANONYMOUS_NOTE}", err=True)

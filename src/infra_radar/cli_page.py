@@ -23,7 +23,7 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
     from .sources.page import PageReport, import_page
 
     report = PageReport()
-    item = import_page(obj.settings(), obj.engine(), file, repo, number, report)
+    item = import_page(obj.settings(), obj.engine(write=True), file, repo, number, report)
     state = item.state + (", draft" if item.draft else "") + ("" if report.state_found else " (not on the page)")
     click.echo(f"{item.ref}  {item.title}\nstate: {state}")
     copies = f" (1 of {report.description_copies} copies)" if report.description_copies > 1 else ""

@@ -19,7 +19,7 @@ DEFAULTS = resources.files("infra_radar") / "defaults"
 CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
-    "weekly_key_prs", "rules_dir", "focus", "repos", "llm",
+    "weekly_key_prs", "rules_dir", "focus", "repos", "llm", "lock_timeout",
 }
 _REPO_KEYS = {"name", "branches", "core_paths"}
 LANGS = ("zh", "en")
@@ -54,6 +54,7 @@ class Settings:
     focus_weights: dict[str, float] = field(default_factory=dict)
     repos: list[RepoSettings] = field(default_factory=list)
     config_path: Path | None = None
+    lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
 
     def repo(self, name: str) -> RepoSettings:
         """The settings of repository `name` (a bare entry when it is not configured)."""
@@ -143,11 +144,14 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             focus_weights={k: float(v) for k, v in focus.get("weights", {}).items()},
             repos=_repos(data.get("repos", []), where),
             config_path=path if path.exists() else None,
+            lock_timeout=float(os.environ.get("RADAR_LOCK_TIMEOUT") or data.get("lock_timeout", 600)),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
     if settings.deep_dive_limit < 0:
         raise ConfigError(f"{where}: deep_dive_limit must be >= 0")
+    if not settings.lock_timeout >= 0:
+        raise ConfigError(f"{where}: lock_timeout (or RADAR_LOCK_TIMEOUT) must be seconds >= 0")
     return settings
 
 

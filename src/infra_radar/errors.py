@@ -3,6 +3,7 @@
     RadarError                 base; the CLI prints its message in one line and exits non-zero
     ├── ConfigError            bad radar.toml, bad option values, unknown repository
     ├── StoreError             the database cannot be opened or migrated
+    │   └── StoreBusyError     another process writes the store and did not finish in time
     ├── SourceError            a source cannot be read (missing clone, broken file)
     │   └── InputError         one record of the input is malformed (file and line say where)
     ├── NotFoundError          an item or report asked for is not in the store
@@ -20,6 +21,10 @@ class ConfigError(RadarError):
 
 class StoreError(RadarError):
     """The store cannot be opened, read or migrated."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store's writer lock and did not release it in time."""
 
 
 class SourceError(RadarError):

@@ -14,11 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
+from . import killpoint
 from .config import Settings
 from .errors import ConfigError, SourceError
 from .models import PR
 from .sources.github import (
     PAGE_SIZE,
+    RELEASES_PAGE,
     Endpoints,
     GitHubClient,
     GraphQLSource,
@@ -184,6 +186,7 @@ def _advance(engine: Engine, repo: str, p: _Pass, page: Page) -> None:
     else:
         p.after = page.next_token
         cursors.write_state(engine, repo, p.stream, cursors.StreamState(p.cursor, p.after, p.since, p.high))
+    killpoint.reached("fetch.cursor")  # one stream's state saved, maybe not the other's
 
 
 def _fetch_streams(engine: Engine, client: GitHubClient, source, done: RepoFetch, since: datetime | None,
@@ -192,6 +195,7 @@ def _fetch_streams(engine: Engine, client: GitHubClient, source, done: RepoFetch
     while active := [p for p in passes if not p.done]:
         pages = source.page(done.repo, {p.stream: PageRequest(p.since, p.after) for p in active})
         done.stats.add(save.save_items(engine, [i for page in pages.values() for i in page.items]))
+        killpoint.reached("fetch.page_saved")  # the page is stored, the cursors do not cover it yet
         for p in active:
             _advance(engine, done.repo, p, pages[p.stream])
         done.pages += 1
@@ -205,7 +209,7 @@ def _fetch_releases(engine: Engine, client: GitHubClient, _source, done: RepoFet
                     floor: datetime, on_page: OnPage) -> None:
     p = _start(engine, done.repo, "releases", since, floor)
     p.after = None  # releases are few: a cut pass simply starts over
-    first_url = client.rest_url(f"repos/{done.repo}/releases?per_page=100")
+    first_url = client.rest_url(f"repos/{done.repo}/releases?per_page={RELEASES_PAGE}")
     # an explicit --since may reach further back than the remembered page covered: ask unconditionally
     etag = cursors.read_etag(engine, first_url) if since is None else None
     url, first_etag = None, None
@@ -214,6 +218,7 @@ def _fetch_releases(engine: Engine, client: GitHubClient, _source, done: RepoFet
         if page.not_modified:
             return
         done.stats.add(save.save_items(engine, page.items))
+        killpoint.reached("fetch.release_page")
         newest = max((i.created_at for i in page.items if i.created_at), default=None)
         if newest:
             p.high = max(p.high, newest) if p.high else newest
@@ -223,6 +228,8 @@ def _fetch_releases(engine: Engine, client: GitHubClient, _source, done: RepoFet
         url = page.next_url
     done.pages += 1
     cursors.write_state(engine, done.repo, "releases", cursors.StreamState(_finish_cursor(p)))
+    killpoint.reached("fetch.release_cursor")  # the cursor moved, the ETag not yet saved
     if first_etag:  # only once every page is saved: a 304 next time must mean "nothing to add"
         cursors.write_etag(engine, first_url, first_etag)
+        killpoint.reached("fetch.etag")
     on_page(done)

@@ -7,8 +7,10 @@ offline from a database file.
 
 from __future__ import annotations
 
+import glob
 import multiprocessing
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -20,11 +22,13 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from . import killpoint
 from .config import CONFIG_NAME, Settings, default_config_text
 from .errors import ConfigError, NotFoundError, SourceError
 from .models import Item, Window
 from .store import queries, save
 from .store.db import open_engine
+from .store.lock import writer_lock
 
 Tick = Callable[[int], None]
 
@@ -33,9 +37,13 @@ def _no_tick(_n: int) -> None:
     return None
 
 
-def open_store(settings: Settings) -> Engine:
-    """The store named by the settings, migrated to the current schema."""
-    return open_engine(settings.db_url)
+def open_store(settings: Settings, writer: bool = False) -> Engine:
+    """The store named by the settings, migrated to the current schema.
+
+    With `writer`, the store's writer lock is taken first (waiting up to settings.lock_timeout for another
+    writer) and held until `store.lock.writer_lock(engine).release()` or the end of the process.
+    """
+    return open_engine(settings.db_url, writer=writer, wait=settings.lock_timeout)
 
 
 def init_home(settings: Settings, force: bool = False) -> Path:
@@ -50,16 +58,20 @@ def init_home(settings: Settings, force: bool = False) -> Path:
 
 
 def atomic_write(path: Path, text: str) -> Path:
-    """Write a file so that readers see the old or the new content, never half of it."""
+    """Write a file so that readers see the old or the new content, never half of it. Temporary files that
+    a killed earlier write left beside it are removed (writers of a store are serialised by its lock)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        killpoint.reached("write.tmp")  # the new text is complete in the temporary file, not yet in place
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        stale.unlink(missing_ok=True)
     return path
 
 
@@ -176,17 +188,31 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
 
     started, count = time.perf_counter(), 0
     rules = RuleSet.load(settings)
-    pending = queries.count_to_analyse(engine, rules.version)
-    on_total(pending)
-    if workers is None:
-        workers = min(os.cpu_count() or 1, 4) if pending >= 1000 else 1
-    with _batch_runner(rules, settings, workers) as run:
-        for results in run(queries.items_to_analyse(engine, rules.version, batch=250)):
-            save.save_analyses(engine, results)
-            count += len(results)
-            tick(len(results))
-    update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
+    with writer_lock(engine).attempt() as mine:  # already ours in writing commands; readers never wait
+        pending = queries.count_to_analyse(engine, rules.version)
+        if not mine:
+            _analysis_skipped(engine, pending)
+            return AnalyzeResult(0, rules.version, time.perf_counter() - started)
+        on_total(pending)
+        if workers is None:
+            workers = min(os.cpu_count() or 1, 4) if pending >= 1000 else 1
+        with _batch_runner(rules, settings, workers) as run:
+            for results in run(queries.items_to_analyse(engine, rules.version, batch=250)):
+                save.save_analyses(engine, results)
+                killpoint.reached("analyze.saved")
+                count += len(results)
+                tick(len(results))
+        update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
+
+
+def _analysis_skipped(engine: Engine, pending: int) -> None:
+    """A reader met a writer: say (once, on stderr) that it shows the store as last analysed."""
+    if pending:
+        holder = writer_lock(engine).holder()
+        who = holder.describe() if holder else "another radar process"
+        print(f"radar: note: {who} is writing the store; {pending} item(s) not analysed yet are shown as last "
+              "analysed or left out (rerun when it has finished)", file=sys.stderr, flush=True)
 
 
 # -- reports --------------------------------------------------------------------------------------
@@ -266,7 +292,7 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
                          generated_at=datetime.now(UTC).replace(microsecond=0), explicit=since is not None,
                          related=related_links(settings, engine, [a for a in found if a.analysis.priority in
                                                                   ("P0", "P1")]))
-        prose = _llm_prose(settings, engine, llm, [a for a in found if a.analysis.priority in ("P0", "P1")])
+        prose = _llm_prose(settings, engine, llm, inp)
         text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
         path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
@@ -278,12 +304,33 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     return Report(text, window, path, prose)
 
 
-def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, found: list):
-    """Model prose for `found` (llm_stage.LlmRunSummary), or None when the model is off or not configured."""
-    from .llm_stage import apply_llm, use_llm
+def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
+    """Model prose for the daily radar `inp` (llm_stage.LlmRunSummary), or None when the model is off or not
+    configured."""
+    from .llm_stage import daily_llm, use_llm
 
     config = use_llm(settings, flag)
-    return None if config is None else apply_llm(settings, engine, found, settings.lang, config=config)
+    return None if config is None else daily_llm(settings, engine, inp, settings.lang, config=config)
+
+
+def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
+                  repos: list[str] | None = None):
+    """`radar daily --dry-run`: the model prompts the daily radar would send (llm_stage.LlmRunSummary.prompts);
+    nothing is sent, written or recorded, and tracked items are not rechecked."""
+    from .analyse.ledger import related_links
+    from .llm_stage import daily_llm, use_llm
+    from .render.context import DailyInput
+
+    config = use_llm(settings, True)
+    window, first = daily_window(settings, engine, since, until)
+    names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
+    analyze(settings, engine)
+    found = queries.analysed_in_window(engine, window, names)
+    top = [a for a in found if a.analysis.priority in ("P0", "P1")]
+    inp = DailyInput(window=window, repos=names, items=found, watch=[], deep_dive_limit=settings.deep_dive_limit,
+                     first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0),
+                     explicit=since is not None, related=related_links(settings, engine, top))
+    return daily_llm(settings, engine, inp, settings.lang, dry_run=True, config=config)
 
 
 def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
@@ -323,7 +370,7 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
 
 def card_input(settings: Settings, engine: Engine, ref: str):
     """Everything the item card of `OWNER/NAME#N` shows."""
-    from .analyse.ledger import related_of, upstream_stub
+    from .analyse.ledger import upstream_stub
     from .render.context import CardInput
     from .store.ledger import adapted_in
 
@@ -336,10 +383,19 @@ def card_input(settings: Settings, engine: Engine, ref: str):
             raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
         return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
                          referenced_by=queries.referenced_by(engine, repo, number), known=False)
-    index = queries.title_index(engine, [found.item.repo])
-    rel = related_of(settings, engine, found.item)
-    return CardInput(item=found, referenced_by=queries.referenced_by(engine, found.item.repo, number),
-                     duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, found.item),
+    return _card(settings, engine, found, queries.title_index(engine, [found.item.repo]), {},
+                 queries.referenced_by(engine, found.item.repo, number))
+
+
+def _card(settings: Settings, engine: Engine, found, index, cache: dict, referenced_by: list):
+    """One stored item with every relation its card and export object show (`cache`: shared by a batch)."""
+    from .analyse.ledger import related_of
+    from .render.context import CardInput
+
+    item = found.item
+    rel = related_of(settings, engine, item, cache)
+    return CardInput(item=found, referenced_by=referenced_by,
+                     duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, item),
                                                              *rel.duplicates]}.values()),
                      related=rel.mechanism, chain=rel.chain, adapted=rel.adapted)
 
@@ -354,15 +410,19 @@ def parse_ref(ref: str) -> tuple[str, int]:
 
 def export(settings: Settings, engine: Engine, window: Window, repo: str | None = None,
            state: str = "all") -> list[dict]:
-    """The export contract: one JSON object per analysed item in the window."""
-    from .render.context import CardInput
+    """The export contract: one JSON object per analysed item in the window, with the same links as its card
+    (references, items referencing it, duplicates, chain parts, same-mechanism items, adaptations)."""
+    from .analyse.ledger import batch_cache
     from .render.markdown import card_json
 
     names = _check_repos(engine, [repo]) if repo else None
     analyze(settings, engine)
     found = queries.analysed_in_window(engine, window, names, state=state)
     index = queries.title_index(engine, sorted({a.item.repo for a in found}))
-    return [card_json(CardInput(item=a, referenced_by=[], duplicates=queries.duplicates_of(index, a.item)))
+    cache = batch_cache(engine)
+    back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
+    return [card_json(_card(settings, engine, a, index, cache,
+                            back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
             for a in found]
 
 

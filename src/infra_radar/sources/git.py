@@ -14,6 +14,7 @@ from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
 
+from .. import killpoint
 from ..errors import SourceError
 from ..models import Item
 from .history import BodyCleaner, commit_item, tag_item
@@ -134,8 +135,10 @@ def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
     """
     found = resolve_branches(path, branches)
     for position, (name, ref) in enumerate(found):
+        killpoint.reached("git.branch")
         revs = [ref] if position == 0 else [ref, f"^{found[0][1]}"]
         for rec in log_records(path, revs, since, until):
+            killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
             item = commit_item(repo, rec, name, "git", clean)
             if (since is None or item.when >= since) and (until is None or item.when < until):
                 yield item
@@ -144,6 +147,7 @@ def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
         if len(fields) < 6:
             continue
         name, obj, peeled, created, tagger, message = fields[:6]
+        killpoint.reached("git.tag")
         item = tag_item(repo, {"name": name, "target": peeled or obj, "created_at": created,
                                "tagger": tagger, "message": message}, "git")
         if (since is None or item.when >= since) and (until is None or item.when < until):

@@ -22,14 +22,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .. import __version__
+from .. import __version__, killpoint
 from ..errors import SourceError
 from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, RELEASE, Comment, FileChange, Item
 
 log = logging.getLogger(__name__)
 
 DEFAULT_API = "https://api.github.com"
-PAGE_SIZE = 50
+# PRs and issues per page, releases per page; RADAR_FETCH_PAGE_SIZE sets both (the kill tests page a small fixture)
+PAGE_SIZE = int(os.environ.get("RADAR_FETCH_PAGE_SIZE") or 50)
+RELEASES_PAGE = int(os.environ.get("RADAR_FETCH_PAGE_SIZE") or 100)
 FILES_PAGE = 100  # GraphQL's files(first: 100); REST pulls/{n}/files is read past it
 Wait = Callable[[float, str], None]
 IsBot = Callable[[str], bool]
@@ -393,6 +395,7 @@ def rest_files(client: GitHubClient, repo: str, number: int) -> list[FileChange]
             raise PageError(f"{repo}#{number}: file list is not a JSON array")
         found += [FileChange(f["filename"], f.get("additions"), f.get("deletions"), f.get("status"))
                   for f in page.data]
+        killpoint.reached("github.files")  # between a PR's file pages: nothing of the page saved yet
         url = page.next_url
     return found
 
@@ -450,6 +453,7 @@ class GraphQLSource:
                      "withIssues": issues is not None, "issuesAfter": issues.after if issues else None,
                      "since": _iso(issues.since) if issues else None}
         data = self.client.graphql(self.query, variables)
+        killpoint.reached("github.list")  # the list page is in, its PRs' file pages not yet
         found = data.get("repository")
         if not isinstance(found, dict):
             raise SourceError(f"{repo}: repository not found on {_host(self.client.endpoints.api)}")
@@ -529,7 +533,7 @@ class ReleasePage:
 
 def release_page(client: GitHubClient, repo: str, url: str | None, etag: str | None, since: datetime) -> ReleasePage:
     """One page of a repository's releases (newest first), conditional on `etag`; drafts left out."""
-    url = url or client.rest_url(f"repos/{repo}/releases?per_page=100")
+    url = url or client.rest_url(f"repos/{repo}/releases?per_page={RELEASES_PAGE}")
     resp = client.rest(url, etag=etag)
     if resp.status == 304:
         return ReleasePage(url, [], etag, True, None)

@@ -13,15 +13,16 @@ from sqlalchemy.engine import Engine
 
 from ..errors import StoreError
 from ..models import Analysis, Comment, FileChange, Item, Link, PerfClaim
-from .schema import migrate
+from .lock import writer_lock
+from .schema import MIGRATIONS, migrate, migrations_table
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")  # first: even switching a fresh file to WAL may meet a lock
     cur.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
     cur.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints; safe with WAL
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")  # a second writer waits instead of failing at once
     cur.close()
     # pysqlite runs DDL outside any transaction: a kill mid-migration left half a schema. Let SQLAlchemy
     # issue BEGIN itself (see _sqlite_begin) so every migration commits whole or not at all.
@@ -32,8 +33,14 @@ def _sqlite_begin(conn) -> None:
     conn.exec_driver_sql("BEGIN")
 
 
-def open_engine(url: str) -> Engine:
-    """Create the engine for `url`, creating the SQLite file's folder and applying migrations."""
+def open_engine(url: str, *, writer: bool = False, wait: float | None = None) -> Engine:
+    """Create the engine for `url`, creating the SQLite file's folder and applying migrations.
+
+    Migrations run under the store's writer lock (two processes opening a fresh store do not both migrate).
+    With `writer`, the lock is taken first, waiting up to `wait` seconds for another writer, and stays held
+    until `writer_lock(engine).release()` or the end of the process.
+    """
+    lock = None
     try:
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -41,15 +48,34 @@ def open_engine(url: str) -> Engine:
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
             sa.event.listen(engine, "begin", _sqlite_begin)
-        with engine.begin() as conn:
-            migrate(conn)
-    except sa.exc.ArgumentError as exc:
-        raise StoreError(f"invalid database URL: {exc}") from None
-    except sa.exc.OperationalError as exc:
-        raise StoreError(f"cannot open the store: {exc.orig}") from None
-    except ModuleNotFoundError as exc:
-        raise StoreError(f"database driver missing ({exc.name}); for PostgreSQL install infra-radar[postgres]") from None
+        if writer:
+            lock = writer_lock(engine)
+            lock.acquire(wait)
+        if writer or pending_migrations(engine):
+            with writer_lock(engine).hold(wait), engine.begin() as conn:
+                migrate(conn)  # looks again under the lock: another process may have migrated meanwhile
+    except BaseException as exc:
+        if lock is not None:
+            lock.release()
+        if isinstance(exc, sa.exc.ArgumentError):
+            raise StoreError(f"invalid database URL: {exc}") from None
+        if isinstance(exc, sa.exc.DBAPIError):  # server down, no such schema, no permission...
+            reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+            raise StoreError(f"cannot open the store: {reason}") from None
+        if isinstance(exc, ModuleNotFoundError):
+            raise StoreError(f"database driver missing ({exc.name}); for PostgreSQL install infra-radar[postgres]"
+                             ) from None
+        raise
     return engine
+
+
+def pending_migrations(engine: Engine) -> list[str]:
+    """Names of the migrations the store has not applied (read-only: creates nothing)."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(migrations_table.name):
+            return [name for name, _ in MIGRATIONS]
+        done = set(conn.execute(sa.select(migrations_table.c.name)).scalars())
+    return [name for name, _ in MIGRATIONS if name not in done]
 
 
 def to_db_time(dt: datetime | None) -> datetime | None:

@@ -6,6 +6,7 @@ files, an analysis never without its links, so a killed run leaves a store a rer
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from .. import killpoint
 from ..errors import InputError
 from ..models import Analysis, Item, Window
 from .db import analysis_data, item_hash, item_row, to_db_time
@@ -34,6 +36,7 @@ class SaveStats:
         self.unchanged += other.unchanged
 
 
+BATCH = int(os.environ.get("RADAR_SAVE_BATCH") or 500)  # items per transaction (the kill tests use a few)
 _REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+")
 
 
@@ -65,7 +68,12 @@ def _children(item_id: int, item: Item) -> tuple[list[dict], list[dict]]:
 
 def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
     stats = SaveStats()
-    by_key = {(i.kind, i.key): i for i in batch}  # last wins within a batch
+    by_key: dict[tuple[str, str], Item] = {}
+    for item in batch:  # the same PR twice (main and a release branch): merged, as across batches
+        earlier = by_key.pop((item.kind, item.key), None)
+        if earlier is not None:
+            _merge_existing(item, earlier.branches, earlier.merged_at)
+        by_key[(item.kind, item.key)] = item
     existing = {
         (r.kind, r.key): r for r in conn.execute(
             sa.select(items.c.id, items.c.kind, items.c.key, items.c.content_hash, items.c.branches, items.c.merged_at)
@@ -108,17 +116,19 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
     return stats
 
 
-def save_items(engine: Engine, stream: Iterable[Item], batch_size: int = 500) -> SaveStats:
+def save_items(engine: Engine, stream: Iterable[Item], batch_size: int | None = None) -> SaveStats:
     """Upsert items (with files and comments), one transaction per batch; unchanged items are skipped."""
-    total = SaveStats()
+    total, batch_size = SaveStats(), batch_size or BATCH
     batch: list[Item] = []
     for item in stream:
         batch.append(item)
         if len(batch) >= batch_size:
             total.add(_flush(engine, batch))
+            killpoint.reached("save.batch")
             batch = []
     if batch:
         total.add(_flush(engine, batch))
+        killpoint.reached("save.batch")
     return total
 
 
@@ -130,6 +140,7 @@ def _flush(engine: Engine, batch: list[Item]) -> SaveStats:
     with engine.begin() as conn:
         for name, group in by_repo.items():
             stats.add(_save_batch(conn, repo_id(conn, name), group))
+        killpoint.reached("save.uncommitted")  # written, not committed: a kill here must leave no trace
     return stats
 
 
@@ -160,11 +171,14 @@ def start_run(engine: Engine, kind: str, scope: str, window: Window | None = Non
               "since": to_db_time(window.since) if window else None,
               "until": to_db_time(window.until) if window else None}
     with engine.begin() as conn:
-        return conn.execute(runs.insert().values(values).returning(runs.c.id)).scalar_one()
+        run_id = conn.execute(runs.insert().values(values).returning(runs.c.id)).scalar_one()
+    killpoint.reached("run.started")
+    return run_id
 
 
 def finish_run(engine: Engine, run_id: int, status: str, detail: dict | None = None) -> None:
     """Mark a run ok or failed, with a detail dict (counts, paths)."""
+    killpoint.reached("run.finish")
     with engine.begin() as conn:
         conn.execute(runs.update().where(runs.c.id == run_id).values(
             status=status, detail=detail or {}, finished_at=to_db_time(datetime.now(UTC))))

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .. import killpoint
+
 if TYPE_CHECKING:
     from alembic.operations import Operations
 
@@ -265,4 +267,5 @@ def migrate(conn: Connection) -> list[str]:
         step(op)
         conn.execute(migrations_table.insert().values(name=name, applied_at=datetime.now(UTC).replace(tzinfo=None)))
         applied.append(name)
+        killpoint.reached("migrate.step")  # applied inside the transaction, not committed
     return applied

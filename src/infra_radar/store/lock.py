@@ -1,0 +1,304 @@
+"""The store-wide writer lock: one writing command at a time per store; readers never take it.
+
+A writing command (imports, fetch, analyze, daily, weekly, watch add/remove, migrations) holds the lock
+from before it opens the store until it exits. A second writer waits for it, saying once on stderr who
+holds it, up to `lock_timeout` seconds (`--wait`, RADAR_LOCK_TIMEOUT), then fails with one line naming the
+holder. Readers (show, export, eval, site build, push) analyse pending items only when the lock is free
+and otherwise show what is already analysed, so they never wait for a writer.
+
+The lock dies with its holder, so a killed run never leaves a stale lock:
+
+- SQLite: `flock` on `<database>.lock` beside the database file; the file holds the holder's command, pid,
+  host and start time (JSON), rewritten by every new holder and emptied on release.
+- PostgreSQL: a session-level `pg_advisory_lock` on a dedicated connection, keyed by database and schema
+  (so stores in different schemas of one database do not block each other); the holder is described in
+  that session's `application_name`, which `pg_stat_activity` shows next to the lock in `pg_locks`.
+
+The lock is reentrant within a process: an analysis inside `radar daily` finds the lock already held.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..errors import StoreBusyError, StoreError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux/macOS: SQLite stores are not locked
+    fcntl = None  # type: ignore[assignment]
+
+DEFAULT_WAIT = 600.0  # seconds a writer waits for another one (cron runs should queue, not fail)
+ENV_WAIT = "RADAR_LOCK_TIMEOUT"
+COMMAND = "radar"  # what this process says it is doing; the CLI sets it to e.g. "radar import-jsonl"
+_POLL = (0.05, 1.0)  # first and longest pause between attempts, in seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Who holds the lock: command, process id, host, since when (UTC)."""
+
+    command: str
+    pid: int | None
+    host: str
+    since: datetime | None
+
+    def describe(self) -> str:
+        since = f", since {self.since:%Y-%m-%dT%H:%M:%SZ}" if self.since else ""
+        return f"`{self.command}` (pid {self.pid or '?'} on {self.host or '?'}{since})"
+
+
+def _me(command: str) -> Holder:
+    return Holder(command, os.getpid(), socket.gethostname(), datetime.now(UTC).replace(microsecond=0))
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC) if text else None
+    except ValueError:
+        return None
+
+
+class _NoLock:
+    """A store nothing else can open (SQLite in memory), or a platform without flock."""
+
+    def try_lock(self, me: Holder) -> bool:
+        return True
+
+    def unlock(self) -> None:
+        return None
+
+    def holder(self) -> Holder | None:
+        return None
+
+
+class _FileLock:
+    """flock on a file beside the SQLite database; the file's content describes the holder."""
+
+    def __init__(self, path: Path):
+        self.path, self.fd = path, None
+
+    def try_lock(self, me: Holder) -> bool:
+        if self.fd is None:
+            try:
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store's lock file {self.path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        info = {"command": me.command, "pid": me.pid, "host": me.host, "since": me.since.isoformat()}
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, (json.dumps(info) + "\n").encode(), 0)
+        return True
+
+    def unlock(self) -> None:
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, 0)  # released cleanly: no holder to describe
+                fcntl.flock(self.fd, fcntl.LOCK_UN)  # even if a forked child still has the descriptor
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+    def holder(self) -> Holder | None:
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8") or "null")
+        except (OSError, ValueError):
+            return None
+        if not isinstance(info, dict):
+            return None
+        pid, host = info.get("pid"), str(info.get("host") or "")
+        if isinstance(pid, int) and host == socket.gethostname() and not _alive(pid):
+            return None  # what a killed holder left: its lock died with it
+        return Holder(str(info.get("command") or "radar"), pid if isinstance(pid, int) else None, host,
+                      _parse_time(info.get("since")))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _AdvisoryLock:
+    """A session-level PostgreSQL advisory lock on a connection of its own, keyed by database and schema."""
+
+    def __init__(self, engine: Engine):
+        self.engine = sa.create_engine(engine.url, poolclass=sa.pool.NullPool)
+        self.conn: sa.Connection | None = None
+        self.key = 0
+
+    def _connect(self) -> sa.Connection:
+        conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        where = conn.execute(sa.text("SELECT current_database(), current_schema()")).one()
+        digest = hashlib.sha1(f"infra-radar writer {where[0]} {where[1]}".encode()).digest()
+        self.key = int.from_bytes(digest[:8], "big", signed=True)
+        return conn
+
+    def try_lock(self, me: Holder) -> bool:
+        if self.conn is None:  # kept between attempts; closed when the lock is given back
+            self.conn = self._connect()
+        conn = self.conn
+        if not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar():
+            return False
+        name = f"{me.command}|{me.pid}|{me.since:%Y-%m-%dT%H:%M:%SZ}|{me.host}"[:63]  # NAMEDATALEN - 1
+        conn.execute(sa.text("SELECT set_config('application_name', :n, false)"), {"n": name})
+        return True
+
+    def unlock(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()  # ending the session releases its advisory locks
+            finally:
+                self.conn = None
+                self.engine.dispose()
+
+    def holder(self) -> Holder | None:
+        query = sa.text(
+            "SELECT a.application_name, l.pid FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND l.classid::bigint = :hi AND l.objid::bigint = :lo")
+        conn = self.conn or self._connect()  # a waiter asks on its own session; others on a short one
+        try:
+            unsigned = self.key & 0xFFFF_FFFF_FFFF_FFFF  # pg_locks shows a bigint key as two oids
+            row = conn.execute(query, {"hi": unsigned >> 32, "lo": unsigned & 0xFFFF_FFFF}).first()
+        finally:
+            if conn is not self.conn:
+                conn.close()
+                self.engine.dispose()
+        if row is None:
+            return None
+        command, pid, since, host = ((row[0] or "").split("|", 3) + ["", "", ""])[:4]
+        if not pid.isdigit():  # not one of ours, or its name is hidden from us
+            return Holder("another session", None, f"PostgreSQL backend {row[1]}", None)
+        return Holder(command, int(pid), host, _parse_time(since))
+
+
+def _backend(engine: Engine):
+    url = engine.url
+    if url.get_backend_name() == "postgresql":
+        return _AdvisoryLock(engine)
+    if url.get_backend_name() == "sqlite" and fcntl is not None:
+        database = url.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            path = Path(database).expanduser().resolve()
+            return _FileLock(path.with_name(path.name + ".lock"))
+    return _NoLock()
+
+
+def _say(line: str) -> None:
+    print(f"radar: {line}", file=sys.stderr, flush=True)
+
+
+class WriterLock:
+    """The writer lock of one store, reentrant within this process (see the module docstring)."""
+
+    def __init__(self, engine: Engine):
+        self._backend = _backend(engine)
+        self.depth = 0
+
+    @property
+    def held(self) -> bool:
+        return self.depth > 0
+
+    def holder(self) -> Holder | None:
+        """Who holds the lock now (this process included), when it can be told."""
+        return self._backend.holder()
+
+    def try_acquire(self, command: str | None = None) -> bool:
+        """Take the lock if it is free (or already ours); never waits."""
+        if self.depth == 0 and not self._backend.try_lock(_me(command or COMMAND)):
+            return False
+        self.depth += 1
+        return True
+
+    def acquire(self, wait: float | None = None, command: str | None = None,
+                say: Callable[[str], None] = _say) -> None:
+        """Take the lock, waiting up to `wait` seconds for another writer (one line on stderr per holder)."""
+        wait = DEFAULT_WAIT if wait is None else wait
+        start = time.monotonic()
+        deadline, pause, told = start + wait, _POLL[0], ()
+        while not self.try_acquire(command):
+            holder = self.holder()
+            now = time.monotonic()
+            if now >= deadline:
+                raise StoreBusyError(_busy_message(holder, wait))
+            who = (holder.pid, holder.host) if holder else None
+            if who != told and (holder is not None or (told == () and now - start > 1)):
+                told = who  # the holder is written just after it locks: name it once it is readable
+                say(f"waiting for {holder.describe() if holder else 'another radar process'} to finish writing "
+                    f"the store (up to {_seconds(deadline - now)}; --wait SECONDS sets the limit)")
+            time.sleep(min(pause, max(0.0, deadline - now)))
+            pause = min(pause * 2, _POLL[1])
+
+    def release(self) -> None:
+        """Give back one acquisition; the lock is free when the last one is given back."""
+        if self.depth == 0:
+            return
+        self.depth -= 1
+        if self.depth == 0:
+            self._backend.unlock()
+
+    @contextmanager
+    def hold(self, wait: float | None = None, command: str | None = None) -> Iterator[None]:
+        """`with lock.hold(wait):` the lock for the block (waiting for it as `acquire` does)."""
+        self.acquire(wait, command)
+        try:
+            yield
+        finally:
+            self.release()
+
+    @contextmanager
+    def attempt(self, command: str | None = None) -> Iterator[bool]:
+        """`with lock.attempt() as mine:` the lock for the block if it is free, else mine is False."""
+        mine = self.try_acquire(command)
+        try:
+            yield mine
+        finally:
+            if mine:
+                self.release()
+
+
+def _seconds(value: float) -> str:
+    value = max(0.0, value)
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.0f} min"
+
+
+def _busy_message(holder: Holder | None, wait: float) -> str:
+    who = holder.describe() if holder else "another radar process"
+    return (f"the store is busy: {who} is writing it and did not finish within {_seconds(wait)}; rerun when it "
+            f"has finished, or wait longer with --wait SECONDS ({ENV_WAIT}, lock_timeout in radar.toml)")
+
+
+_LOCKS: dict[str, WriterLock] = {}
+
+
+def writer_lock(engine: Engine) -> WriterLock:
+    """The writer lock of the store `engine` points at (one object per store and process)."""
+    key = engine.url.render_as_string(hide_password=False)  # in memory only, never shown
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        key = "sqlite:" + str(Path(engine.url.database).expanduser().resolve())
+    if key not in _LOCKS:
+        _LOCKS[key] = WriterLock(engine)
+    return _LOCKS[key]
+
