@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -52,6 +55,22 @@ def shared_data() -> Path:
     if not (SHARED / "git").is_dir():
         pytest.skip("../shared/data is not available")
     return SHARED
+
+
+@functools.cache
+def export_rows(name: str) -> tuple[dict, ...]:
+    """Every record of the shared history export ../shared/data/git/NAME, read once per session (do not
+    mutate them); skips the test when the export is not beside the checkout."""
+    path = SHARED / "git" / name
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return tuple(map(json.loads, fh))
+
+
+def export_commits(name: str) -> list[dict]:
+    """The commit records of a shared history export, newest first as exported."""
+    return [row for row in export_rows(name) if row.get("kind") == "commit"]
 
 
 def git(cwd: Path, *args: str, env: dict | None = None) -> str:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import tomllib
-from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -13,6 +10,8 @@ import pytest
 
 from infra_radar.analyse.claims import compile_claim_rules, extract_claims, format_number
 from infra_radar.models import PerfClaim
+
+from .conftest import export_commits
 
 DATA = Path(__file__).parent / "data" / "claims"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -30,15 +29,6 @@ def one(text: str) -> PerfClaim:
     claims = extract_claims(text)
     assert len(claims) == 1, claims
     return claims[0]
-
-
-@cache
-def export_commits(name: str) -> list[dict]:
-    path = SHARED / "git" / name
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [row for row in map(json.loads, fh) if row.get("kind") == "commit"]
 
 
 def body_of(name: str, suffix: str) -> str:

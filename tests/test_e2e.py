@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import subprocess
@@ -14,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from infra_radar.cli import main
+
+from .conftest import export_commits
 
 ASCEND = "vllm-project+vllm-ascend.jsonl.gz"
 SINCE, UNTIL = datetime(2026, 7, 27, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC)
@@ -28,18 +29,14 @@ def radar(*args: str, code: int = 0) -> str:
     return result.output
 
 
-def expected_window(path: Path) -> dict[int, set[tuple[str, int | None, int | None]]]:
+def expected_window(name: str) -> dict[int, set[tuple[str, int | None, int | None]]]:
     """PR number -> its files, for the squash commits committed in [SINCE, UNTIL), read straight from the export."""
     found = {}
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if rec["kind"] != "commit":
-                continue
-            when = datetime.fromisoformat(rec["committed_at"]).astimezone(UTC)
-            number = re.findall(r"\(#(\d+)\)", rec["subject"])
-            if SINCE <= when < UTC_until() and number and rec["subject"].rstrip().endswith(")"):
-                found[int(number[-1])] = {(f["path"], f["additions"], f["deletions"]) for f in rec["files"]}
+    for rec in export_commits(name):
+        when = datetime.fromisoformat(rec["committed_at"]).astimezone(UTC)
+        number = re.findall(r"\(#(\d+)\)", rec["subject"])
+        if SINCE <= when < UTC_until() and number and rec["subject"].rstrip().endswith(")"):
+            found[int(number[-1])] = {(f["path"], f["additions"], f["deletions"]) for f in rec["files"]}
     return found
 
 
@@ -60,7 +57,7 @@ def ascend(shared_data) -> Path:
 
 
 def test_export_window_is_exactly_the_squash_commits(ascend):
-    expected = expected_window(ascend)
+    expected = expected_window(ASCEND)
     data = export_window()
     got = {d["number"]: {(f["path"], f["additions"], f["deletions"]) for f in d["files"]} for d in data}
     assert len(expected) == 90 and got == expected
@@ -142,3 +139,19 @@ def test_replica_through_git_gives_the_same_window(ascend, replica, tmp_path, mo
     assert mode_only <= 3
     same_counts = sum(item["files"] == from_jsonl[n]["files"] for n, item in from_git.items())
     assert same_counts >= 0.97 * len(from_git)
+
+
+def test_export_objects_carry_the_same_links_as_the_cards(ascend):
+    """The export is the card in JSON: every relation the card shows (items referencing it, duplicates,
+    chain parts, same-mechanism items, adaptations) is in the export object too."""
+    from infra_radar.config import load_settings
+    from infra_radar.pipeline import card_input, open_store
+    from infra_radar.render.markdown import card_json
+
+    data = export_window()
+    settings = load_settings()
+    engine = open_store(settings)
+    for obj in data:
+        assert card_json(card_input(settings, engine, f"{obj['repo']}#{obj['number']}")) == obj
+    kinds = {link["kind"].split(":")[0] for obj in data for link in obj["links"]}
+    assert {"referenced-by", "duplicate", "references"} <= kinds

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -17,6 +16,8 @@ from infra_radar.pipeline import analyze, card_input, import_jsonl, open_store, 
 from infra_radar.render.markdown import render_card
 from infra_radar.store.ledger import adapted_in, ledger_size
 from infra_radar.windows import iso_week
+
+from .conftest import export_commits
 
 DATA = Path(__file__).parent / "data" / "ledger"
 UP, DOWN = "vllm-project/vllm", "vllm-project/vllm-ascend"
@@ -188,12 +189,9 @@ def test_relations_follow_rule_changes(store):
 
 def test_ledger_from_real_history_has_enough_links(shared_data, rules):
     links = set()
-    with gzip.open(shared_data / "git" / "vllm-project+vllm-ascend.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if rec.get("kind") == "commit":
-                for a in parse_adaptations(rec["subject"], rec["body"], DOWN, rules):
-                    links.add((a.number, rec["subject"]))
+    for rec in export_commits("vllm-project+vllm-ascend.jsonl.gz"):
+        for a in parse_adaptations(rec["subject"], rec["body"], DOWN, rules):
+            links.add((a.number, rec["subject"]))
     assert len(links) >= 50
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -12,6 +10,8 @@ import pytest
 
 from infra_radar.analyse.refs import compile_link_rules, extract_refs, pr_number_from_subject, strip_pr_suffix
 from infra_radar.models import Link
+
+from .conftest import export_commits, export_rows
 
 REPO = "vllm-project/vllm-ascend"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -134,12 +134,7 @@ def test_relation_phrases_are_data_a_user_can_extend():
 
 
 def _commits(name: str) -> tuple[str, list[dict]]:
-    path = SHARED / "git" / name
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh]
-    return rows[0]["full_name"], [r for r in rows if r.get("kind") == "commit"]
+    return export_rows(name)[0]["full_name"], export_commits(name)
 
 
 def test_real_cherry_pick_subject():

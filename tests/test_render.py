@@ -6,7 +6,6 @@ the diff before committing it.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -40,6 +39,8 @@ from infra_radar.render.context import (
     rank,
 )
 from infra_radar.render.markdown import card_json, render_card, render_daily, render_weekly
+
+from .conftest import export_commits
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "render"
@@ -251,6 +252,18 @@ def test_weekly_golden(lang: str) -> None:
     check_golden(f"weekly.{lang}.md", render_weekly(weekly_input(), lang))
 
 
+def test_theme_headings_count_what_the_summary_counts() -> None:
+    """A theme heading gives the number of items carrying the topic, as "Main themes" does, and says how
+    many of them are listed under an earlier theme (each item is listed once)."""
+    text = render_weekly(weekly_input(), "en")
+    main = text.split("Main themes: ")[1].split(".")[0]
+    summary = {name.strip(): n for name, n in re.findall(r"([\w ]+?) \((\d+)\)", main)}
+    headings = re.findall(r"^### \d+\. (.+?) \((\d+)(?:; (\d+) listed above)?\)$", text, re.M)
+    checked = [(summary[name], n) for name, n, _ in headings if name in summary]  # the summary names the top 3
+    assert len(checked) == 3 and all(a == b for a, b in checked)
+    assert any(above for _, _, above in headings)
+
+
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_card_golden(lang: str) -> None:
     check_golden(f"card.{lang}.md", render_card(card_input(), lang))
@@ -445,24 +458,17 @@ def test_i18n_languages_have_the_same_keys() -> None:
 # --- real history ----------------------------------------------------------------------------------
 
 def test_weekly_renders_real_history() -> None:
-    path = REAL / "vllm-project+vllm-ascend.jsonl.gz"
-    if not path.exists():
-        pytest.skip("real data not present")
     items, pr = [], re.compile(r"\(#(\d+)\)\s*$")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if rec["kind"] != "commit":
-                continue
-            when = datetime.fromisoformat(rec["committed_at"]).astimezone(UTC)
-            if when < at("2026-08-10T00:00:00"):
-                break
-            m = pr.search(rec["subject"])
-            item = Item("vllm-project/vllm-ascend", PR if m else COMMIT, m[1] if m else rec["sha"],
-                        rec["subject"], number=int(m[1]) if m else None, author=rec["author_name"],
-                        merged_at=when if m else None, updated_at=when,
-                        files=[FileChange(**f) for f in rec["files"]])
-            items.append(AnalysedItem(item, Analysis("feature", priority="P2")))
+    for rec in export_commits("vllm-project+vllm-ascend.jsonl.gz"):
+        when = datetime.fromisoformat(rec["committed_at"]).astimezone(UTC)
+        if when < at("2026-08-10T00:00:00"):
+            break
+        m = pr.search(rec["subject"])
+        item = Item("vllm-project/vllm-ascend", PR if m else COMMIT, m[1] if m else rec["sha"],
+                    rec["subject"], number=int(m[1]) if m else None, author=rec["author_name"],
+                    merged_at=when if m else None, updated_at=when,
+                    files=[FileChange(**f) for f in rec["files"]])
+        items.append(AnalysedItem(item, Analysis("feature", priority="P2")))
     window = Window(at("2026-08-10T00:00:00"), at("2026-08-24T00:00:00"))
     text = render_weekly(WeeklyInput("vllm-project/vllm-ascend", window, None, items, [], 5), "en")
     merged = sum(1 for ai in items if ai.item.kind == PR)

@@ -394,11 +394,24 @@ def _duplicates(engine: Engine, item: Item, index: ChangeIndex, relations: Relat
     return duplicate_links(own, found, item.repo, relations)
 
 
+def batch_cache(engine: Engine) -> dict:
+    """A cache for calling related_of on many items: the ledger is read once instead of once per item."""
+    return {"ledger": store.adapted_by_upstream(engine)}
+
+
 def related_of(settings: Settings, engine: Engine, item: Item, cache: dict | None = None) -> Related:
     """Duplicates, chain parts, same-mechanism items and adaptations of one stored item or upstream ref."""
-    relations = load_relation_rules(settings)
     cache = {} if cache is None else cache
-    related = Related(adapted=store.adapted_in(engine, item.repo, item.number) if item.number else [])
+    if "relations" not in cache:
+        cache["relations"] = load_relation_rules(settings)
+    relations = cache["relations"]
+    if not item.number:
+        adapted = []
+    elif "ledger" in cache:  # a batch: the whole ledger was read once
+        adapted = cache["ledger"].get((item.repo.lower(), item.number), [])
+    else:
+        adapted = store.adapted_in(engine, item.repo, item.number)
+    related = Related(adapted=adapted)
     if item.kind == "pr" and item.number is not None:
         index = _change_index(engine, item.repo, relations, cache)
         related.duplicates = _duplicates(engine, item, index, relations)
@@ -413,12 +426,11 @@ def related_of(settings: Settings, engine: Engine, item: Item, cache: dict | Non
 
 def related_links(settings: Settings, engine: Engine, found: list[AnalysedItem]) -> dict[str, list[Link]]:
     """For the daily radar: each item's duplicates, chain parts, same-mechanism items and adaptations."""
-    cache: dict = {}
+    cache = batch_cache(engine)
     out = {}
     for ai in found:
         rel = related_of(settings, engine, ai.item, cache)
-        adapted = [Link("adapted-in", e.down_repo, e.down_number, detail=e.down_title) for e in rel.adapted]
-        links = [*rel.duplicates, *rel.chain, *rel.mechanism, *adapted]
+        links = [*rel.duplicates, *rel.chain, *rel.mechanism, *(e.down_link() for e in rel.adapted)]
         if links:
             out[ai.item.ref] = links
     return out

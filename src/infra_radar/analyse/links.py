@@ -275,9 +275,10 @@ class ChangeIndex:
         for token in tokens:
             for number in self.by_token.get(token, ()):
                 counts[number] = counts.get(number, 0) + 1
-        # token overlap first: cheap, and titles under it cannot reach the similarity threshold
-        return [self.changes[n] for n, shared in counts.items() if n != item.number
-                and shared / len(tokens | self.tokens[n]) >= 0.6]
+        # token overlap first: cheap, and titles under it cannot reach the similarity threshold;
+        # |a ∪ b| = |a| + |b| - |a ∩ b|; sorted by number so the result never depends on hash order
+        return [self.changes[n] for n, shared in sorted(counts.items()) if n != item.number
+                and shared / (len(tokens) + len(self.tokens[n]) - shared) >= 0.6]
 
     def chain(self, item: Change) -> list[Link]:
         """The other parts of the item's split change."""

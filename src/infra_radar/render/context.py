@@ -418,12 +418,17 @@ def _per_item(changes: list[AnalysedItem], keys: Callable[[AnalysedItem], Iterab
 
 
 def _themes(ranked: list[AnalysedItem], topics: list[str], t: dict[str, Any], cap: int = 5) -> list[dict]:
+    """Items grouped by top topic. Each item is listed under the first top theme it belongs to, so none
+    repeats; `total` counts every item carrying the topic (as the executive summary does) and `above` those
+    of them listed under an earlier theme."""
     groups: dict[str, list[AnalysedItem]] = {topic: [] for topic in topics}
-    for ai in ranked:  # each item under the first top theme it belongs to, so none repeats
+    totals = Counter(topic for ai in ranked for topic in set(ai.analysis.topics))
+    for ai in ranked:
         first = next((topic for topic in topics if topic in ai.analysis.topics), None)
         if first:
             groups[first].append(ai)
-    return [{"name": name(t, "topics", topic), "count": len(members),
+    return [{"name": name(t, "topics", topic), "count": len(members), "total": totals[topic],
+             "above": totals[topic] - len(members),
              "members": [row(ai, t) for ai in members[:cap]], "more": max(len(members) - cap, 0)}
             for topic, members in groups.items() if members]
 

@@ -101,7 +101,8 @@ def _claim_json(c: PerfClaim) -> dict[str, Any]:
 
 
 def _links_json(inp: CardInput) -> list[dict[str, Any]]:
-    links = [*inp.item.analysis.links, *inp.referenced_by, *inp.duplicates, *inp.related]
+    links = [*inp.item.analysis.links, *inp.referenced_by, *inp.duplicates, *inp.chain, *inp.related,
+             *(e.down_link() for e in inp.adapted)]
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for lk in links:
         seen.setdefault((lk.kind, lk.ref), {"kind": lk.kind, "ref": lk.ref, "url": link_url(lk) or None,

@@ -14,7 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..models import Window
+from ..models import Link, Window
 from .db import from_db_time, to_db_time
 from .schema import files, item_terms, items, ledger, relation_scans, repos
 
@@ -62,6 +62,10 @@ class LedgerEntry:
     @property
     def up_ref(self) -> str:
         return f"{self.up_repo}#{self.up_number}"
+
+    def down_link(self) -> Link:
+        """The downstream PR, as a link from the upstream one."""
+        return Link("adapted-in", self.down_repo, self.down_number, detail=self.down_title)
 
     @property
     def down_ref(self) -> str:
@@ -151,6 +155,15 @@ def adapted_in(engine: Engine, repo: str, number: int) -> list[LedgerEntry]:
              .order_by(items.c.when_at, items.c.id))
     with engine.connect() as conn:
         return _entries(conn, query)
+
+
+def adapted_by_upstream(engine: Engine) -> dict[tuple[str, int], list[LedgerEntry]]:
+    """The whole ledger keyed by (lower-cased upstream repo, number), each list oldest first: for batches."""
+    out: dict[tuple[str, int], list[LedgerEntry]] = defaultdict(list)
+    with engine.connect() as conn:
+        for entry in _entries(conn, _ledger_query().order_by(items.c.when_at, items.c.id)):
+            out[(entry.up_repo.lower(), entry.up_number)].append(entry)
+    return dict(out)
 
 
 def adapted_in_window(engine: Engine, downstream: str, window: Window) -> list[LedgerEntry]:

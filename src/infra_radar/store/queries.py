@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -87,7 +87,11 @@ def analysed_in_window(engine: Engine, window: Window, repos_filter: list[str] |
     if kinds:
         query = query.where(items.c.kind.in_(kinds))
     with engine.connect() as conn:
-        return _analysed(conn, query.order_by(items.c.when_at, items.c.id))
+        found = _analysed(conn, query.order_by(items.c.when_at, items.c.id))
+    # ties in time (a tag on its PR's commit) by name, not by row id: a store filled in another order
+    # (a rerun after a kill, another batch size) must give the same export
+    found.sort(key=lambda a: (a.item.when, a.item.repo, a.item.kind, a.item.key))
+    return found
 
 
 def analysed_item(engine: Engine, repo: str, number: int) -> AnalysedItem | None:
@@ -108,19 +112,30 @@ def item_exists(engine: Engine, repo: str, number: int) -> bool:
 
 
 def referenced_by(engine: Engine, repo: str, number: int) -> list[Link]:
-    """Items whose links point at repo#number, as links back to them."""
-    query = (sa.select(links.c.kind, repos.c.name, items.c.number, items.c.title)
-             .join(items, items.c.id == links.c.item_id).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(links.c.dst_repo) == repo.lower(), links.c.dst_number == number)
-             .order_by(items.c.when_at))
+    """Items whose links point at repo#number, as links back to them, oldest first."""
+    return referenced_by_many(engine, [(repo, number)]).get((repo.lower(), number), [])
+
+
+def referenced_by_many(engine: Engine, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[Link]]:
+    """referenced_by for many (repo, number) at once, keyed by (lower-cased repo, number)."""
+    wanted = {(repo.lower(), number) for repo, number in refs}
+    numbers = sorted({number for _, number in wanted})
+    rows = []
     with engine.connect() as conn:
-        rows = conn.execute(query).all()
-    seen: dict[tuple[str, int], Link] = {}
-    for kind, src_repo, src_number, title in rows:
-        if src_number is not None and (src_repo, src_number) not in seen:
-            seen[(src_repo, src_number)] = Link(kind=f"referenced-by:{kind}", repo=src_repo,
-                                                number=src_number, detail=title)
-    return list(seen.values())
+        for start in range(0, len(numbers), 900):  # below SQLite's bound-parameter limit
+            query = (sa.select(links.c.dst_repo, links.c.dst_number, links.c.kind, repos.c.name, items.c.number,
+                               items.c.title, items.c.when_at, items.c.id)
+                     .join(items, items.c.id == links.c.item_id).join(repos, repos.c.id == items.c.repo_id)
+                     .where(links.c.dst_number.in_(numbers[start:start + 900])))
+            rows.extend(conn.execute(query).all())
+    rows.sort(key=lambda r: (r.when_at is None, r.when_at or "", r.id))
+    out: dict[tuple[str, int], dict[tuple[str, int], Link]] = {}
+    for dst_repo, dst_number, kind, src_repo, src_number, title, _when, _id in rows:
+        key = ((dst_repo or "").lower(), dst_number)
+        if key in wanted and src_number is not None:
+            out.setdefault(key, {}).setdefault((src_repo, src_number), Link(
+                kind=f"referenced-by:{kind}", repo=src_repo, number=src_number, detail=title))
+    return {key: list(found.values()) for key, found in out.items()}
 
 
 def referencing_in_window(engine: Engine, repo: str, number: int, window: Window) -> list[str]:
