@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -121,6 +122,25 @@ def test_a_revert_is_not_a_duplicate_of_what_it_reverts(rules):
     revert = Change(7288, 'Revert "[BugFix] Guard padded seq lens in graph mode (#903)"', MAIN.files)
     assert not same_change(MAIN, revert, rules)
     assert not same_change(Change(1, "[Revert] Guard padded seq lens in graph mode", MAIN.files), MAIN, rules)
+
+
+def test_index_lookup_matches_comparing_every_pair_on_real_titles(rules):
+    """similar_titles only looks at PRs holding one of the item's rarest tokens (prefix filtering); on a
+    real repository's titles it must return exactly what comparing the item with every PR returns."""
+    from tests.conftest import export_commits
+
+    numbered = (re.search(r"\(#(\d+)\)\s*$", c["subject"]) for c in export_commits("vllm-project+vllm-ascend.jsonl.gz"))
+    pool = list({int(m[1]): Change(int(m[1]), m.string[: m.start()]) for m in numbered if m}.values())[:1500]
+    index = ChangeIndex(REPO, pool, rules)
+    keys = {c.number: set(title_key(c.title, rules).split()) for c in pool}
+    found_any = 0
+    for item in pool[::5]:
+        own = keys[item.number]
+        brute = [c.number for c in sorted(pool, key=lambda c: c.number) if c.number != item.number and own
+                 and len(own & keys[c.number]) / len(own | keys[c.number]) >= 0.6]
+        assert [c.number for c in index.similar_titles(item)] == brute, item.title
+        found_any += bool(brute)
+    assert found_any >= 5
 
 
 def test_different_titles_are_not_duplicates(rules):

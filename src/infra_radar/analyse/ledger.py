@@ -384,19 +384,26 @@ def _change_index(engine: Engine, repo: str, relations: RelationRules, cache: di
     return cache[key]
 
 
-def _duplicates(engine: Engine, item: Item, index: ChangeIndex, relations: RelationRules) -> list[Link]:
+def _duplicates(engine: Engine, item: Item, index: ChangeIndex, relations: RelationRules, cache: dict) -> list[Link]:
     similar = index.similar_titles(Change(item.number or 0, item.title))
     if not similar:
         return []
-    paths = store.files_of(engine, item.repo, [c.number for c in similar])
+    if "terms" in cache:  # a batch: every PR's paths of the repository, read once
+        key = ("files", item.repo.lower())
+        if key not in cache:
+            cache[key] = store.files_of(engine, item.repo, None)
+        paths = cache[key]
+    else:
+        paths = store.files_of(engine, item.repo, [c.number for c in similar])
     own = Change(item.number or 0, item.title, frozenset(f.path for f in item.files))
     found = [Change(c.number, c.title, paths.get(c.number, frozenset())) for c in similar]
     return duplicate_links(own, found, item.repo, relations)
 
 
 def batch_cache(engine: Engine) -> dict:
-    """A cache for calling related_of on many items: the ledger is read once instead of once per item."""
-    return {"ledger": store.adapted_by_upstream(engine)}
+    """A cache for calling related_of on many items: the ledger, the terms and (per repository) the PR
+    titles and paths are read once instead of once per item."""
+    return {"ledger": store.adapted_by_upstream(engine), "terms": None}
 
 
 def related_of(settings: Settings, engine: Engine, item: Item, cache: dict | None = None) -> Related:
@@ -414,10 +421,15 @@ def related_of(settings: Settings, engine: Engine, item: Item, cache: dict | Non
     related = Related(adapted=adapted)
     if item.kind == "pr" and item.number is not None:
         index = _change_index(engine, item.repo, relations, cache)
-        related.duplicates = _duplicates(engine, item, index, relations)
+        related.duplicates = _duplicates(engine, item, index, relations, cache)
         related.chain = index.chain(Change(item.number, item.title))
     if item.id is not None:
-        near = store.term_neighbours(engine, item.id, item.repo, relations.max_df)
+        if "terms" in cache:
+            if cache["terms"] is None:
+                cache["terms"] = store.TermIndex(engine, relations.max_df)
+            near = cache["terms"].neighbours(item.id, item.repo)
+        else:
+            near = store.term_neighbours(engine, item.id, item.repo, relations.max_df)
         title_terms = set(distinctive_terms(item.title, "", relations))
         related.mechanism = mechanism_links(set(near.terms), title_terms, near.candidates, near.df, near.total,
                                             relations, near.titles)

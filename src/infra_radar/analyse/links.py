@@ -271,14 +271,19 @@ class ChangeIndex:
     def similar_titles(self, item: Change) -> list[Change]:
         """PRs whose title tokens overlap the item's enough to be worth a closer look."""
         tokens = frozenset(title_key(item.title, self.rules).split())
-        counts: dict[int, int] = {}
-        for token in tokens:
-            for number in self.by_token.get(token, ()):
-                counts[number] = counts.get(number, 0) + 1
-        # token overlap first: cheap, and titles under it cannot reach the similarity threshold;
-        # |a ∪ b| = |a| + |b| - |a ∩ b|; sorted by number so the result never depends on hash order
-        return [self.changes[n] for n, shared in sorted(counts.items()) if n != item.number
-                and shared / (len(tokens) + len(self.tokens[n]) - shared) >= 0.6]
+        # Jaccard ≥ 0.6 needs |a ∩ b| ≥ 0.6·|a|, so a match holds at least one of the item's
+        # |a| - ⌈0.6·|a|⌉ + 1 rarest tokens: only their PRs are candidates (prefix filtering), which
+        # spares counting the thousands of PRs sharing a "fix" or an "npu".
+        need = math.ceil(0.6 * len(tokens) - 1e-9)
+        rarest = sorted(tokens, key=lambda t: (len(self.by_token.get(t, ())), t))[: len(tokens) - need + 1]
+        candidates = {n for token in rarest for n in self.by_token.get(token, ())}
+        found = []
+        for n in sorted(candidates):  # by number, so the result never depends on hash order
+            theirs = self.tokens[n]
+            shared = len(tokens & theirs)
+            if n != item.number and shared / (len(tokens) + len(theirs) - shared) >= 0.6:
+                found.append(self.changes[n])
+        return found
 
     def chain(self, item: Change) -> list[Link]:
         """The other parts of the item's split change."""
