@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-from .conftest import export_commits
+from .conftest import SHARED, TEST_DB_URL, _fresh_schema, export_commits
 
 ASCEND = "vllm-project+vllm-ascend.jsonl.gz"
 SINCE, UNTIL = datetime(2026, 7, 27, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC)
@@ -49,11 +49,29 @@ def export_window(repo: str = "vllm-project/vllm-ascend") -> list[dict]:
                             "--until", "2026-08-03"))
 
 
+@pytest.fixture(scope="module")
+def ascend_store(tmp_path_factory) -> dict[str, str]:
+    """One store holding the vllm-ascend history, imported and analysed once for the module's tests that
+    only read it (each would otherwise spend ~10 s importing and analysing 4,776 items)."""
+    if not (SHARED / "git").is_dir():
+        pytest.skip("../shared/data is not available")
+    env = {"RADAR_HOME": str(tmp_path_factory.mktemp("ascend") / "home")}
+    if TEST_DB_URL:
+        env["RADAR_DB_URL"] = _fresh_schema(f"{__name__}-ascend")
+    with pytest.MonkeyPatch.context() as mp:
+        for var, value in env.items():
+            mp.setenv(var, value)
+        radar("import-jsonl", str(SHARED / "git" / ASCEND))
+        radar("analyze")
+    return env
+
+
 @pytest.fixture
-def ascend(shared_data) -> Path:
-    path = shared_data / "git" / ASCEND
-    radar("import-jsonl", str(path))
-    return path
+def ascend(ascend_store, monkeypatch) -> Path:
+    """The shared vllm-ascend store as this test's store (tests using it must not change it)."""
+    for var, value in ascend_store.items():
+        monkeypatch.setenv(var, value)
+    return SHARED / "git" / ASCEND
 
 
 def test_export_window_is_exactly_the_squash_commits(ascend):
@@ -111,8 +129,6 @@ def test_daily_ranks_a_real_perf_change(shared_data):
 
 @pytest.fixture(scope="module")
 def replica(tmp_path_factory, request) -> Path:
-    from .conftest import SHARED
-
     if not (SHARED / "git").is_dir():
         pytest.skip("../shared/data is not available")
     dest = tmp_path_factory.mktemp("replica") / "ascend"
@@ -125,6 +141,10 @@ def replica(tmp_path_factory, request) -> Path:
 def test_replica_through_git_gives_the_same_window(ascend, replica, tmp_path, monkeypatch):
     from_jsonl = {d["number"]: d for d in export_window()}
     monkeypatch.setenv("RADAR_HOME", str(tmp_path / "git-home"))
+    if TEST_DB_URL:  # a store of its own, not the shared one
+        monkeypatch.setenv("RADAR_DB_URL", _fresh_schema(f"{__name__}-replica-git"))
+    else:
+        monkeypatch.delenv("RADAR_DB_URL", raising=False)
     radar("import-git", str(replica), "--repo", "vllm-project/vllm-ascend", "--branches", "main")
     from_git = {d["number"]: d for d in export_window()}
     assert sorted(from_git) == sorted(from_jsonl)
