@@ -57,9 +57,9 @@ class Context:
 
     def close(self) -> None:
         """Release the writer lock (if held) and the store's connections."""
-        from .store.lock import writer_lock
-
         if self._engine is not None:
+            from .store.lock import writer_lock  # here: a command that never opened the store skips SQLAlchemy
+
             if self._writing:
                 writer_lock(self._engine).release()
             self._engine.dispose()
