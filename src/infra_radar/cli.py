@@ -58,7 +58,8 @@ class Context:
     def close(self) -> None:
         """Release the writer lock (if held) and the store's connections."""
         if self._engine is not None:
-            from .store.lock import writer_lock  # here: a command that never opened the store skips SQLAlchemy
+            # imported here: a command that never opened the store (a usage error) skips SQLAlchemy
+            from .store.lock import writer_lock
 
             if self._writing:
                 writer_lock(self._engine).release()
