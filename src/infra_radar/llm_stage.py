@@ -425,11 +425,8 @@ def _item_values(ai: AnalysedItem, lang: str, target: str) -> dict[str, Any]:
 
 def _item_job(ai: AnalysedItem, lang: str, target: str, prompt: Prompt | None = None) -> _Job:
     values = _item_values(ai, lang, target)
-    claims = ai.analysis.perf_claims
-    extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
-    source = "\n".join([ai.item.body, *(str(v) for v in values.values()), *(c.source for c in claims)])
     refs = [ai.item.ref, *(lk.ref for lk in ai.analysis.links if lk.repo and lk.number is not None)]
-    grounds = Grounds.of(source, refs, ai.item.repo, extra)
+    grounds = _item_grounds(ai, (str(v) for v in values.values()), refs)
     prompt = prompt or load_prompt("item")
     return _Job(ai.item.ref, prompt, render_messages(prompt, lang, values), grounds, lang)
 
@@ -518,11 +515,10 @@ def weekly_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run:
 
 # --- daily -----------------------------------------------------------------------------------------
 
-def _daily_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _daily_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> dict[str, Any]:
     from .render.context import daily_context, load_strings
 
-    t = load_strings(lang)
-    return daily_context(inp, t, weights), t
+    return daily_context(inp, load_strings(lang), weights)
 
 
 def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
@@ -535,11 +531,12 @@ def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
             "decision": decision, "excerpt": mechanism(ai.item.body, 2, 300) or "-"}
 
 
-def _daily_grounds(ai: AnalysedItem, shown: dict[str, str], refs: list[str]) -> Grounds:
-    """What the conclusion of one item may mention: its own text and figures, and the items of the prompt."""
+def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str]) -> Grounds:
+    """What prose about one item may mention: its body, what the prompt showed of it, its claims' figures
+    and sources, and `refs`."""
     claims = ai.analysis.perf_claims
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
-    source = "\n".join([ai.item.body, *shown.values(), *(c.source for c in claims)])
+    source = "\n".join([ai.item.body, *shown, *(c.source for c in claims)])
     return Grounds.of(source, refs, ai.item.repo, extra)
 
 
@@ -557,7 +554,9 @@ def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     prompt = settings_prompt(settings, "daily")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows]
-    per_item = {r["ref"].lower(): _daily_grounds(by_ref[r["ref"]], it, refs) for r, it in zip(rows, items, strict=True)}
+    # a conclusion may mention its own item's text and figures, and the items of the prompt
+    per_item = {r["ref"].lower(): _item_grounds(by_ref[r["ref"]], it.values(), refs)
+                for r, it in zip(rows, items, strict=True)}
     repos = {by_ref[r].item.repo for r in refs}
     numbers = [r.rsplit("#", 1)[1] for r in refs]
     # several repositories: a bare #N is grounded only when one item of the prompt has that number
@@ -592,7 +591,7 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     if config is None:
         return summary
     lang = config.language or lang
-    ctx, _ = _daily_ctx(inp, lang, settings.focus_weights)
+    ctx = _daily_ctx(inp, lang, settings.focus_weights)
     by_ref = {ai.item.ref: ai for ai in inp.items}
     prompt = settings_prompt(settings, "item")
     jobs = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]

@@ -276,9 +276,7 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None) -> Report:
     """The daily radar for the window after the last successful run; recorded as a run."""
-    from .analyse.ledger import related_links
     from .llm_stage import render_daily_llm
-    from .render.context import DailyInput
     from .render.markdown import render_daily
 
     window, first = daily_window(settings, engine, since, until)
@@ -286,12 +284,9 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
-        found = queries.analysed_in_window(engine, window, names)
-        inp = DailyInput(window=window, repos=names, items=found, watch=_watch_rechecks(engine, window),
-                         deep_dive_limit=settings.deep_dive_limit, first_run=first,
-                         generated_at=datetime.now(UTC).replace(microsecond=0), explicit=since is not None,
-                         related=related_links(settings, engine, [a for a in found if a.analysis.priority in
-                                                                  ("P0", "P1")]))
+        inp = _daily_input(settings, engine, window, first, names, since is not None,
+                           _watch_rechecks(engine, window))
+        found = inp.items
         prose = _llm_prose(settings, engine, llm, inp)
         text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
@@ -317,20 +312,27 @@ def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = N
                   repos: list[str] | None = None):
     """`radar daily --dry-run`: the model prompts the daily radar would send (llm_stage.LlmRunSummary.prompts);
     nothing is sent, written or recorded, and tracked items are not rechecked."""
-    from .analyse.ledger import related_links
     from .llm_stage import daily_llm, use_llm
-    from .render.context import DailyInput
 
     config = use_llm(settings, True)
     window, first = daily_window(settings, engine, since, until)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
+    inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
+    return daily_llm(settings, engine, inp, settings.lang, dry_run=True, config=config)
+
+
+def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool, names: list[str],
+                 explicit: bool, watch: list):
+    """What the daily radar of `window` shows (render.context.DailyInput), the tracked items' rechecks given."""
+    from .analyse.ledger import related_links
+    from .render.context import DailyInput
+
     found = queries.analysed_in_window(engine, window, names)
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
-    inp = DailyInput(window=window, repos=names, items=found, watch=[], deep_dive_limit=settings.deep_dive_limit,
-                     first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0),
-                     explicit=since is not None, related=related_links(settings, engine, top))
-    return daily_llm(settings, engine, inp, settings.lang, dry_run=True, config=config)
+    return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
+                      first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
+                      related=related_links(settings, engine, top))
 
 
 def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):

@@ -6,7 +6,7 @@ remembers both), in one transaction per batch, like analyses.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -259,11 +259,11 @@ class TermIndex:
     def __init__(self, engine: Engine, max_df: int) -> None:
         with engine.connect() as conn:
             self.total = conn.execute(sa.select(sa.func.count()).select_from(relation_scans)).scalar_one()
-            self.df: dict[str, int] = dict(conn.execute(sa.select(item_terms.c.term, sa.func.count())
-                                                        .group_by(item_terms.c.term)).all())
             self.terms: dict[int, list[str]] = defaultdict(list)
             for item_id, term in conn.execute(sa.select(item_terms.c.item_id, item_terms.c.term)):
                 self.terms[item_id].append(term)
+            # items holding each term ((item, term) is the table's key, so each item counts once)
+            self.df: dict[str, int] = Counter(term for terms in self.terms.values() for term in terms)
             rare = {t for t, n in self.df.items() if 2 <= n <= max_df}
             self.holders: dict[str, list[tuple[str, int]]] = defaultdict(list)  # rare term -> items having it
             self.titles: dict[tuple[str, int], str] = {}

@@ -87,9 +87,10 @@ def analysed_in_window(engine: Engine, window: Window, repos_filter: list[str] |
     if kinds:
         query = query.where(items.c.kind.in_(kinds))
     with engine.connect() as conn:
-        found = _analysed(conn, query.order_by(items.c.when_at, items.c.id))
-    # ties in time (a tag on its PR's commit) by name, not by row id: a store filled in another order
-    # (a rerun after a kill, another batch size) must give the same export
+        found = _analysed(conn, query)
+    # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
+    # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
+    # compare the same on SQLite and under PostgreSQL's collations
     found.sort(key=lambda a: (a.item.when, a.item.repo, a.item.kind, a.item.key))
     return found
 
