@@ -462,6 +462,8 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     prio = data["priority"]
     index.add(prio.get("mechanism_words", []), "mech")
     index.add(prio.get("noise_title_words", []), "noise", body=False)
+    index.add(prio.get("adaptation_words", []), "adapt", body=False)
+    index.add(prio.get("off_main_words", []), "offmain", body=False)
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
@@ -470,7 +472,8 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         version=_version(data, settings), target=settings.target, data=data, index=index, globs=globs,
         kind_rules=kind_rules, at_start=at_start, issue_rules=issue_rules, topics=topics,
         profile=profile, signal_labels=labels,
-        priority_rules=[_rule(r, r.get("priority", "none")) for r in prio.get("rule", [])],
+        priority_rules=[_rule(r, (r.get("priority", "none"), _text(r.get("why"), "priority.rule.why")))
+                        for r in prio.get("rule", [])],
         decision_rules=[_rule(r, (r["decision"], _text(r.get("reason"), "grades.decision")))
                         for r in data["grades"].get("decision", [])],
         importance=_scores(prio.get("importance", {})), insight=_scores(prio.get("insight", {})),
@@ -1118,6 +1121,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
            claims: Sequence[PerfClaim], facts: _Facts, rules: RuleSet, settings: Settings) -> set[str]:
     prio = rules.data["priority"]
     focus = [t for t in topics if t in settings.focus]
+    named = bool(facts.hit("title", "native") or facts.hit("tags", "native"))
     flags = {f"kind:{kind}", f"grade:{grade}", *(f"topic:{t}" for t in topics), *(f"risk:{r}" for r in risks)}
     flags.add({"open": "open", "merged": "merged"}.get(item.state, "closed"))
     marks = [int(m) for m in prio.get("line_marks", [20, 50, 300, 1000])]
@@ -1138,6 +1142,16 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "noise-title": bool(facts.hit("title", "noise") or facts.hit("tags", "noise")),
         "accuracy": bool(facts.hit("title", "rtitle:silent-accuracy")),
         "bot": is_bot(item.author, rules),
+        # the watched field (serving, RL, multimodal, kernels, MoE, ...): relevance without the focus
+        "domain": any(t in prio.get("domain_topics", []) for t in topics),
+        "hot": "core-path" in risks or any(t in prio.get("hot_topics", []) for t in topics),
+        "target-named": named,
+        "target-x": named and item.repo.lower() not in rules.native_repos,
+        "adaptation": bool(facts.hit("title", "adapt") or facts.hit("tags", "adapt")),
+        "off-main": bool(facts.hit("title", "offmain") or facts.hit("tags", "offmain")),
+        "big-win": any(c.ratio is not None and c.ratio >= float(prio.get("big_win_ratio", 1.2)) for c in claims),
+        "issue": item.kind == "issue",
+        "page": not facts.files,
     }
     flags.update(name for name, on in conditions.items() if on)
     return flags
@@ -1289,9 +1303,10 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     grade, native, grade_reason = _grade(item, kind, facts, rules)
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)
-    priority = _first(rules.priority_rules, flags, "none")
+    priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))
+    decision_reason = {lang: text.format(why=why[lang]) for lang, text in decision_reason.items()}
     return Analysis(
         item_kind=kind, topics=topics, priority=priority,
         importance=_score(rules.importance, flags, _focus_bonus(topics, rules, settings)),
