@@ -10,6 +10,12 @@ of acceptable names. See docs/labelling.md.
 
 The set is split by a hash of the item id: `sha1(item) % 10 < 3` is the held-out part (an explicit
 `"split": "tune" | "holdout"` in a line wins). Rules are tuned on the rest; both parts are reported.
+
+A line with `"part": "team..."` (e.g. `"team"`, `"team-2026-07-02"`) labels an item as the team's own
+daily radar ranked it; each such part is scored on its own and is not in all/tune/holdout. Its
+checks are the recall of the team's P0/P1 items (ranked P0/P1 by the rules), the grade, and, when a
+line `{"window": {"part": ..., "since": ..., "until": ..., "repos": [...]}}` gives the radar's window,
+the share of that window's merged PRs the team did not list that the rules rank P0/P1.
 """
 
 from __future__ import annotations
@@ -33,12 +39,16 @@ __all__ = [
 ]
 
 PARTS = ("all", "tune", "holdout")
+TEAM = "team"
 SCALAR_FIELDS = ("kind", "priority", "grade", "decision")
 # Minimum figures on the whole set, and the largest lead of the tune part over the held-out part.
 THRESHOLDS: dict[str, float] = {
-    "grade": 0.85, "kind": 0.90, "priority": 0.75, "topics_f1": 0.80,
+    "grade": 0.85, "kind": 0.90, "priority": 0.85, "topics_f1": 0.80,
     "claims_precision": 0.95, "claims_recall": 0.90, "max_gap": 0.10,
 }
+# Floors of tune and held-out each, and of every team part.
+PART_THRESHOLDS: dict[str, float] = {"priority": 0.85, "grade": 0.85}
+TEAM_THRESHOLDS: dict[str, float] = {"high_recall": 0.90, "grade": 0.85, "unlisted_high": 0.35}
 _REF = re.compile(r"^\s*([\w.-]+/[\w.-]+)#(\d+)\s*$")
 _TOLERANCE = 0.005  # before/after/ratio agree within 0.5% relative
 
@@ -54,7 +64,7 @@ class Label:
     repo: str
     number: int
     line: int
-    split: str
+    split: str  # tune | holdout | a team part
     values: dict[str, list[str]] = field(default_factory=dict)  # scalar field -> acceptable values
     topics: list[tuple[set[str], set[str]]] | None = None  # alternatives of (required, optional)
     claims: list[dict[str, Any]] | None = None
@@ -67,6 +77,7 @@ class LabelFile:
     path: str
     labels: list[Label] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    windows: dict[str, dict[str, Any]] = field(default_factory=dict)  # team part -> since, until, repos
 
 
 def split_of(item: str) -> str:
@@ -91,16 +102,49 @@ def load_labels(path: Path, known: Mapping[str, Iterable[str]] | None = None) ->
         if not raw.strip() or raw.lstrip().startswith("//"):
             continue
         where = f"{path}:{number}"
+        if _window_line(raw, where, result):
+            continue
         label = _parse_line(raw, number, where, codes, result.problems)
         if label is None:
             continue
-        key = (label.repo.lower(), label.number)
+        key = (label.repo.lower(), label.number, label.split if _is_team(label.split) else "")
         if key in seen:
             result.problems.append(f"{where}: {label.item} is labelled twice; the first label is used")
             continue
         seen.add(key)
         result.labels.append(label)
     return result
+
+
+def _is_team(part: str) -> bool:
+    return part == TEAM or part.startswith(TEAM + "-")
+
+
+def _window_line(raw: str, where: str, result: LabelFile) -> bool:
+    """A `{"window": {...}}` line: the window of a team part (True when the line was one)."""
+    if '"window"' not in raw:
+        return False
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(obj, dict) or "window" not in obj or "item" in obj:
+        return False
+    from .windows import parse_when
+
+    window = obj["window"]
+    try:
+        part = str(window.get("part", TEAM))
+        since, until = parse_when(str(window["since"])), parse_when(str(window["until"]))
+        repos = [str(r) for r in window.get("repos", [])]
+    except (AttributeError, KeyError, ValueError, TypeError) as exc:
+        result.problems.append(f"{where}: a window needs part, since, until and repos ({exc}); ignored")
+        return True
+    if not _is_team(part) or since >= until:
+        result.problems.append(f"{where}: a window needs a team part and since < until; ignored")
+        return True
+    result.windows[part] = {"since": since, "until": until, "repos": repos}
+    return True
 
 
 def default_codes() -> dict[str, list[str]]:
@@ -131,6 +175,8 @@ def _parse_line(raw: str, number: int, where: str, codes: Mapping[str, set[str]]
         return None
     item = f"{ref.group(1)}#{ref.group(2)}"
     split = obj.get("split") if obj.get("split") in ("tune", "holdout") else split_of(item)
+    if isinstance(obj.get("part"), str) and _is_team(obj["part"]):
+        split = obj["part"]
     label = Label(item, ref.group(1), int(ref.group(2)), number, split)
     for name in SCALAR_FIELDS:
         if obj.get(name) is not None:
@@ -270,6 +316,10 @@ class PartScore:
     topics: TopicScore = field(default_factory=TopicScore)
     claims: ClaimScore = field(default_factory=ClaimScore)
     high_as_none: list[str] = field(default_factory=list)  # labelled P0/P1, predicted "none"
+    high_labelled: int = 0  # labelled P0/P1 only
+    high_found: list[str] = field(default_factory=list)  # ... and ranked P0/P1
+    unlisted: int = 0  # team parts: merged PRs of the window the team did not list
+    unlisted_high: list[str] = field(default_factory=list)  # ... that the rules rank P0/P1
     wrong: dict[str, list[str]] = field(default_factory=dict)  # field -> "item: labelled -> predicted"
 
     def metrics(self) -> dict[str, float | None]:
@@ -277,6 +327,16 @@ class PartScore:
         return {"grade": self.fields["grade"].accuracy, "kind": self.fields["kind"].accuracy,
                 "priority": self.fields["priority"].accuracy, "topics_f1": self.topics.f1,
                 "claims_precision": self.claims.precision, "claims_recall": self.claims.recall}
+
+    @property
+    def high_recall(self) -> float | None:
+        """Labelled P0/P1 items ranked P0/P1 by the rules, over labelled P0/P1 items."""
+        return len(self.high_found) / self.high_labelled if self.high_labelled else None
+
+    @property
+    def unlisted_high_share(self) -> float | None:
+        """Merged PRs of the window the team did not list, ranked P0/P1: their share."""
+        return len(self.unlisted_high) / self.unlisted if self.unlisted else None
 
 
 @dataclass(slots=True)
@@ -289,17 +349,33 @@ class Report:
     path: str = ""
 
 
-def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem]) -> Report:
-    """Score `labels` against analysed items keyed by `owner/name#n` (lower-case)."""
+def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem],
+             windows: Mapping[str, Sequence[AnalysedItem]] | None = None) -> Report:
+    """Score `labels` against analysed items keyed by `owner/name#n` (lower-case); `windows` gives the
+    analysed items of each team part's window (for the share of unlisted merged PRs ranked P0/P1)."""
     parts = {name: PartScore(name) for name in PARTS}
+    for label in labels.labels:
+        if _is_team(label.split) and label.split not in parts:
+            parts[label.split] = PartScore(label.split)
     missing = []
     for label in labels.labels:
         analysed = found.get(f"{label.repo.lower()}#{label.number}")
         if analysed is None:
             missing.append(label.item)
             continue
-        for part in (parts["all"], parts[label.split]):
+        scored = (parts[label.split],) if _is_team(label.split) else (parts["all"], parts[label.split])
+        for part in scored:
             _score_item(part, label, analysed.analysis)
+    for name, in_window in (windows or {}).items():
+        part = parts.setdefault(name, PartScore(name))
+        listed = {(lab.repo.lower(), lab.number) for lab in labels.labels if lab.split == name}
+        for analysed in in_window:
+            item = analysed.item
+            if item.kind != "pr" or item.state != "merged" or (item.repo.lower(), item.number) in listed:
+                continue
+            part.unlisted += 1
+            if analysed.analysis.priority in ("P0", "P1"):
+                part.unlisted_high.append(f"{item.repo}#{item.number}")
     return Report(parts, missing, list(labels.problems), labels.path)
 
 
@@ -310,8 +386,12 @@ def _score_item(part: PartScore, label: Label, analysis: Analysis) -> None:
     for name, accepted in label.values.items():
         _score_field(part, name, label.item, accepted, predicted[name])
     priority = label.values.get("priority")
-    if priority and set(priority) <= {"P0", "P1"} and analysis.priority == "none":
-        part.high_as_none.append(label.item)
+    if priority and set(priority) <= {"P0", "P1"}:
+        part.high_labelled += 1
+        if analysis.priority in ("P0", "P1"):
+            part.high_found.append(label.item)
+        elif analysis.priority == "none":
+            part.high_as_none.append(label.item)
     if label.topics is not None:
         _score_topics(part.topics, label.topics, set(analysis.topics))
     if label.claims is not None:
@@ -377,6 +457,7 @@ def evaluate_store(settings, engine, path: Path) -> Report:
     """Score a labels file against the items of the store (analysing what is not analysed yet)."""
     from . import pipeline
     from .analyse.rules import KINDS, RuleSet
+    from .models import Window
     from .store import queries
 
     pipeline.analyze(settings, engine)
@@ -389,7 +470,10 @@ def evaluate_store(settings, engine, path: Path) -> Report:
         analysed = queries.analysed_item(engine, label.repo, label.number)
         if analysed is not None:
             found[f"{label.repo.lower()}#{label.number}"] = analysed
-    return evaluate(labels, found)
+    windows = {name: queries.analysed_in_window(engine, Window(w["since"], w["until"]), w["repos"] or None,
+                                                state="merged", kinds=["pr"])
+               for name, w in labels.windows.items()}
+    return evaluate(labels, found, windows)
 
 
 def check(report: Report, thresholds: Mapping[str, float] = THRESHOLDS) -> list[str]:
@@ -403,6 +487,14 @@ def check(report: Report, thresholds: Mapping[str, float] = THRESHOLDS) -> list[
         failures.append(f"{len(whole.high_as_none)} labelled P0/P1 item(s) ranked none: "
                         + ", ".join(whole.high_as_none[:5]))
     tune, held = report.parts["tune"].metrics(), report.parts["holdout"].metrics()
+    for part_name, figures in (("tune", tune), ("holdout", held)):
+        for name, floor in PART_THRESHOLDS.items():
+            value = figures[name]
+            if value is not None and value < floor:
+                failures.append(f"{name} {value:.3f} < {floor:.2f} ({part_name})")
+    for name, part in report.parts.items():
+        if _is_team(name):
+            failures += _team_failures(part)
     for name, value in tune.items():
         if value is not None and held[name] is not None and value - held[name] > thresholds["max_gap"]:
             failures.append(f"{name}: holdout {held[name]:.3f} trails tune {value:.3f} by more than "
@@ -410,14 +502,27 @@ def check(report: Report, thresholds: Mapping[str, float] = THRESHOLDS) -> list[
     return failures
 
 
+def _team_failures(part: PartScore, floors: Mapping[str, float] = TEAM_THRESHOLDS) -> list[str]:
+    failures = []
+    recall, grade = part.high_recall, part.fields["grade"].accuracy
+    if recall is not None and recall < floors["high_recall"]:
+        failures.append(f"P0/P1 recall {recall:.3f} < {floors['high_recall']:.2f} ({part.part})")
+    if grade is not None and grade < floors["grade"]:
+        failures.append(f"grade {grade:.3f} < {floors['grade']:.2f} ({part.part})")
+    share = part.unlisted_high_share
+    if share is not None and share > floors["unlisted_high"]:
+        failures.append(f"unlisted merged PRs ranked P0/P1 {share:.3f} > {floors['unlisted_high']:.2f} ({part.part})")
+    return failures
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def report_text(report: Report, parts: Sequence[str] = PARTS, details: bool = True) -> str:
-    """A plain-text report: one block per part, confusion matrices for the whole set."""
+def report_text(report: Report, parts: Sequence[str] | None = None, details: bool = True) -> str:
+    """A plain-text report: one block per part (team parts last), confusion matrices for the whole set."""
     lines = []
-    for name in parts:
+    for name in parts or list(report.parts):
         part = report.parts[name]
         f = part.fields
         lines.append(f"[{name}] {part.items} item(s)")
@@ -430,6 +535,10 @@ def report_text(report: Report, parts: Sequence[str] = PARTS, details: bool = Tr
         lines.append(f"  claims    precision {_fmt(c.precision)}  recall {_fmt(c.recall)}"
                      f"  ({c.matched} matched, {c.predicted} predicted, {c.labelled} labelled)")
         lines.append(f"  P0/P1 ranked none: {len(part.high_as_none)}")
+        lines.append(f"  P0/P1 recall {_fmt(part.high_recall)}  ({len(part.high_found)}/{part.high_labelled})")
+        if part.unlisted:
+            lines.append(f"  unlisted merged PRs ranked P0/P1 {_fmt(part.unlisted_high_share)}  "
+                         f"({len(part.unlisted_high)}/{part.unlisted})")
     if details and "all" in parts:
         lines += _matrices(report.parts["all"])
     if report.missing:
@@ -466,6 +575,9 @@ def report_json(report: Report) -> dict[str, Any]:
                        "matched": part.claims.matched, "predicted": part.claims.predicted,
                        "labelled": part.claims.labelled, "misses": part.claims.misses, "extras": part.claims.extras},
             "high_as_none": part.high_as_none,
+            "high_recall": part.high_recall, "high_found": part.high_found, "high_labelled": part.high_labelled,
+            "unlisted": part.unlisted, "unlisted_high": part.unlisted_high,
+            "unlisted_high_share": part.unlisted_high_share,
         }
     return {"labels": report.path, "parts": {name: part_json(p) for name, p in report.parts.items()},
             "missing": report.missing, "problems": report.problems, "failures": check(report)}

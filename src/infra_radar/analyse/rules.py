@@ -26,6 +26,7 @@ from typing import Any
 from ..config import DEFAULTS, Settings, load_rule_file
 from ..errors import ConfigError
 from ..models import Analysis, Item, PerfClaim, Text
+from .grading import grade as _grade
 
 try:  # one formatting of figures across the project, when the claims module provides it
     from .claims import format_number
@@ -594,6 +595,8 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
         if sid not in labels:
             raise ConfigError(f"rules: grades.profiles.{target}: unknown signal {sid!r}")
     index.add(raw.get("native_words", []), "native")
+    index.add(data.get("measure_title_words", []), "g:measure", body=False)
+    index.add(data.get("host_title_words", []), "g:host", body=False)
     globs.add("native", raw.get("native_paths", []))
     profile = _Profile(
         target, _text(raw.get("name"), f"grades.profiles.{target}.name"), raw.get("topic", ""),
@@ -719,6 +722,7 @@ class _Facts:
     pids: dict[str, frozenset[int]]  # the index's owner -> phrase ids
     files: list[tuple[str, frozenset[str], int]]  # path, glob classes, changed lines
     counts: dict[str, int] = field(default_factory=dict)  # glob class -> number of files in it
+    deleted: set[str] = field(default_factory=set)  # paths whose change only removes lines
     code_lines: int = 0
     lines: int = 0
     has_code: bool = False
@@ -808,6 +812,8 @@ def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
         classes = rules.classes(change.path)
         size = (change.additions or 0) + (change.deletions or 0)
         facts.files.append((change.path, classes, size))
+        if not change.additions and change.deletions:
+            facts.deleted.add(change.path)
         facts.lines += size
         for cls in classes:
             facts.counts[cls] = facts.counts.get(cls, 0) + 1
@@ -938,108 +944,6 @@ def _topics(item: Item, facts: _Facts, rules: RuleSet) -> list[str]:
     chosen = set(score) | {order for order, hits in body.items() if hits >= body_min}
     ranked = sorted((-(score.get(o, 0.0) + 0.5 * min(body.get(o, 0), 4)), o) for o in chosen)
     return [rules.topics[o].id for _, o in ranked]
-
-
-# --------------------------------------------------------------------------- grade
-
-
-@dataclass(slots=True)
-class _Evidence:
-    paths: list[tuple[str, str]] = field(default_factory=list)  # (signal, path)
-    words: list[tuple[str, str]] = field(default_factory=list)  # (signal, phrase)
-
-    def __bool__(self) -> bool:
-        return bool(self.paths or self.words)
-
-
-def _is_native(item: Item, facts: _Facts, rules: RuleSet) -> bool:
-    profile = rules.profile
-    if item.repo.lower() in profile.native_repos or facts.counts.get("native"):
-        return True
-    if facts.hit("title", "native") or facts.hit("tags", "native"):
-        return True
-    return len(facts.hit("body", "native")) >= profile.native_body_min
-
-
-def _evidence(facts: _Facts, rules: RuleSet, key: str, signals: list[str], body_min: int,
-              title_decides: bool) -> _Evidence:
-    """Files and words of `signals`: a code file decides, title words decide when `title_decides`,
-    otherwise words need `body_min` distinct phrases (title and description together)."""
-    found = _Evidence()
-    union = rules.signal_pids.get(key, _NO_HITS)
-    paths = [sid for sid in signals if facts.counts.get(f"sig:{sid}")]
-    if not paths and not (union & (facts.found["title"] | facts.found["tags"] | facts.found["body"])):
-        return found  # the common case: nothing of this grade anywhere
-    for sid in paths:
-        found.paths += [(sid, path) for path, classes, _ in facts.files
-                        if f"sig:{sid}" in classes and "light" not in classes]
-    title = [(sid, rules.index.texts[p]) for sid in signals
-             for p in sorted(facts.hit("title", f"s:{sid}") | facts.hit("tags", f"s:{sid}"))]
-    body = [(sid, rules.index.texts[p]) for sid in signals for p in sorted(facts.hit("body", f"s:{sid}"))]
-    if found or (title and title_decides) or len({w for _, w in title + body}) >= body_min:
-        found.words += title + body
-    return found
-
-
-def _light(kind: str, facts: _Facts, rules: RuleSet) -> bool:
-    if kind in rules.data["grades"].get("light_kinds", []):
-        return True
-    return bool(facts.files) and facts.counts.get("light", 0) == len(facts.files)
-
-
-def _grade(item: Item, kind: str, facts: _Facts, rules: RuleSet) -> tuple[str, bool, Text]:
-    profile = rules.profile
-    native = _is_native(item, facts, rules)
-    if native:
-        found = _evidence(facts, rules, "native_L", profile.native_l, 99, title_decides=True)
-        if found and kind not in rules.data["grades"].get("light_kinds", ["docs", "ci"]):
-            return "L", True, _reason("native_L", found, facts, rules)
-        grade = "S" if _light(kind, facts, rules) else "M"
-        return grade, True, _reason(f"native_{grade}", _Evidence(), facts, rules)
-    if _light(kind, facts, rules):
-        return "S", False, _reason("S_light", _Evidence(), facts, rules)
-    for grade, signals, body_min in (("L", profile.signals_l, profile.body_min_l),
-                                     ("M", profile.signals_m, profile.body_min_m)):
-        found = _evidence(facts, rules, grade, signals, body_min, title_decides=grade == "L")
-        if found:
-            return grade, False, _reason(grade, found, facts, rules)
-    return "S", False, _reason("S", _Evidence(), facts, rules)
-
-
-def _reason(key: str, found: _Evidence, facts: _Facts, rules: RuleSet) -> Text:
-    template = rules.data["grades"]["reasons"][key]
-    target = rules.profile.label
-    ranked = _ranked_files(facts)
-    return {lang: template[lang].format(evidence=_evidence_text(found, ranked, rules, lang), target=target[lang])
-            for lang in _LANGS}
-
-
-def _ranked_files(facts: _Facts) -> list[str]:
-    """Changed paths, code before docs/tests/config, larger changes first: what a reason should name."""
-    ranked = sorted(facts.files, key=lambda f: ("light" in f[1], -f[2]))
-    return [path for path, _, _ in ranked]
-
-
-def _evidence_text(found: _Evidence, ranked: list[str], rules: RuleSet, lang: str) -> str:
-    grades = rules.data["grades"]
-    forms, limit = grades["evidence"], int(grades.get("max_evidence", 3))
-    sep = "; " if lang == "en" else ";"
-    seen_paths = list(dict.fromkeys(found.paths))[:limit]
-    parts = [forms["path"][lang].format(what=rules.signal_labels[s][lang], path=p) for s, p in seen_paths]
-    seen_words = list(dict.fromkeys(w for _, w in found.words))[: max(1, limit - len(parts))]
-    parts += [forms["word"][lang].format(word=w) for w in seen_words]
-    if not parts:
-        parts = _file_list(ranked, forms, limit, lang)
-    return sep.join(parts)
-
-
-def _file_list(ranked: list[str], forms: Mapping[str, Text], limit: int, lang: str) -> list[str]:
-    if not ranked:
-        return [forms["none"][lang]]
-    parts = [forms["files"][lang].format(path=path) for path in ranked[:limit]]
-    if len(ranked) > limit:
-        parts.append(forms["more"][lang].format(n=len(ranked) - limit))
-    return [", ".join(parts) if lang == "en" else "、".join(parts)]
 
 
 # --------------------------------------------------------------------------- risks
@@ -1300,7 +1204,7 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     facts = _facts(item, rules)
     kind = _kind(item, facts, rules)
     topics = _topics(item, facts, rules)
-    grade, native, grade_reason = _grade(item, kind, facts, rules)
+    grade, native, grade_reason = _grade(item, kind, claims, facts, rules)
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)
     priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))

@@ -1,0 +1,227 @@
+"""The adaptation grade (S/M/L) for the target platform, graded by what is left to do, and its reason.
+
+The knowledge is in `defaults/rules/grades.toml`; `rules.py` computes the per-item facts (words
+found, changed paths and their glob classes) and calls `grade`. In short:
+
+- **native** (already written for the target): the repository is the target's own, a changed code
+  file lies on a target path, or the title names the target (descriptions decide only when there are
+  no changed files, e.g. an issue or a pasted page). Docs mentioning the target do not make it native.
+- native items are graded by what the team still has to do: L for new or changed device kernels,
+  S for a version gate / compatibility adaptation or a docs/tests/CI/config change (regress it),
+  M otherwise (validate on hardware). Deleted kernel files are a removal, never "new kernels".
+- other items: L when bound to device kernels or GPU features (a code file, a title word, or enough
+  description words; a kernel file wins over light-file globs such as `**/*_config.py`), S for
+  light files and observability/metrics work, M for device-dependent Python logic or a performance
+  change whose benefit must be re-measured, else S (host-side).
+
+Every reason names the rule (its template in grades.toml) and the evidence (paths, words, files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - types only: rules.py imports this module
+    from ..models import Item, PerfClaim, Text
+    from .rules import RuleSet, _Facts
+
+__all__ = ["grade", "is_native"]
+
+_LANGS = ("en", "zh")
+_NO_HITS: frozenset[int] = frozenset()
+_DOC_EXT = (".md", ".rst", ".po", ".png", ".svg", ".jpg", ".txt")
+_CI_PARTS = (".github/", ".buildkite/", "docker/", ".ci/")
+
+
+@dataclass(slots=True)
+class _Evidence:
+    paths: list[tuple[str, str]] = field(default_factory=list)  # (signal, path)
+    words: list[tuple[str, str]] = field(default_factory=list)  # (signal, phrase)
+    deleted: list[tuple[str, str]] = field(default_factory=list)  # (signal, path) of removed files
+
+    def __bool__(self) -> bool:
+        return bool(self.paths or self.words)
+
+
+def _is_code(classes: frozenset[str]) -> bool:
+    return "code" in classes and "code_exclude" not in classes
+
+
+def is_native(item: Item, facts: _Facts, rules: RuleSet) -> bool:
+    """Already written for the target: own repository, a target code path, or the title names it."""
+    profile = rules.profile
+    if item.repo.lower() in profile.native_repos:
+        return True
+    for path, classes, _ in facts.files:
+        if "native" in classes and (_is_code(classes) or path.rsplit("/", 1)[-1].startswith("Dockerfile")):
+            return True
+    if facts.hit("title", "native") or facts.hit("tags", "native"):
+        return True
+    return not facts.files and len(facts.hit("body", "native")) >= profile.native_body_min
+
+
+def _evidence(facts: _Facts, rules: RuleSet, key: str, signals: list[str], body_min: int,
+              title_decides: bool, kernel: bool) -> _Evidence:
+    """Files and words of `signals`: a code file decides, title words decide when `title_decides`,
+    otherwise words need `body_min` distinct phrases (title and description together). With
+    `kernel`, a code file of the signal counts even when a light glob also matches it."""
+    found = _Evidence()
+    union = rules.signal_pids.get(key, _NO_HITS)
+    paths = [sid for sid in signals if facts.counts.get(f"sig:{sid}")]
+    if not paths and not (union & (facts.found["title"] | facts.found["tags"] | facts.found["body"])):
+        return found  # the common case: nothing of this grade anywhere
+    for sid in paths:
+        for path, classes, _ in facts.files:
+            if f"sig:{sid}" not in classes or ("light" in classes and not (kernel and _is_code(classes))):
+                continue
+            (found.deleted if path in facts.deleted else found.paths).append((sid, path))
+    title = [(sid, rules.index.texts[p]) for sid in signals
+             for p in sorted(facts.hit("title", f"s:{sid}") | facts.hit("tags", f"s:{sid}"))]
+    body = [(sid, rules.index.texts[p]) for sid in signals for p in sorted(facts.hit("body", f"s:{sid}"))]
+    if found or (title and title_decides) or len({w for _, w in title + body}) >= body_min:
+        found.words += title + body
+    return found
+
+
+def _light_files(facts: _Facts, rules: RuleSet) -> bool:
+    """Every changed file is light (docs, tests, CI, config), and none is a kernel source."""
+    if not facts.files:
+        return False
+    kernel = {f"sig:{s}" for s in [*rules.profile.signals_l, *rules.profile.native_l]}
+    return all("light" in classes and not (kernel & classes and _is_code(classes))
+               for _, classes, _ in facts.files)
+
+
+def _light_kind(kind: str, rules: RuleSet) -> bool:
+    return kind in rules.data["grades"].get("light_kinds", [])
+
+
+def _light_category(facts: _Facts) -> str:
+    """What the light files are: docs, tests, ci, config (code such as config.py) or mixed."""
+    cats = set()
+    for path, classes, _ in facts.files:
+        if "test" in classes:
+            cats.add("tests")
+        elif path.lower().endswith(_DOC_EXT) or path.startswith("docs/"):
+            cats.add("docs")
+        elif path.startswith(_CI_PARTS) or path.rsplit("/", 1)[-1].startswith("Dockerfile"):
+            cats.add("ci")
+        elif "code" in classes:
+            cats.add("config_code")
+        else:
+            cats.add("config")
+    if len(cats) == 1:
+        return cats.pop()
+    return "config_code" if "config_code" in cats else "mixed"
+
+
+def _title_hit(facts: _Facts, owner: str) -> bool:
+    return bool(facts.hit("title", owner) or facts.hit("tags", owner))
+
+
+def _measured(kind: str, claims: Sequence[PerfClaim], facts: _Facts) -> bool:
+    """A performance change: its benefit has to be measured again on the target."""
+    if kind == "perf" or _title_hit(facts, "g:measure"):
+        return True
+    return any(c.ratio is not None or (c.before is not None and c.after is not None) for c in claims)
+
+
+def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: _Facts,
+          rules: RuleSet) -> tuple[str, bool, Text]:
+    """(grade, native, reason) of one item."""
+    profile = rules.profile
+    if is_native(item, facts, rules):
+        return _native_grade(item, kind, facts, rules)
+    light = _light_kind(kind, rules) or _light_files(facts, rules)
+    if light and not _kernel_files(facts, rules):
+        key = f"S_{_light_category(facts)}" if facts.files else "S_kind"
+        return "S", False, _reason(key, _Evidence(), facts, rules)
+    found = _evidence(facts, rules, "L", profile.signals_l, profile.body_min_l, title_decides=True, kernel=True)
+    if found:
+        return "L", False, _reason("L", found, facts, rules)
+    if found.deleted:
+        return "M", False, _reason("M_deleted", _Evidence(paths=found.deleted), facts, rules)
+    if _title_hit(facts, "g:host"):
+        return "S", False, _reason("S_host", _Evidence(), facts, rules)
+    found = _evidence(facts, rules, "M", profile.signals_m, profile.body_min_m, title_decides=False, kernel=False)
+    if found:
+        return "M", False, _reason("M", found, facts, rules, what=found.paths or found.words)
+    if _measured(kind, claims, facts):
+        return "M", False, _reason("M_measure", _Evidence(), facts, rules)
+    return "S", False, _reason("S" if facts.files else "S_nofiles", _Evidence(), facts, rules)
+
+
+def _kernel_files(facts: _Facts, rules: RuleSet) -> bool:
+    kernel = {f"sig:{s}" for s in [*rules.profile.signals_l, *rules.profile.native_l]}
+    return any(kernel & classes and _is_code(classes) and path not in facts.deleted
+               for path, classes, _ in facts.files)
+
+
+def _native_grade(item: Item, kind: str, facts: _Facts, rules: RuleSet) -> tuple[str, bool, Text]:
+    profile = rules.profile
+    light = _light_kind(kind, rules) or (_light_files(facts, rules) and not _kernel_files(facts, rules))
+    if not light:
+        found = _evidence(facts, rules, "native_L", profile.native_l, 99, title_decides=True, kernel=True)
+        if found:
+            return "L", True, _reason("native_L", found, facts, rules)
+        if found.deleted:
+            return "M", True, _reason("native_deleted", _Evidence(paths=found.deleted), facts, rules)
+        if _title_hit(facts, "adapt") and item.repo.lower() not in profile.native_repos:
+            return "S", True, _reason("native_gate", _Evidence(), facts, rules)
+        found = _evidence(facts, rules, "M", profile.signals_m, 1, title_decides=True, kernel=False)
+        return "M", True, _reason("native_M", found, facts, rules, what=found.paths or found.words)
+    key = f"native_S_{_light_category(facts)}" if facts.files else "native_S_kind"
+    return "S", True, _reason(key, _Evidence(), facts, rules)
+
+
+def _reason(key: str, found: _Evidence, facts: _Facts, rules: RuleSet,
+            what: Sequence[tuple[str, str]] = ()) -> Text:
+    grades = rules.data["grades"]
+    template = grades["reasons"][key]
+    target = rules.profile.label
+    ranked = _ranked_files(facts)
+    generic = grades.get("generic_what", {"en": "Python", "zh": "Python"})
+    out = {}
+    for lang in _LANGS:
+        subject = rules.signal_labels[what[0][0]][lang] if what else generic[lang]
+        out[lang] = template[lang].format(evidence=_evidence_text(found, ranked, rules, lang), target=target[lang],
+                                          what=subject, area=_area(ranked, grades, lang))
+    return out
+
+
+def _area(ranked: list[str], grades: Mapping, lang: str) -> str:
+    """The package directory of the largest changed file (`verl/trainer`), which a reason names."""
+    if not ranked:
+        return grades.get("no_area", {"en": "the code", "zh": "代码"})[lang]
+    parts = ranked[0].split("/")[:-1]
+    return "/".join(parts[:2]) if parts else ranked[0]
+
+
+def _ranked_files(facts: _Facts) -> list[str]:
+    """Changed paths, code before docs/tests/config, larger changes first: what a reason should name."""
+    ranked = sorted(facts.files, key=lambda f: ("light" in f[1], -f[2]))
+    return [path for path, _, _ in ranked]
+
+
+def _evidence_text(found: _Evidence, ranked: list[str], rules: RuleSet, lang: str) -> str:
+    grades = rules.data["grades"]
+    forms, limit = grades["evidence"], int(grades.get("max_evidence", 3))
+    sep = "; " if lang == "en" else ";"
+    seen_paths = list(dict.fromkeys(found.paths))[:limit]
+    parts = [forms["path"][lang].format(what=rules.signal_labels[s][lang], path=p) for s, p in seen_paths]
+    seen_words = list(dict.fromkeys(w for _, w in found.words))[: max(1, limit - len(parts))]
+    parts += [forms["word"][lang].format(word=w) for w in seen_words]
+    if not parts:
+        parts = _file_list(ranked, forms, limit, lang)
+    return sep.join(parts)
+
+
+def _file_list(ranked: list[str], forms: Mapping[str, Text], limit: int, lang: str) -> list[str]:
+    if not ranked:
+        return [forms["none"][lang]]
+    parts = [forms["files"][lang].format(path=path) for path in ranked[:limit]]
+    if len(ranked) > limit:
+        parts.append(forms["more"][lang].format(n=len(ranked) - limit))
+    return [", ".join(parts) if lang == "en" else "、".join(parts)]
