@@ -465,6 +465,8 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     index.add(prio.get("noise_title_words", []), "noise", body=False)
     index.add(prio.get("adaptation_words", []), "adapt", body=False)
     index.add(prio.get("off_main_words", []), "offmain", body=False)
+    index.add(prio.get("accuracy_words", []), "silent", body=False)
+    index.add(prio.get("correctness_words", []), "correct", body=False)
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
@@ -1038,7 +1040,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "native": native, "target": native or rules.profile.topic in topics,
         "code": facts.has_code, "tests": facts.has_tests,
         "substance": facts.code_lines >= int(prio.get("substance_lines", 200)),
-        "small": facts.code_lines < (marks[0] if marks else 0),
+        "small": bool(facts.files) and facts.code_lines < (marks[0] if marks else 0),  # unknown size is not small
         "numbers": _numbers(claims),
         "mechanism": _mechanism_count(facts) >= int(prio.get("mechanism_min", 4)),
         "design": facts.design_chars >= int(prio.get("design_min_chars", 200)),
@@ -1053,9 +1055,14 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "target-x": named and item.repo.lower() not in rules.native_repos,
         "adaptation": bool(facts.hit("title", "adapt") or facts.hit("tags", "adapt")),
         "off-main": bool(facts.hit("title", "offmain") or facts.hit("tags", "offmain")),
+        "win": any(c.ratio is not None and c.ratio > 1.0 for c in claims),  # an improvement, not a slowdown
         "big-win": any(c.ratio is not None and c.ratio >= float(prio.get("big_win_ratio", 1.2)) for c in claims),
         "issue": item.kind == "issue",
         "page": not facts.files,
+        "work": facts.has_code or not facts.files,  # code changed, or nothing known about the files
+        "silent": bool(facts.hit("title", "silent") or facts.hit("tags", "silent")),
+        "correctness": bool(facts.hit("title", "correct") or facts.hit("tags", "correct")),
+        "host-tool": bool(facts.hit("title", "g:host") or facts.hit("tags", "g:host")),
     }
     flags.update(name for name, on in conditions.items() if on)
     return flags
