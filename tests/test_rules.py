@@ -128,6 +128,14 @@ def test_perf_pr_with_claims_is_p0_and_quotes_the_figure(rules, conf):
     assert without.priority == "P1" and without.insight < result.insight
 
 
+def test_a_slowdown_is_never_a_win(rules, conf):
+    # 141.42 -> 148.26 us is 5% slower: reported figures, but no win, so not P0 on its numbers
+    slower = [PerfClaim("kernel time", 141.42, 148.26, "us", 4.84, ratio=0.95)]
+    assert analyse_item(case_item("attention-metadata"), rules, slower, conf).priority != "P0"
+    faster = [PerfClaim("kernel time", 148.26, 101.42, "us", -31.6, ratio=1.46)]
+    assert analyse_item(case_item("attention-metadata"), rules, faster, conf).priority == "P0"
+
+
 def test_whole_numbers_print_without_decimals(rules, conf):
     claims = [PerfClaim("step time", 12.0, 9.0, "s", -25.0)]
     result = analyse_item(case_item("attention-metadata"), rules, claims, conf)

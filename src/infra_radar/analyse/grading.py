@@ -104,17 +104,17 @@ def _light_category(facts: _Facts) -> str:
     for path, classes, _ in facts.files:
         if "test" in classes:
             cats.add("tests")
+        elif "code" in classes:
+            cats.add("config_code")
         elif path.lower().endswith(_DOC_EXT) or path.startswith("docs/"):
             cats.add("docs")
         elif path.startswith(_CI_PARTS) or path.rsplit("/", 1)[-1].startswith("Dockerfile"):
             cats.add("ci")
-        elif "code" in classes:
-            cats.add("config_code")
         else:
             cats.add("config")
     if len(cats) == 1:
         return cats.pop()
-    return "config_code" if "config_code" in cats else "mixed"
+    return "config_code" if cats & {"config_code", "tests"} else "mixed"
 
 
 def _title_hit(facts: _Facts, owner: str) -> bool:
