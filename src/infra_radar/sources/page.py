@@ -726,39 +726,20 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
 # -- import ---------------------------------------------------------------------------------------
 
 
-def _stored(engine: Engine, repo: str, number: int | None) -> Item | None:
-    """The item already in the store under this repository and number, if any."""
+def _stored(engine: Engine, repo: str, number: int | None) -> tuple[str, str, str] | None:
+    """(repository name as stored, kind, key) of the PR or issue the store has under this number, if any."""
     import sqlalchemy as sa
 
-    from ..store import queries
     from ..store.schema import items, repos
 
     if number is None:
         return None
-    query = queries._base_query().where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
-                                        items.c.kind == PR)
+    query = (sa.select(repos.c.name, items.c.kind, items.c.key).join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
+                    items.c.kind.in_(["pr", "issue"])).order_by(items.c.kind).limit(1))
     with engine.connect() as conn:
-        found = queries._items(conn, query.limit(1))
-    return found[0][0] if found else None
-
-
-def _merge_stored(item: Item, old: Item, report: PageReport) -> Item:
-    """What the page lacks comes from the stored item (a git import knows files and the merge commit)."""
-    item.repo = old.repo
-    item.files = item.files or old.files
-    item.merge_commit = item.merge_commit or old.merge_commit
-    item.labels = item.labels or old.labels
-    item.branches = list(dict.fromkeys([*old.branches, *item.branches]))
-    if not report.state_found:
-        item.state = old.state
-    item.merged_at = item.merged_at or (old.merged_at if item.state == MERGED else None)
-    item.closed_at = item.closed_at or (old.closed_at if item.state in (MERGED, CLOSED) else None)
-    item.created_at = item.created_at or old.created_at
-    item.updated_at = item.updated_at or old.updated_at
-    item.body = item.body or old.body
-    item.author = item.author or old.author
-    item.comments = item.comments or old.comments
-    return item
+        row = conn.execute(query).first()
+    return (row.name, row.kind, row.key) if row else None
 
 
 def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
@@ -770,8 +751,8 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     report.path = str(path)
     item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
     old = _stored(engine, item.repo, item.number)
-    if old is not None:
-        item = _merge_stored(item, old, report)
+    if old is not None:  # the store's name, kind and key; save merges the rest without downgrading it
+        item.repo, item.kind, item.key = old
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,
