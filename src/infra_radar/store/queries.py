@@ -15,7 +15,6 @@ from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
 from .db import data_analysis, from_db_time, row_item, to_db_time
 from .schema import analyses, comments, files, items, links, repos, runs, watch
 
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
