@@ -312,8 +312,9 @@ def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: s
     from .pipeline import export as run_export
     from .windows import make_window, parse_when
 
-    window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
-                         parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
+    window = None if not since and not until else make_window(
+        parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
+        parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))  # no window: every item
     data = run_export(obj.settings(), obj.engine(), window, repo, state)
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 

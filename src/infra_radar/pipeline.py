@@ -410,7 +410,7 @@ def parse_ref(ref: str) -> tuple[str, int]:
     return repo, int(number)
 
 
-def export(settings: Settings, engine: Engine, window: Window, repo: str | None = None,
+def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,
            state: str = "all") -> list[dict]:
     """The export contract: one JSON object per analysed item in the window, with the same links as its card
     (references, items referencing it, duplicates, chain parts, same-mechanism items, adaptations)."""

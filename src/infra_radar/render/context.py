@@ -597,7 +597,8 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
     view = row(ai, t)
     view.update({
         "author": item.author or "—", "created": iso(item.created_at), "merged": iso(item.merged_at),
-        "closed": iso(item.closed_at), "branches": item.branches, "merge_commit": item.merge_commit or "",
+        "closed": iso(item.closed_at), "imported": iso(item.updated_at) if item.time_source == "import" else "",
+        "branches": item.branches, "merge_commit": item.merge_commit or "",
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in
                                                                          ai.analysis.risk_labels],
         "claims": claim_rows(ai.analysis.perf_claims, t), "file_groups": _file_groups(item.files),

@@ -1,0 +1,232 @@
+"""Pages in the shapes people save: thread renderings, `gh pr view` plain text and --json, browser copies.
+
+The table below was written by reading the 24 pages of ../shared/data/pages/threads-2026-07-02/ (titles are
+kept as SHA-1 prefixes so no page text is copied into the repository); the pages are read at test time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from infra_radar.config import load_settings
+from infra_radar.pipeline import open_store
+from infra_radar.sources.page import PageReport, import_page, load_page_rules, parse_page, read_page
+
+THREADS = "threads-2026-07-02"
+D = "2026-{}".format  # noqa: UP030
+
+# file stem -> (kind, title sha1[:10], state, draft, first date (the description's, else the first turn's),
+#               author of the description ("" when the page has none), labels)
+TABLE = {
+    "ByteDance-Seed+VeOmni+860": ("pr", "61f2713b78", "open", D("06-24"), "Luosuu", []),
+    "ByteDance-Seed+VeOmni+871": ("pr", "7272f22677", "open", D("07-01"), "Zhang1Sheng", []),
+    "ByteDance-Seed+VeOmni+872": ("pr", "3084c3af47", "open", D("07-01"), "Zhang1Sheng", []),
+    "THUDM+slime+2147": ("issue", "cd094559c8", "open", D("06-29"), "CalvinXKY", []),
+    "verl-project+verl+6881": ("pr", "f6de4b826b", "merged", D("06-29"), "fh188", []),
+    "verl-project+verl+6894": ("issue", "3b906009b6", "open", D("06-29"), "TengTu0311", []),
+    "verl-project+verl+6907": ("pr", "1e1baf07cd", "closed", D("07-01"), "Kirrito-k423", []),
+    "verl-project+verl+6908": ("pr", "693f1a3df0", "closed", D("07-01"), "Kirrito-k423", []),
+    "verl-project+verl+6911": ("pr", "dcc8b7ff3d", "merged", D("07-01"), "Mind-s", []),
+    "verl-project+verl+6912": ("pr", "b5ec37ebcd", "closed", D("07-03"), "", []),
+    "verl-project+verl+6913": ("pr", "d4691179cc", "merged", D("07-01"), "kolehma8", []),
+    "verl-project+verl-omni+208": ("pr", "c284d5bd07", "merged", D("06-24"), "qinganrice", []),
+    "vllm-project+vllm+46838": ("pr", "6d172b0ee9", "merged", D("06-26"), "Aneureka", []),
+    "vllm-project+vllm+47334": ("issue", "a1d5c5b616", "open", D("07-01"), "LucasWilkinson", ["RFC"]),
+    "vllm-project+vllm+47352": ("pr", "2002594bf4", "merged", D("07-01"), "TheEpicDolphin", []),
+    "vllm-project+vllm+47355": ("pr", "6d6f91cb63", "open", D("07-01"), "LucasWilkinson", []),
+    "vllm-project+vllm+47359": ("issue", "dfe075090b", "open", D("07-01"), "Arraddhyyad", ["feature request"]),
+    "vllm-project+vllm+47363": ("pr", "b05311b693", "open", D("07-02"), "zhuohan123", []),
+    "vllm-project+vllm+47368": ("pr", "de393769c7", "open", D("07-02"), "hclsys", []),
+    "vllm-project+vllm-omni+4344": ("pr", "6d8d6e34b4", "merged", D("06-11"), "Celeste-jq", []),
+    "vllm-project+vllm-omni+4796": ("issue", "2719118b60", "open", D("06-30"), "Nughm3", ["core", "omni", "RFC"]),
+    "vllm-project+vllm-omni+4802": ("issue", "884c951140", "closed", D("06-30"), "Ronnie-Rui",
+                                    ["core", "critical", "RFC"]),
+    "vllm-project+vllm-omni+4814": ("issue", "0a5bb97d10", "closed", D("07-01"), "", ["bug", "medium priority"]),
+    "vllm-project+vllm-omni+4826": ("issue", "eb19ccf511", "closed", D("07-02"), "yenuo26",
+                                    ["bug", "ci-failure", "low priority"]),
+}
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:10]
+
+
+@pytest.fixture
+def threads(shared_data: Path) -> Path:
+    folder = shared_data / "pages" / THREADS
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not available")
+    return folder
+
+
+@pytest.mark.parametrize("stem", sorted(TABLE))
+def test_thread_page_metadata(threads, stem):
+    kind, title_sha, state, first, author, labels = TABLE[stem]
+    owner, name, number = stem.split("+")
+    rules = load_page_rules(load_settings())
+    text = read_page(threads / f"{stem}.txt")
+    for file_stem in (stem, ""):  # the file name is not what the metadata comes from
+        item = parse_page(text, rules, file_stem=file_stem, report=PageReport(stem))
+        assert (item.repo, item.number, item.kind, item.key) == (f"{owner}/{name}", int(number), kind, number)
+        assert _sha(item.title) == title_sha, item.title
+        assert (item.state, item.draft) == (state, False)
+        assert item.created_at == datetime.fromisoformat(first).replace(tzinfo=UTC)
+        assert item.when is not None and item.when >= item.created_at
+        assert item.author == author and item.labels == labels
+        assert not item.files, "a page names paths; it has no diffstat"
+        assert not any(c.is_bot or c.author.endswith("[bot]") for c in item.comments)
+        for marker in ("· description ·", "· comment ·", "pull request #", "issue #", "url: http"):
+            assert marker not in item.body, marker
+
+
+def test_thread_pages_keep_descriptions_comments_and_named_paths(threads):
+    rules = load_page_rules(load_settings())
+
+    def read(stem):
+        return parse_page(read_page(threads / f"{stem}.txt"), rules, file_stem=stem)
+
+    issue = read("vllm-project+vllm-omni+4826")  # description continued from turn 0, then two comments
+    assert [c.author for c in issue.comments] == ["IneshReddy249", "amy-why-3459"]
+    assert issue.body and issue.updated_at == datetime(2026, 7, 3, tzinfo=UTC)
+    assert "[turn 0" not in issue.body
+    pr = read("ByteDance-Seed+VeOmni+860")  # a bot's review thread: dropped, the file it is on kept as named
+    assert pr.comments == [] and any(p.endswith("_gpu_patch_gen_config.py") for p in pr.named_paths)
+    assert "tests/ops/test_deepseek_sparse_attention.py" in pr.named_paths
+    closed = read("verl-project+verl+6912")  # no description on the page: the comment stays a comment
+    assert closed.body == "" and len(closed.comments) == 1 and closed.comments[0].author == "kenkenpa2126"
+    long_title = read("ByteDance-Seed+VeOmni+871")  # GitHub's "…end of a long title" is not the description
+    assert not long_title.body.startswith("…")
+
+
+def test_browser_copy_names_review_paths(shared_data):
+    path = shared_data / "pages" / "vllm-project+vllm-ascend+7756.txt"
+    if not path.exists():
+        pytest.skip("no #7756 page")
+    item = parse_page(read_page(path), load_page_rules(load_settings()), file_stem=path.stem)
+    assert item.number == 7756 and item.kind == "pr" and not item.files
+    assert any(p.endswith("gdn_chunk_meta.py") for p in item.named_paths)
+
+
+# -- gh shapes (written here, in the form gh prints) -------------------------------------------------
+
+GH_PLAIN = """title:\tFix scheduler crash when the KV cache is full
+state:\tMERGED
+author:\talice
+labels:\tbug, scheduler
+assignees:\t
+reviewers:\tbob (Approved)
+projects:\t
+milestone:\t
+number:\t4242
+url:\thttps://github.com/acme/engine/pull/4242
+additions:\t12
+deletions:\t3
+auto-merge:\tdisabled
+--
+## Purpose
+The scheduler in `engine/core/sched.py` crashed when the cache was full.
+--
+author:\tbob
+association:\tmember
+edited:\tfalse
+status:\tapproved
+--
+Looks good, thanks.
+--
+"""
+
+GH_ISSUE = """title:\tSupport FP8 on the new backend
+state:\tOPEN
+author:\tcarol
+labels:\tfeature request
+comments:\t1
+assignees:\t
+projects:\t
+milestone:\t
+number:\t77
+--
+Please add FP8 to csrc/attention/backend.cu.
+"""
+
+
+def parse_text(text: str, stem: str = ""):
+    report = PageReport("x")
+    return parse_page(text, load_page_rules(load_settings()), file_stem=stem, report=report), report
+
+
+def test_gh_pr_view_plain_text():
+    item, report = parse_text(GH_PLAIN)
+    assert report.shape == "gh-plain"
+    assert (item.repo, item.number, item.kind, item.state, item.author) == ("acme/engine", 4242, "pr", "merged",
+                                                                            "alice")
+    assert item.title.startswith("Fix scheduler crash") and item.labels == ["bug", "scheduler"]
+    assert item.body.startswith("## Purpose") and "Looks good" not in item.body
+    assert [(c.author, c.body, c.kind) for c in item.comments] == [("bob", "Looks good, thanks.", "review")]
+    assert item.named_paths == ["engine/core/sched.py"] and not item.files
+
+
+def test_gh_issue_view_plain_text_needs_the_repo_from_elsewhere():
+    item, _ = parse_text(GH_ISSUE, stem="acme+engine+77")
+    assert (item.repo, item.number, item.kind, item.state) == ("acme/engine", 77, "issue", "open")
+    assert item.named_paths == ["csrc/attention/backend.cu"]
+
+
+def test_gh_pr_view_json():
+    data = {
+        "number": 31, "title": "[Draft] Add NPU fused MoE", "state": "OPEN", "isDraft": True,
+        "author": {"login": "dave"}, "labels": [{"name": "npu"}], "body": "Adds a kernel.",
+        "createdAt": "2026-07-01T10:00:00Z", "updatedAt": "2026-07-02T11:00:00Z", "mergedAt": None,
+        "closedAt": None, "url": "https://github.com/acme/engine/pull/31", "baseRefName": "main",
+        "comments": [{"author": {"login": "erin"}, "body": "Nice", "createdAt": "2026-07-02T11:00:00Z"}],
+        "reviews": [{"author": {"login": "frank"}, "body": "", "submittedAt": "2026-07-02T10:00:00Z"}],
+        "files": [{"path": "engine/ops/moe.py", "additions": 40, "deletions": "x"}],
+    }
+    item, report = parse_text(json.dumps(data))
+    assert report.shape == "gh-json"
+    assert (item.repo, item.number, item.kind, item.state, item.draft) == ("acme/engine", 31, "pr", "open", True)
+    assert item.title == "Add NPU fused MoE" and item.author == "dave" and item.labels == ["npu"]
+    assert item.created_at == datetime(2026, 7, 1, 10, tzinfo=UTC) and item.branches == ["main"]
+    assert [(f.path, f.additions, f.deletions) for f in item.files] == [("engine/ops/moe.py", 40, None)]
+    assert [c.author for c in item.comments] == ["erin"]
+
+
+def test_gh_issue_json_and_merged_json():
+    issue = {"number": 9, "title": "Crash", "state": "CLOSED", "url": "https://github.com/acme/engine/issues/9",
+             "body": "", "closedAt": "2026-07-03T00:00:00Z", "stateReason": "COMPLETED"}
+    item, _ = parse_text(json.dumps(issue))
+    assert (item.kind, item.state, item.closed_at) == ("issue", "closed", datetime(2026, 7, 3, tzinfo=UTC))
+    merged = {"number": 10, "title": "Speed up", "state": "MERGED", "url": "https://github.com/acme/engine/pull/10",
+              "mergedAt": "2026-07-04T01:02:03Z"}
+    item, _ = parse_text(json.dumps(merged))
+    assert (item.kind, item.state, item.merged_at, item.when) == ("pr", "merged", datetime(2026, 7, 4, 1, 2, 3,
+                                                                  tzinfo=UTC), datetime(2026, 7, 4, 1, 2, 3, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("word", ["Fix", "Revert", "See", "Closes", "Fixes"])
+def test_titles_starting_with_reference_words_keep_title_and_number(word):
+    one, _ = parse_text(f"{word} the crash in the block manager #812\nhttps://github.com/acme/engine/pull/812\n"
+                        "alice commented on Jul 1, 2026\nThe body.\n")
+    two, _ = parse_text(f"{word} a leak in the scheduler #813\nhttps://github.com/acme/engine/pull/813\n"
+                        "alice commented on Jul 1, 2026\nAnother body.\n")
+    assert (one.number, one.key, two.number, two.key) == (812, "812", 813, "813")
+    assert one.title == f"{word} the crash in the block manager"
+    ref, _ = parse_text(f"{word} #812\nhttps://github.com/acme/engine/pull/900\n")
+    assert ref.number != 812  # a bare reference is still not a title
+
+
+def test_thread_pages_import_into_the_store_and_twice_changes_nothing(settings, threads, tmp_path):
+    engine = open_store(settings)
+    pages = sorted(threads.glob("*.txt"))
+    for page in pages:  # renamed: nothing comes from the file name
+        copy = tmp_path / f"page-{pages.index(page)}.txt"
+        shutil.copy(page, copy)
+        import_page(settings, engine, copy)
+    again = PageReport()
+    import_page(settings, engine, tmp_path / "page-0.txt", report=again)
+    assert again.stats.unchanged == 1
