@@ -356,6 +356,10 @@ def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
     return [entry.format(repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
+def _with_data(items) -> set[str]:
+    return {ai.item.repo.lower() for ai in items}
+
+
 def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: list[dict[str, Any]],
                 related: dict[str, list[Link]] | None = None) -> list:
     refs: dict[str, dict[str, str]] = {}
@@ -381,10 +385,14 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     top_rows = [row(ai, t) for ai in top]
     short_rows = [{**row(ai, t), "note": short_note(ai, t)} for ai in short]
     deep_views = [{**deep_view(ai, t), "related": _link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
+    with_data = _with_data(inp.items)
     return {
         "date": day(inp.window.until), "since": iso(inp.window.since), "until": iso(inp.window.until),
         "hours": round((inp.window.until - inp.window.since) / timedelta(hours=1)),
-        "first_run": inp.first_run, "explicit": inp.explicit, "generated": iso(inp.generated_at), "repos": inp.repos,
+        "first_run": inp.first_run, "explicit": inp.explicit, "generated": iso(inp.generated_at),
+        # the scope line names the repositories with items in the window, and apart those with none
+        "repos": [r for r in inp.repos if r.lower() in with_data],
+        "repos_no_data": [r for r in inp.repos if r.lower() not in with_data],
         "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": len(ranked),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
