@@ -223,6 +223,11 @@ def test_external_dependency_from_cross_repo_reference(rules, conf):
     ("[Test] Cover the empty batch", [("tests/test_x.py", 40, 0)], "test"),
     ("[Refactor] Split the runner", [("infer/worker/a.py", 90, 90)], "refactor"),
     ("[Model] Support Qwen4", [("infer/models/qwen4.py", 400, 0)], "model-support"),
+    # tags that name a component or an input are not kinds
+    ("[Model Runner V2] Share the top-k buffer between draft steps", [("infer/worker/gpu/spec.py", 90, 9)],
+     "misc"),
+    ("[image] Resize before the processor", [("infer/multimodal/image.py", 40, 9)], "misc"),
+    ("[CI image] Rebuild the test image", [(".github/workflows/img.yml", 4, 1)], "ci"),
     ("[model] fix: logits when labels are None", [("trainer/models/x.py", 3, 1)], "bugfix"),
     ("[doc] fix: broken link", [("docs/a.md", 1, 1)], "docs"),
     ("Update the install guide", [("docs/install.md", 9, 2)], "docs"),

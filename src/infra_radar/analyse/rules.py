@@ -423,6 +423,7 @@ class RuleSet:
     native_repos: set[str] = field(default_factory=set)
     lead_verbs: set[str] = field(default_factory=set)
     lead_prefixes: list[list[str]] = field(default_factory=list)
+    component_tags: list[list[str]] = field(default_factory=list)  # tag groups that are not kinds
     topic_pids: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # pid -> (topic, source)
     topic_classes: dict[str, int] = field(default_factory=dict)  # glob class -> topic
     risk_pids: frozenset[int] = frozenset()  # every phrase of a word risk: most items hit none
@@ -494,6 +495,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         native_repos=native_repos,
         lead_verbs={" ".join(words(w)) for w in kinds.get("summary", {}).get("lead_verbs", [])},
         lead_prefixes=[words(p) for p in kinds.get("summary", {}).get("lead_prefixes", [])],
+        component_tags=[words(p) for p in kinds.get("component_tags", []) if words(p)],
         topic_pids=_topic_pids(topics, index),
         kind_pids=_kind_pids(kind_rules, index),
         signal_pids={key: frozenset().union(*(index.pids.get(f"s:{sid}", ()) for sid in sids))
@@ -797,6 +799,8 @@ def _facts(item: Item, rules: RuleSet) -> _Facts:
     label_words = [w for label in item.labels for w in [*words(label), ""]]
     found = {"title": rules.index.find(title_words), "tags": rules.index.find([*tags, type_word]),
              "labels": rules.index.find(label_words)}
+    kind_tags = _kind_tags(tags, rules)
+    found["kind_tags"] = found["tags"] if kind_tags is tags else rules.index.find([*kind_tags, type_word])
     facts = _Facts(title, type_word, tags, title_words, "", 0, found, rules.index.pids, [])
     _add_files(facts, item, rules)
     if _housekeeping(facts, rules):
@@ -807,6 +811,26 @@ def _facts(item: Item, rules: RuleSet) -> _Facts:
     facts.body, facts.design_chars = _clean(item.body, rules)
     found["body"] = rules.index.find(words(facts.body), body=True)
     return facts
+
+
+def _kind_tags(tags: list[str], rules: RuleSet) -> list[str]:
+    """The tag words without the groups that name a component, not a kind (`[Model Runner V2]`, `[image]`)."""
+    components = rules.component_tags
+    if not components or not tags:
+        return tags
+    kept: list[str] = []
+    group: list[str] = []
+    dropped = False
+    for word in tags:
+        if word:
+            group.append(word)
+            continue
+        if any(group[: len(c)] == c for c in components):
+            dropped = True
+        else:
+            kept += [*group, ""]
+        group = []
+    return kept if dropped else tags
 
 
 def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
@@ -847,7 +871,7 @@ def _kind(item: Item, facts: _Facts, rules: RuleSet) -> str:
     if scope and _modules(facts.tag_words) > 1:
         # `[fsdp, perf, doc] fix:` lists the modules touched; `doc` there does not make it a docs change
         scope &= set(rules.data["kinds"].get("scope_kinds_listed", ["revert"]))
-    for region, source in (("tags", "tag"), ("title", "title"), ("labels", "label")):
+    for region, source in (("kind_tags", "tag"), ("title", "title"), ("labels", "label")):
         for pid in facts.found[region]:
             for rule in rules.kind_pids.get((source, pid), ()):
                 if scope is None or source != "tag" or rule.kind in scope:
