@@ -136,6 +136,23 @@ def test_a_slowdown_is_never_a_win(rules, conf):
     assert analyse_item(case_item("attention-metadata"), rules, faster, conf).priority == "P0"
 
 
+def test_headline_is_the_largest_improvement_with_its_condition(rules, conf):
+    ctx = {"concurrency": "48"}
+    claims = [PerfClaim("Total time", 12.6, 12.5, "s", -0.79, ratio=1.01, context=ctx),
+              PerfClaim("dev3", 595.88, 2.41, "ms", -99.6, ratio=247.25, context=ctx),
+              PerfClaim("queue p99", 603.63, 2.64, "ms", -99.56, ratio=228.65, context=ctx)]
+    result = analyse_item(case_item("attention-metadata"), rules, claims, conf)
+    # the largest improvement among real metric names, not the first row nor a bare row label
+    assert "queue p99 [concurrency 48] 603.63 → 2.64 ms" in result.summary["en"]
+    # a sweep that is mostly slower is headlined by the author's first figure, written as worse
+    sweep = [PerfClaim("kernel time", 141.42, 148.26, "us", 4.84, ratio=0.95),
+             PerfClaim("kernel time", 11.64, 12.75, "us", 9.54, ratio=0.91),
+             PerfClaim("kernel time", 10.45, 10.19, "us", -2.49, ratio=1.03)]
+    slower = analyse_item(case_item("attention-metadata"), rules, sweep, conf)
+    assert "141.42 → 148.26 us, worse" in slower.summary["en"] and "变差" in slower.summary["zh"]
+    assert slower.priority != "P0"
+
+
 def test_whole_numbers_print_without_decimals(rules, conf):
     claims = [PerfClaim("step time", 12.0, 9.0, "s", -25.0)]
     result = analyse_item(case_item("attention-metadata"), rules, claims, conf)

@@ -424,6 +424,7 @@ class RuleSet:
     lead_verbs: set[str] = field(default_factory=set)
     lead_prefixes: list[list[str]] = field(default_factory=list)
     component_tags: list[list[str]] = field(default_factory=list)  # tag groups that are not kinds
+    metric_words: frozenset[str] = frozenset()  # words of real metric names (headline claims)
     topic_pids: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # pid -> (topic, source)
     topic_classes: dict[str, int] = field(default_factory=dict)  # glob class -> topic
     risk_pids: frozenset[int] = frozenset()  # every phrase of a word risk: most items hit none
@@ -496,6 +497,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         lead_verbs={" ".join(words(w)) for w in kinds.get("summary", {}).get("lead_verbs", [])},
         lead_prefixes=[words(p) for p in kinds.get("summary", {}).get("lead_prefixes", [])],
         component_tags=[words(p) for p in kinds.get("component_tags", []) if words(p)],
+        metric_words=frozenset(w for p in kinds.get("summary", {}).get("metric_words", []) for w in words(p)),
         topic_pids=_topic_pids(topics, index),
         kind_pids=_kind_pids(kind_rules, index),
         signal_pids={key: frozenset().union(*(index.pids.get(f"s:{sid}", ()) for sid in sids))
@@ -1079,8 +1081,9 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "target-x": named and item.repo.lower() not in rules.native_repos,
         "adaptation": bool(facts.hit("title", "adapt") or facts.hit("tags", "adapt")),
         "off-main": bool(facts.hit("title", "offmain") or facts.hit("tags", "offmain")),
-        "win": any(c.ratio is not None and c.ratio > 1.0 for c in claims),  # an improvement, not a slowdown
-        "big-win": any(c.ratio is not None and c.ratio >= float(prio.get("big_win_ratio", 1.2)) for c in claims),
+        # an improvement, not a slowdown nor one faster row of a mostly slower sweep
+        "win": _win(claims, float(prio.get("win_ratio", 1.05))) > 0,
+        "big-win": _win(claims, float(prio.get("big_win_ratio", 1.2))) > 0,
         "issue": item.kind == "issue",
         "page": not facts.files,
         "work": facts.has_code or not facts.files,  # code changed, or nothing known about the files
@@ -1120,13 +1123,37 @@ def _focus_bonus(topics: list[str], rules: RuleSet, settings: Settings) -> float
 # --------------------------------------------------------------------------- summary and checklist
 
 
-def _best_claim(claims: Sequence[PerfClaim]) -> PerfClaim | None:
-    # The first figure the author gave is usually the headline one; the largest change is often an
-    # outlier from a side table.
+def _best_claim(claims: Sequence[PerfClaim], goal: set[str] | None = None,
+                metric_words: frozenset[str] = frozenset()) -> PerfClaim | None:
+    """The headline figure: the largest improvement on the PR's stated goal (a metric sharing a word
+    with the title or lead), else the largest improvement; a slowdown only when nothing improved, and
+    then it is written as one (the author's first figure). Metrics named with a known word (latency,
+    p99, throughput: `metric_words`) come before bare row labels. Without directions, the first figure."""
+    better = [c for c in claims if c.ratio is not None and c.ratio > 1.0]
+    if better and _win(claims, 1.0):
+        named = [c for c in better if set(words(c.metric)) & metric_words] or better
+        on_goal = [c for c in named if goal and set(words(c.metric)) & goal]
+        return max(on_goal or named, key=lambda c: c.ratio or 0.0)
     paired = [c for c in claims if c.before is not None and c.after is not None]
     if paired:
         return paired[0]
     return next((c for c in claims if c.ratio is not None or c.change_pct is not None), None)
+
+
+def _win(claims: Sequence[PerfClaim], least: float) -> float:
+    """The speed-up of the headline improvement (0 when the figures show none): a sweep whose rows are
+    mostly slower is no win even if one row is faster."""
+    ratios = sorted(c.ratio for c in claims if c.ratio is not None)
+    if not ratios or ratios[len(ratios) // 2] < 1.0 or ratios[-1] < least:
+        return 0.0
+    return ratios[-1]
+
+
+def _condition(claim: PerfClaim) -> str:
+    """The condition a figure was measured under (model, hardware, concurrency, case), shortly."""
+    parts = [str(v) if k.lower() in str(v).lower() or ":" in str(v) else f"{k} {v}"
+             for k, v in sorted(claim.context.items()) if v and k != "source"][:2]
+    return ", ".join(parts)[:60]
 
 
 def _claim_text(claim: PerfClaim, lang: str, summary: Mapping[str, Any], short: bool = False) -> str:
@@ -1139,7 +1166,12 @@ def _claim_text(claim: PerfClaim, lang: str, summary: Mapping[str, Any], short: 
     else:
         pct = claim.change_pct or 0.0
         key, values = "claim_pct", {"pct": ("+" if pct > 0 else "") + format_number(pct)}
-    text = summary[key][lang].format(metric=claim.metric, unit=unit, **values)
+    if claim.ratio is not None and claim.ratio < 1.0 and key == "claim_pair" and "claim_slower" in summary:
+        key = "claim_slower"
+    cond = _condition(claim)
+    metric = summary["claim_cond"][lang].format(metric=claim.metric, cond=cond) if cond and "claim_cond" in summary \
+        else claim.metric
+    text = summary[key][lang].format(metric=metric, unit=unit, **values)
     if short:  # the checklist names the figure without the "(self-reported)" note
         text = re.sub(r"\s*[((][^()()]*[))]\s*$", "", text)
     return text
@@ -1178,7 +1210,8 @@ def _summary(kind: str, topics: list[str], native: bool, claims: Sequence[PerfCl
     limit = int(summary.get("max_chars", 120))
     labels = {t.id: t.label for t in rules.topics}
     shown = [t for t in topics if t != kind and not (native and t == rules.profile.topic)][:2]
-    lead, best = _lead(facts, rules), _best_claim(claims)
+    lead = _lead(facts, rules)
+    best = _best_claim(claims, set(facts.title_words) | set(words(lead)), rules.metric_words)
     out: Text = {}
     for lang in _LANGS:
         kind_name = names.get(kind, {}).get(lang, kind)
@@ -1202,7 +1235,7 @@ def _shorten(text: str, room: int) -> str:
 
 
 def _checklist(flags: set[str], claims: Sequence[PerfClaim], topics: list[str], rules: RuleSet,
-               settings: Settings) -> list[Text]:
+               settings: Settings, goal: set[str] | None = None) -> list[Text]:
     checklist = rules.data["checklist"]
     summary = rules.data["kinds"].get("summary", {})
     most, least = int(checklist.get("max_steps", 4)), int(checklist.get("min_steps", 2))
@@ -1213,7 +1246,7 @@ def _checklist(flags: set[str], claims: Sequence[PerfClaim], topics: list[str], 
         if rule.holds(flags) and rule.value not in chosen:
             chosen.append(rule.value)
     metrics = list(dict.fromkeys(c.metric for c in claims if c.metric))[:3]
-    best = _best_claim(claims)
+    best = _best_claim(claims, goal, rules.metric_words)
     labels = {t.id: t.label for t in rules.topics}
     values = {}
     for lang in _LANGS:
@@ -1248,5 +1281,6 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
         insight=_score(rules.insight, flags), grade=grade, grade_reason=grade_reason, native=native,
         decision=decision, decision_reason=dict(decision_reason), risk_labels=risks, perf_claims=claims,
         links=[], summary=_summary(kind, topics, native, claims, facts, rules),
-        checklist=_checklist(flags, claims, topics, rules, settings), version=rules.version,
+        checklist=_checklist(flags, claims, topics, rules, settings, set(facts.title_words)),
+        version=rules.version,
     )
