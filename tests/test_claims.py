@@ -338,3 +338,19 @@ def test_real_export_version_bumps_are_not_claims():
     bumps = [claims for subject, claims in found if subject.lower().startswith(("bump", "[ci] bump"))]
     assert not any(bumps)
     assert sum(1 for _, claims in found if claims) > 40
+
+
+def test_claim_meaning_tells_improvement_regression_ab_and_sweep():
+    from infra_radar.analyse.claims import claim_meaning
+    from infra_radar.models import PerfClaim
+
+    faster = PerfClaim("TTFT", 100.0, 80.0, "ms", -20.0, ratio=1.25)
+    slower = PerfClaim("TTFT", 100.0, 120.0, "ms", 20.0, ratio=0.83)
+    ab = PerfClaim("memory", 52.37, 57.68, "GB", 10.1, ratio=0.91, source="| W4A4 | GLM-5.1 | 8 | off | 52.37 GB |")
+    rows = [PerfClaim("kernel time", 9.0, 8.0, "us", ratio=1.12, context={"case": "Shape: [512]"}),
+            PerfClaim("kernel time", 11.0, 12.0, "us", ratio=0.92, context={"case": "Shape: [704]"})]
+    assert claim_meaning(faster, [faster]) == "improvement"
+    assert claim_meaning(slower, [slower]) == "regression"
+    assert claim_meaning(ab, [ab]) == "ab"
+    assert claim_meaning(rows[0], rows) == "sweep"
+    assert claim_meaning(PerfClaim("hit rate", 0.0, 53.7, "%"), []) == "figure"

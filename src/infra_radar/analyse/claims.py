@@ -29,7 +29,8 @@ from typing import Any
 
 from ..models import PerfClaim
 
-__all__ = ["ClaimRules", "compile_claim_rules", "default_claim_rules", "extract_claims", "format_number"]
+__all__ = ["ClaimRules", "claim_meaning", "compile_claim_rules", "default_claim_rules", "extract_claims",
+           "format_number"]
 
 _NUM_BODY = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NUM_BEFORE, _NUM_AFTER = r"(?<![\w.=/:#@$\-–+])", r"(?![\w.,]*\d)"
@@ -85,6 +86,8 @@ class ClaimRules:
     up_re: re.Pattern[str]
     down_re: re.Pattern[str]
     context: list[tuple[str, str, list[re.Pattern[str]]]] = field(default_factory=list)
+    ab_re: re.Pattern[str] | None = None  # prose that compares two settings ("off vs on", "w/o")
+    ab_cells: frozenset[str] = frozenset()  # a table cell that names a setting ("off", "enabled")
 
 
 def _words(words: list[str]) -> str:
@@ -165,7 +168,27 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
         down_re=_wre(ph["down"]),
         context=[(c["key"], c.get("format", "{v}"), [re.compile(p) for p in c["patterns"]])
                  for c in data.get("context", [])],
+        ab_re=_wre(data["meaning"]["ab_phrases"]) if data.get("meaning", {}).get("ab_phrases") else None,
+        ab_cells=frozenset(c.lower() for c in data.get("meaning", {}).get("ab_cells", [])),
     )
+
+
+def claim_meaning(claim: PerfClaim, claims: list[PerfClaim] | tuple[PerfClaim, ...],
+                  rules: ClaimRules | None = None) -> str:
+    """What a figure says: "ab" (two settings compared, e.g. a feature off and on), "sweep" (one row of
+    several cases of the same metric), "regression" (worse after), "improvement" (better after), or
+    "figure" (direction unknown)."""
+    rules = rules or default_claim_rules()
+    source = claim.source or ""
+    cells = {c.strip().strip("`*").lower() for c in source.split("|")} if "|" in source else set()
+    if cells & rules.ab_cells or (rules.ab_re is not None and rules.ab_re.search(source)):
+        return "ab"
+    same = [c for c in claims if c.metric == claim.metric and c.context != claim.context]
+    if same:
+        return "sweep"
+    if claim.ratio is None:
+        return "figure"
+    return "improvement" if claim.ratio > 1.0 else "regression" if claim.ratio < 1.0 else "figure"
 
 
 @cache

@@ -28,13 +28,7 @@ from ..errors import ConfigError
 from ..models import Analysis, Item, PerfClaim, Text
 from .grading import grade as _grade
 
-try:  # one formatting of figures across the project, when the claims module provides it
-    from .claims import format_number
-except ImportError:  # pragma: no cover - claims.py is written separately
-
-    def format_number(x: float) -> str:
-        """Shortest faithful text for a figure: 1048.64 -> "1048.64", 12.0 -> "12"."""
-        return str(int(x)) if float(x).is_integer() else repr(x)
+from .claims import claim_meaning, format_number
 
 
 __all__ = [
@@ -1156,7 +1150,8 @@ def _condition(claim: PerfClaim) -> str:
     return ", ".join(parts)[:60]
 
 
-def _claim_text(claim: PerfClaim, lang: str, summary: Mapping[str, Any], short: bool = False) -> str:
+def _claim_text(claim: PerfClaim, lang: str, summary: Mapping[str, Any], short: bool = False,
+                claims: Sequence[PerfClaim] = ()) -> str:
     unit = claim.unit or ""
     unit = f" {unit}" if unit[:1].isalnum() else unit
     if claim.before is not None and claim.after is not None:
@@ -1166,8 +1161,14 @@ def _claim_text(claim: PerfClaim, lang: str, summary: Mapping[str, Any], short: 
     else:
         pct = claim.change_pct or 0.0
         key, values = "claim_pct", {"pct": ("+" if pct > 0 else "") + format_number(pct)}
-    if claim.ratio is not None and claim.ratio < 1.0 and key == "claim_pair" and "claim_slower" in summary:
+    meaning = claim_meaning(claim, claims) if key == "claim_pair" else ""
+    if meaning == "ab" and "claim_ab" in summary:
+        key = "claim_ab"
+    elif claim.ratio is not None and claim.ratio < 1.0 and key == "claim_pair" and "claim_slower" in summary:
         key = "claim_slower"
+    elif meaning == "sweep" and "claim_best" in summary:
+        key = "claim_best"
+        values["n"] = str(sum(1 for c in claims if c.metric == claim.metric))
     cond = _condition(claim)
     metric = summary["claim_cond"][lang].format(metric=claim.metric, cond=cond) if cond and "claim_cond" in summary \
         else claim.metric
@@ -1217,7 +1218,7 @@ def _summary(kind: str, topics: list[str], native: bool, claims: Sequence[PerfCl
         kind_name = names.get(kind, {}).get(lang, kind)
         topic_text = summary["topics"][lang].format(topics=summary["topic_sep"][lang].join(
             labels[t][lang] for t in shown)) if shown else ""
-        claim = summary["claim_sep"][lang] + _claim_text(best, lang, summary) if best else ""
+        claim = summary["claim_sep"][lang] + _claim_text(best, lang, summary, claims=claims) if best else ""
         room = limit - len(kind_name) - len(topic_text) - len(claim) - 2
         if room < min(len(lead), 48):  # the lead says more than the topic names
             room, topic_text = room + len(topic_text), ""
@@ -1253,7 +1254,7 @@ def _checklist(flags: set[str], claims: Sequence[PerfClaim], topics: list[str], 
         sep = ", " if lang == "en" else "、"
         values[lang] = {
             "metrics": sep.join(metrics) if metrics else checklist["default_metrics"][lang],
-            "claim": _claim_text(best, lang, summary, short=True) if best else "",
+            "claim": _claim_text(best, lang, summary, short=True, claims=claims) if best else "",
             "target": rules.profile.label[lang],
             "topics": sep.join(labels[t][lang] for t in topics if t in settings.focus),
         }
