@@ -26,10 +26,8 @@ from typing import Any
 from ..config import DEFAULTS, Settings, load_rule_file
 from ..errors import ConfigError
 from ..models import Analysis, Item, PerfClaim, Text
-from .grading import grade as _grade
-
 from .claims import claim_meaning, format_number
-
+from .grading import grade as _grade
 
 __all__ = [
     "ENGINE_VERSION", "RULE_FILES", "RuleSet", "analyse_item", "clean_description", "is_bot",
