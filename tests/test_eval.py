@@ -137,6 +137,29 @@ def test_check_names_every_failure_and_the_holdout_gap(tmp_path):
     assert json.loads(json.dumps(report_json(report)))["parts"]["all"]["items"] == 4
 
 
+def test_a_team_part_is_scored_on_its_own(tmp_path):
+    merged = [analysed("acme/infer", n, "bugfix", [], p, "S") for n, p in ((10, "P1"), (11, "P2"), (12, "none"))]
+    for ai in merged:
+        ai.item.state = "merged"
+    rows = [{"window": {"part": "team", "since": "2026-07-01T00:00Z", "until": "2026-07-02T00:00Z",
+                        "repos": ["acme/infer"]}},
+            {"item": "acme/infer#1", "part": "team", "priority": "P0", "grade": "M"},  # P0 ranked P0: hit
+            {"item": "acme/infer#4", "part": "team", "priority": "P1", "grade": "M"},  # ranked none: a miss
+            {"item": "acme/infer#2", "part": "team", "priority": "P2"}]
+    labels = load_labels(write(tmp_path / "team.jsonl", rows))
+    assert labels.problems == [] and set(labels.windows) == {"team"}
+    report = evaluate(labels, STORE, {"team": merged + [STORE["acme/infer#1"]]})
+    team = report.parts["team"]
+    assert report.parts["all"].items == 0 and team.items == 3  # not in all/tune/holdout
+    assert team.high_recall == pytest.approx(0.5) and team.fields["grade"].accuracy == pytest.approx(0.5)
+    # merged PRs of the window not listed: #10 (P1), #11, #12 -> 1 of 3 ranked P0/P1; #1 is listed
+    assert (team.unlisted, team.unlisted_high) == (3, ["acme/infer#10"])
+    failures = check(report)
+    assert "P0/P1 recall 0.500 < 0.90 (team)" in failures and "grade 0.500 < 0.85 (team)" in failures
+    assert not any("unlisted" in f for f in failures)  # 0.333 <= 0.35
+    assert "[team] 3 item(s)" in report_text(report)
+
+
 def test_split_is_a_fixed_thirty_percent():
     ids = [f"acme/infer#{n}" for n in range(1000)]
     held = sum(split_of(i) == "holdout" for i in ids)

@@ -127,3 +127,17 @@ def test_housekeeping_ranks_below_code_of_the_same_priority(store):
         code = [a.importance for a in same if a.item_kind not in HOUSEKEEPING]
         if house and code:
             assert max(house) < min(code), priority
+
+
+def test_the_window_ranks_a_radar_of_the_teams_size(store):
+    """2026-06-29T02:00Z..2026-07-02T02:12Z: a handful of P0s (the team's verl P0s among them), a P1
+    table of about the team's size, not dozens."""
+    from datetime import UTC, datetime
+
+    _, _, analysed, _ = store
+    since, until = datetime(2026, 6, 29, 2, 0, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC)
+    window = [a for a in analysed if a.item.when and since <= a.item.when < until]
+    ranks = Counter(a.analysis.priority for a in window)
+    assert 1 <= ranks["P0"] <= 12 and ranks["P1"] <= 40, ranks
+    p0 = {a.item.ref for a in window if a.analysis.priority == "P0"}
+    assert {"verl-project/verl#6901", "verl-project/verl#6886"} <= p0
