@@ -230,3 +230,49 @@ def test_thread_pages_import_into_the_store_and_twice_changes_nothing(settings, 
     again = PageReport()
     import_page(settings, engine, tmp_path / "page-0.txt", report=again)
     assert again.stats.unchanged == 1
+
+
+def test_thread_pages_onto_history_change_no_title_or_body(settings, threads, tmp_path):
+    """Pages of PRs the history already holds only add: titles, bodies, files and merge times stay."""
+    from infra_radar.pipeline import import_jsonl
+    from infra_radar.store.queries import analysed_item
+
+    from .conftest import export_rows
+
+    numbers: dict[str, set[int]] = {}
+    for stem in TABLE:
+        owner, name, number = stem.split("+")
+        numbers.setdefault(f"{owner}+{name}", set()).add(int(number))
+    exports = []
+    for key, wanted in numbers.items():
+        for source in sorted((threads.parents[1] / "git").glob(f"{key}[.@]*jsonl.gz")):  # main and release branches
+            rows = export_rows(source.name)
+            keep = [r for r in rows[1:] if r.get("kind") == "commit" and any(
+                r["subject"].rstrip().endswith(f"(#{n})") for n in wanted)]
+            if not keep:
+                continue
+            path = tmp_path / source.name.replace(".gz", "")
+            path.write_text("\n".join(json.dumps(r) for r in [rows[0], *keep]) + "\n", encoding="utf-8")
+            exports.append(path)
+    if not exports:
+        pytest.skip("no thread page is in the history exports")
+    engine = open_store(settings)
+    import_jsonl(settings, engine, exports)
+    from infra_radar.pipeline import analyze
+
+    analyze(settings, engine)
+    before = {}
+    for key, wanted in numbers.items():
+        for n in wanted:
+            found = analysed_item(engine, key.replace("+", "/"), n)
+            if found is not None:
+                before[(key, n)] = found.item
+    assert len(before) >= 3  # verl#6881, #6911, #6913, verl-omni#208 are merged PRs of the history
+    for stem in TABLE:
+        import_page(settings, engine, threads / f"{stem}.txt")
+    analyze(settings, engine)
+    for (key, n), old in before.items():
+        new = analysed_item(engine, key.replace("+", "/"), n).item
+        assert (new.title, new.body, new.state, new.merged_at, new.source) == \
+            (old.title, old.body, old.state, old.merged_at, old.source), (key, n)
+        assert [f.path for f in new.files] == [f.path for f in old.files] and new.named_paths is not None

@@ -114,6 +114,10 @@ def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Ti
         except (OSError, EOFError) as exc:
             save.finish_run(engine, run, "failed", {"error": str(exc)})
             raise SourceError(f"{path}: cannot read: {exc}") from None
+        except Exception as exc:  # never leave the run "running"
+            save.finish_run(engine, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:300]})
+            raise
+        report.skipped += stats.skipped
         save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                            "skipped": len(report.skipped)})
         results.append(ImportResult(str(path), report.repo, stats, report.skipped))
