@@ -86,6 +86,7 @@ class ImportResult:
     repo: str
     stats: save.SaveStats
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was passed over on purpose (a branch glob matching nothing)
 
 
 def _cleaner(settings: Settings):
@@ -134,15 +135,17 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     check_clone(path)
     patterns = branches or settings.repo(repo).branches
     run = save.start_run(engine, "import-git", repo, window)
+    notes: list[str] = []
     stream = read_clone(path, repo, patterns, _cleaner(settings),
-                        window.since if window else None, window.until if window else None)
+                        window.since if window else None, window.until if window else None, notes)
     try:
         stats = save.save_items(engine, _counted(stream, tick))
-    except SourceError as exc:
-        save.finish_run(engine, run, "failed", {"error": str(exc)})
+    except Exception as exc:  # never leave the run "running"
+        save.finish_run(engine, run, "failed", {"error": str(exc)[:300]})
         raise
-    save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated})
-    return ImportResult(str(path), repo, stats)
+    save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
+                                       "notes": notes, "skipped": len(stats.skipped)})
+    return ImportResult(str(path), repo, stats, stats.skipped, notes)
 
 
 # -- analyse --------------------------------------------------------------------------------------
