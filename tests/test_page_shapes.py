@@ -276,3 +276,35 @@ def test_thread_pages_onto_history_change_no_title_or_body(settings, threads, tm
         assert (new.title, new.body, new.state, new.merged_at, new.source) == \
             (old.title, old.body, old.state, old.merged_at, old.source), (key, n)
         assert [f.path for f in new.files] == [f.path for f in old.files] and new.named_paths is not None
+
+
+# -- text-only items are first-class ------------------------------------------------------------------
+
+
+def test_text_only_items_take_grade_and_code_from_named_paths(settings):
+    from infra_radar.analyse.rules import RuleSet, analyse_item
+    from infra_radar.models import FileChange, Item
+
+    rules = RuleSet.load(settings)
+    body = ("## Purpose\nMove the fused MoE kernel in `csrc/moe/fused_moe_kernel.cu` to a new launcher and "
+            "call it from vllm/model_executor/layers/fused_moe/layer.py.\n\n## Test Plan\n"
+            "tests/kernels/moe/test_fused_moe.py passes.\n")
+    page = Item(repo="acme/engine", kind="pr", key="5", number=5, title="[Kernel] Faster fused MoE launch",
+                body=body, state="open", source="page",
+                named_paths=["csrc/moe/fused_moe_kernel.cu", "vllm/model_executor/layers/fused_moe/layer.py",
+                             "tests/kernels/moe/test_fused_moe.py"])
+    bare = Item(**{**{f: getattr(page, f) for f in ("repo", "kind", "key", "number", "title", "body", "state",
+                                                     "source")}, "named_paths": []})
+    named, without = analyse_item(page, rules, [], settings), analyse_item(bare, rules, [], settings)
+    assert named.grade == "L" and named.item_kind != "test"  # a device kernel named in the text
+    tests_only = Item(repo="acme/engine", kind="pr", key="6", number=6, title="Fix crash in the scheduler",
+                      body="Crash when the queue is empty; tests/test_sched.py covers it.", source="page",
+                      named_paths=["tests/test_sched.py"], state="open")
+    assert analyse_item(tests_only, rules, [], settings).item_kind != "test"  # named, not "every file changed"
+    diffstat = Item(**{f: getattr(tests_only, f) for f in ("repo", "kind", "key", "number", "title", "body",
+                                                          "state", "source")})
+    diffstat.files = [FileChange("tests/test_sched.py", 10, 0)]
+    diffstat.named_paths = []
+    assert analyse_item(diffstat, rules, [], settings).item_kind == "test"  # a real diffstat still decides
+    # the same text without the paths it names: no code seen, so no grade L and no priority
+    assert (without.grade, without.priority) == ("S", "none") and named.priority != "none"
