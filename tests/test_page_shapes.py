@@ -308,3 +308,48 @@ def test_text_only_items_take_grade_and_code_from_named_paths(settings):
     assert analyse_item(diffstat, rules, [], settings).item_kind == "test"  # a real diffstat still decides
     # the same text without the paths it names: no code seen, so no grade L and no priority
     assert (without.grade, without.priority) == ("S", "none") and named.priority != "none"
+
+
+# -- nothing undated is lost ------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_every_page_item_shows_in_export_daily_weekly_show_and_site(settings, threads, tmp_path):
+    from datetime import timedelta
+
+    pages = [threads.parent / "vllm-project+vllm-ascend+7756.txt", *sorted(threads.glob("*.txt"))]
+    for page in pages:
+        code, out, err = _cli("import-page", str(page))
+        assert code == 0, err
+    code, out, err = _cli("import-page", str(pages[0]))
+    assert "0 new, 0 updated, 1 unchanged" in out  # the import time is kept, not renewed
+    assert "import time" in out
+    refs = {f"{p.stem.split('+')[0]}/{p.stem.split('+')[1]}#{p.stem.split('+')[2]}" for p in pages}
+    code, out, err = _cli("export")  # no window: everything
+    assert code == 0, err
+    exported = {f"{x['repo']}#{x['number']}" for x in json.loads(out)}
+    assert exported == refs
+    until = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
+    code, out, err = _cli("daily", "--since", "2026-06-01", "--until", until, "--lang", "en")
+    assert code == 0, err
+    assert f"Items: {len(refs)} scanned" in out
+    code, out, err = _cli("show", "vllm-project/vllm-ascend#7756", "--lang", "en")
+    assert code == 0 and "imported: " in out and "(the source gave no date)" in out
+    code, out, err = _cli("show", "vllm-project/vllm#47334", "--lang", "en")
+    assert code == 0 and "imported: " not in out  # a page with its own date
+    code, out, err = _cli("weekly", "--repo", "vllm-project/vllm-ascend", "--since", "2026-06-01", "--until", until,
+                          "--lang", "en")
+    assert code == 0 and "#7756" in out
+    code, out, err = _cli("site", "build", str(tmp_path / "site"))
+    assert code == 0, err
+    for ref in refs:
+        repo, number = ref.split("#")
+        assert (tmp_path / "site" / "items" / repo.replace("/", "+") / f"{number}.html").exists(), ref
