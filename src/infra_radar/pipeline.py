@@ -333,13 +333,16 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
                  explicit: bool, watch: list):
     """What the daily radar of `window` shows (render.context.DailyInput), the tracked items' rechecks given."""
     from .analyse.ledger import related_links
+    from .analyse.links import load_relation_rules
+    from .analyse.stories import stories
     from .render.context import DailyInput
 
     found = queries.analysed_in_window(engine, window, names)
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
-                      related=related_links(settings, engine, top))
+                      related=related_links(settings, engine, top),
+                      stories=stories(found, load_relation_rules(settings)))
 
 
 def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
