@@ -230,3 +230,126 @@ def test_thread_pages_import_into_the_store_and_twice_changes_nothing(settings, 
     again = PageReport()
     import_page(settings, engine, tmp_path / "page-0.txt", report=again)
     assert again.stats.unchanged == 1
+
+
+def test_thread_pages_onto_history_change_no_title_or_body(settings, threads, tmp_path):
+    """Pages of PRs the history already holds only add: titles, bodies, files and merge times stay."""
+    from infra_radar.pipeline import import_jsonl
+    from infra_radar.store.queries import analysed_item
+
+    from .conftest import export_rows
+
+    numbers: dict[str, set[int]] = {}
+    for stem in TABLE:
+        owner, name, number = stem.split("+")
+        numbers.setdefault(f"{owner}+{name}", set()).add(int(number))
+    exports = []
+    for key, wanted in numbers.items():
+        for source in sorted((threads.parents[1] / "git").glob(f"{key}[.@]*jsonl.gz")):  # main and release branches
+            rows = export_rows(source.name)
+            keep = [r for r in rows[1:] if r.get("kind") == "commit" and any(
+                r["subject"].rstrip().endswith(f"(#{n})") for n in wanted)]
+            if not keep:
+                continue
+            path = tmp_path / source.name.replace(".gz", "")
+            path.write_text("\n".join(json.dumps(r) for r in [rows[0], *keep]) + "\n", encoding="utf-8")
+            exports.append(path)
+    if not exports:
+        pytest.skip("no thread page is in the history exports")
+    engine = open_store(settings)
+    import_jsonl(settings, engine, exports)
+    from infra_radar.pipeline import analyze
+
+    analyze(settings, engine)
+    before = {}
+    for key, wanted in numbers.items():
+        for n in wanted:
+            found = analysed_item(engine, key.replace("+", "/"), n)
+            if found is not None:
+                before[(key, n)] = found.item
+    assert len(before) >= 3  # verl#6881, #6911, #6913, verl-omni#208 are merged PRs of the history
+    for stem in TABLE:
+        import_page(settings, engine, threads / f"{stem}.txt")
+    analyze(settings, engine)
+    for (key, n), old in before.items():
+        new = analysed_item(engine, key.replace("+", "/"), n).item
+        assert (new.title, new.body, new.state, new.merged_at, new.source) == \
+            (old.title, old.body, old.state, old.merged_at, old.source), (key, n)
+        assert [f.path for f in new.files] == [f.path for f in old.files] and new.named_paths is not None
+
+
+# -- text-only items are first-class ------------------------------------------------------------------
+
+
+def test_text_only_items_take_grade_and_code_from_named_paths(settings):
+    from infra_radar.analyse.rules import RuleSet, analyse_item
+    from infra_radar.models import FileChange, Item
+
+    rules = RuleSet.load(settings)
+    body = ("## Purpose\nMove the fused MoE kernel in `csrc/moe/fused_moe_kernel.cu` to a new launcher and "
+            "call it from vllm/model_executor/layers/fused_moe/layer.py.\n\n## Test Plan\n"
+            "tests/kernels/moe/test_fused_moe.py passes.\n")
+    page = Item(repo="acme/engine", kind="pr", key="5", number=5, title="[Kernel] Faster fused MoE launch",
+                body=body, state="open", source="page",
+                named_paths=["csrc/moe/fused_moe_kernel.cu", "vllm/model_executor/layers/fused_moe/layer.py",
+                             "tests/kernels/moe/test_fused_moe.py"])
+    bare = Item(**{**{f: getattr(page, f) for f in ("repo", "kind", "key", "number", "title", "body", "state",
+                                                     "source")}, "named_paths": []})
+    named, without = analyse_item(page, rules, [], settings), analyse_item(bare, rules, [], settings)
+    assert named.grade == "L" and named.item_kind != "test"  # a device kernel named in the text
+    tests_only = Item(repo="acme/engine", kind="pr", key="6", number=6, title="Fix crash in the scheduler",
+                      body="Crash when the queue is empty; tests/test_sched.py covers it.", source="page",
+                      named_paths=["tests/test_sched.py"], state="open")
+    assert analyse_item(tests_only, rules, [], settings).item_kind != "test"  # named, not "every file changed"
+    diffstat = Item(**{f: getattr(tests_only, f) for f in ("repo", "kind", "key", "number", "title", "body",
+                                                          "state", "source")})
+    diffstat.files = [FileChange("tests/test_sched.py", 10, 0)]
+    diffstat.named_paths = []
+    assert analyse_item(diffstat, rules, [], settings).item_kind == "test"  # a real diffstat still decides
+    # the same text without the paths it names: no code seen, so no grade L and no priority
+    assert (without.grade, without.priority) == ("S", "none") and named.priority != "none"
+
+
+# -- nothing undated is lost ------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_every_page_item_shows_in_export_daily_weekly_show_and_site(settings, threads, tmp_path):
+    from datetime import timedelta
+
+    pages = [threads.parent / "vllm-project+vllm-ascend+7756.txt", *sorted(threads.glob("*.txt"))]
+    for page in pages:
+        code, out, err = _cli("import-page", str(page))
+        assert code == 0, err
+    code, out, err = _cli("import-page", str(pages[0]))
+    assert "0 new, 0 updated, 1 unchanged" in out  # the import time is kept, not renewed
+    assert "import time" in out
+    refs = {f"{p.stem.split('+')[0]}/{p.stem.split('+')[1]}#{p.stem.split('+')[2]}" for p in pages}
+    code, out, err = _cli("export")  # no window: everything
+    assert code == 0, err
+    exported = {f"{x['repo']}#{x['number']}" for x in json.loads(out)}
+    assert exported == refs
+    until = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
+    code, out, err = _cli("daily", "--since", "2026-06-01", "--until", until, "--lang", "en")
+    assert code == 0, err
+    assert f"Items: {len(refs)} scanned" in out
+    code, out, err = _cli("show", "vllm-project/vllm-ascend#7756", "--lang", "en")
+    assert code == 0 and "imported: " in out and "(the source gave no date)" in out
+    code, out, err = _cli("show", "vllm-project/vllm#47334", "--lang", "en")
+    assert code == 0 and "imported: " not in out  # a page with its own date
+    code, out, err = _cli("weekly", "--repo", "vllm-project/vllm-ascend", "--since", "2026-06-01", "--until", until,
+                          "--lang", "en")
+    assert code == 0 and "#7756" in out
+    code, out, err = _cli("site", "build", str(tmp_path / "site"))
+    assert code == 0, err
+    for ref in refs:
+        repo, number = ref.split("#")
+        assert (tmp_path / "site" / "items" / repo.replace("/", "+") / f"{number}.html").exists(), ref

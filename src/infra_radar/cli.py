@@ -196,6 +196,10 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
     with _progress("reading git log") as tick:
         result = import_git(obj.settings(), obj.engine(write=True), path, repo, patterns, window, tick)
     _print_import(result)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    for line in result.skipped[:10]:
+        _err(f"skipped {line}")
 
 
 @main.command()

@@ -5,7 +5,7 @@ found, changed paths and their glob classes) and calls `grade`. In short:
 
 - **native** (already written for the target): the repository is the target's own, a changed code
   file lies on a target path, or the title names the target (descriptions decide only when there are
-  no changed files, e.g. an issue or a pasted page). Docs mentioning the target do not make it native.
+  diffstat, e.g. an issue or a pasted page). Docs mentioning the target do not make it native.
 - native items are graded by what the team still has to do: L for new or changed device kernels,
   S for a version gate / compatibility adaptation or a docs/tests/CI/config change (regress it),
   M otherwise (validate on hardware). Deleted kernel files are a removal, never "new kernels".
@@ -59,7 +59,7 @@ def is_native(item: Item, facts: _Facts, rules: RuleSet) -> bool:
             return True
     if facts.hit("title", "native") or facts.hit("tags", "native"):
         return True
-    return not facts.files and len(facts.hit("body", "native")) >= profile.native_body_min
+    return not facts.diffstat and len(facts.hit("body", "native")) >= profile.native_body_min
 
 
 def _evidence(facts: _Facts, rules: RuleSet, key: str, signals: list[str], body_min: int,
@@ -87,7 +87,7 @@ def _evidence(facts: _Facts, rules: RuleSet, key: str, signals: list[str], body_
 
 def _light_files(facts: _Facts, rules: RuleSet) -> bool:
     """Every changed file is light (docs, tests, CI, config), and none is a kernel source."""
-    if not facts.files:
+    if not facts.files or not facts.diffstat:  # paths a text names are a partial view
         return False
     kernel = {f"sig:{s}" for s in [*rules.profile.signals_l, *rules.profile.native_l]}
     return all("light" in classes and not (kernel & classes and _is_code(classes))
@@ -150,7 +150,7 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: _Facts,
         return "M", False, _reason("M", found, facts, rules, what=found.paths or found.words)
     if _measured(kind, claims, facts):
         return "M", False, _reason("M_measure", _Evidence(), facts, rules)
-    return "S", False, _reason("S" if facts.files else "S_nofiles", _Evidence(), facts, rules)
+    return "S", False, _reason("S" if facts.files and facts.diffstat else "S_nofiles", _Evidence(), facts, rules)
 
 
 def _kernel_files(facts: _Facts, rules: RuleSet) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
-from ..models import Analysis, Item, PerfClaim
+from ..models import Analysis, FileChange, Item, PerfClaim
 from .grading import grade as _grade
 from .matching import words
 from .ruleset import (
@@ -89,6 +89,7 @@ class _Facts:
     lines: int = 0
     has_code: bool = False
     has_tests: bool = False
+    diffstat: bool = True  # False: `files` are paths the text names (no line counts known)
 
     def hit(self, region: str, owner: str) -> set[int] | frozenset[int]:
         return self.found[region] & self.pids.get(owner, _NO_HITS)
@@ -192,7 +193,9 @@ def _kind_tags(tags: list[str], rules: RuleSet) -> list[str]:
 
 
 def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
-    for change in item.files:
+    # no diffstat (an issue, an RFC, a pasted page): the paths its text names stand in, without line counts
+    facts.diffstat = bool(item.files)
+    for change in item.files or [FileChange(path) for path in item.named_paths]:
         classes = rules.classes(change.path)
         size = (change.additions or 0) + (change.deletions or 0)
         facts.files.append((change.path, classes, size))
@@ -209,7 +212,7 @@ def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
 
 def _housekeeping(facts: _Facts, rules: RuleSet) -> bool:
     """Every changed file is docs, CI or tests (one of those path classes of kinds.toml)."""
-    if not facts.files:
+    if not facts.files or not facts.diffstat:  # named paths are a partial view: the text still counts
         return False
     return any(facts.counts.get(rule.owner, 0) == len(facts.files) for rule in rules.kind_rules["paths"]
                if rule.kind in _HOUSEKEEPING)
@@ -275,7 +278,7 @@ def _start_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> None
 
 
 def _path_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> None:
-    if not facts.files:
+    if not facts.files or not facts.diffstat:  # "every file is a test" needs every file, not the ones named
         return
     for rule in rules.kind_rules["paths"]:
         if facts.counts.get(rule.owner, 0) == len(facts.files):
@@ -422,7 +425,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "native": native, "target": native or rules.profile.topic in topics,
         "code": facts.has_code, "tests": facts.has_tests,
         "substance": facts.code_lines >= int(prio.get("substance_lines", 200)),
-        "small": bool(facts.files) and facts.code_lines < (marks[0] if marks else 0),  # unknown size is not small
+        "small": facts.diffstat and facts.code_lines < (marks[0] if marks else 0),  # unknown size is not small
         "numbers": _numbers(claims),
         "mechanism": _mechanism_count(facts) >= int(prio.get("mechanism_min", 4)),
         "design": facts.design_chars >= int(prio.get("design_min_chars", 200)),
@@ -441,8 +444,8 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "win": _win(claims, float(prio.get("win_ratio", 1.05))) > 0,
         "big-win": _win(claims, float(prio.get("big_win_ratio", 1.2))) > 0,
         "issue": item.kind == "issue",
-        "page": not facts.files,
-        "work": facts.has_code or not facts.files,  # code changed, or nothing known about the files
+        "page": not facts.diffstat,  # no diffstat: an issue, an RFC or a pasted page
+        "work": facts.has_code or not facts.diffstat,  # code changed, or no diffstat to tell
         "silent": bool(facts.hit("title", "silent") or facts.hit("tags", "silent")),
         "correctness": bool(facts.hit("title", "correct") or facts.hit("tags", "correct")),
         "host-tool": bool(facts.hit("title", "g:host") or facts.hit("tags", "g:host")),

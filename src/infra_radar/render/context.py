@@ -54,6 +54,7 @@ class DailyInput:
     generated_at: datetime
     explicit: bool = False  # the window was given on the command line
     related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
+    stories: dict[str, Any] = field(default_factory=dict)  # by item ref: analyse.stories.Story (one change)
 
 
 @dataclass
@@ -372,18 +373,54 @@ def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: li
     return list(refs.values())
 
 
+def _together(ranked: list[AnalysedItem], inp: DailyInput) -> tuple[list[AnalysedItem], dict[str, AnalysedItem]]:
+    """The ranked items with each story's members (ranked or not) right after its best-ranked one, in story
+    order; and each item's lead (the story member it is listed under)."""
+    by_ref = {ai.item.ref: ai for ai in inp.items}
+    out: list[AnalysedItem] = []
+    leads: dict[str, AnalysedItem] = {}
+    for ai in ranked:
+        if ai.item.ref in leads:
+            continue
+        story = inp.stories.get(ai.item.ref)
+        members = [by_ref[r] for r in story.refs if r in by_ref] if story else [ai]
+        for member in members:
+            if member.item.ref not in leads:
+                leads[member.item.ref] = ai
+                out.append(member)
+    return out, leads
+
+
+def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> str:
+    """"one change: #6886 original (main), #6881 backport (release/v0.8.0)" for a story member, else ""."""
+    story = inp.stories.get(ai.item.ref)
+    if story is None:
+        return ""
+    d = t["daily"]
+    members = []
+    for ref in story.refs:
+        branches = story.branches.get(ref) or []
+        short = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref
+        members.append(d["story_member"].format(ref=short, role=d["story_roles"].get(story.roles[ref], ""),
+                                                branches=d["story_branches"].format(branches=", ".join(branches))
+                                                if branches else ""))
+    return d["story"].format(members=t["common"]["sep"].join(members))
+
+
 def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] | None = None) -> dict:
     """The daily radar's facts, in section order."""
     ranked = rank((ai for ai in inp.items if ai.analysis.priority in PRIORITY_ORDER
                    and ai.analysis.priority != "none"), weights)
-    top = [ai for ai in ranked if ai.analysis.priority in TOP]
+    counts = Counter(ai.analysis.priority for ai in ranked)
+    n_ranked = len(ranked)
+    ranked, leads = _together(ranked, inp)  # a story's other members join it, even unranked ones
+    top = [ai for ai in ranked if leads[ai.item.ref].analysis.priority in TOP]
     deep = top[: max(inp.deep_dive_limit, 0)]
     explained = {id(ai) for ai in deep}
     short = [ai for ai in ranked if id(ai) not in explained]
-    counts = Counter(ai.analysis.priority for ai in ranked)
     watch = [watch_view(w, t) for w in inp.watch]
-    top_rows = [row(ai, t) for ai in top]
-    short_rows = [{**row(ai, t), "note": short_note(ai, t)} for ai in short]
+    top_rows = [{**row(ai, t), "story": _story_text(ai, inp, t)} for ai in top]
+    short_rows = [{**row(ai, t), "note": short_note(ai, t), "story": _story_text(ai, inp, t)} for ai in short]
     deep_views = [{**deep_view(ai, t), "related": _link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
     with_data = _with_data(inp.items)
     return {
@@ -393,7 +430,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         # the scope line names the repositories with items in the window, and apart those with none
         "repos": [r for r in inp.repos if r.lower() in with_data],
         "repos_no_data": [r for r in inp.repos if r.lower() not in with_data],
-        "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": len(ranked),
+        "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": n_ranked,
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         "watch": watch, "short": short_rows, "checks": [r for r in top_rows if r["checklist"]],

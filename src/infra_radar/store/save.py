@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -30,11 +30,13 @@ class SaveStats:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
+    skipped: list[str] = field(default_factory=list)  # "ref: why" of records the store refused
 
     def add(self, other: SaveStats) -> None:
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.skipped += other.skipped
 
 
 BATCH = int(os.environ.get("RADAR_SAVE_BATCH") or 500)  # items per transaction (the kill tests use a few)
@@ -160,9 +162,16 @@ def save_items(engine: Engine, stream: Iterable[Item], batch_size: int | None = 
 
 
 def _flush(engine: Engine, batch: list[Item]) -> SaveStats:
+    from ..sources.records import RecordError, check_item
+
     stats = SaveStats()
     by_repo: dict[str, list[Item]] = {}
     for item in batch:
+        try:  # the last line of the boundary: a record no source checked cannot take its batch down
+            check_item(item)
+        except RecordError as exc:
+            stats.skipped.append(f"{item.repo}@{str(item.key)[:40]}: {exc}")
+            continue
         by_repo.setdefault(item.repo, []).append(item)
     with engine.begin() as conn:
         for name, group in by_repo.items():
