@@ -153,6 +153,15 @@ def test_headline_is_the_largest_improvement_with_its_condition(rules, conf):
     assert slower.priority != "P0"
 
 
+def test_a_backport_is_at_most_p1(rules, conf):
+    claims = [PerfClaim("TTFT", 1048.64, 778.58, "ms", -25.75, ratio=1.35)]
+    item = case_item("attention-metadata")
+    assert analyse_item(item, rules, claims, conf).priority == "P0"
+    item.branches = ["release/v0.8.0"]  # only on a release branch: the original on main carries P0
+    backport = analyse_item(item, rules, claims, conf)
+    assert backport.priority == "P1"
+
+
 def test_whole_numbers_print_without_decimals(rules, conf):
     claims = [PerfClaim("step time", 12.0, 9.0, "s", -25.0)]
     result = analyse_item(case_item("attention-metadata"), rules, claims, conf)

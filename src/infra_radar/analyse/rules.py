@@ -445,6 +445,9 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "big-win": _win(claims, float(prio.get("big_win_ratio", 1.2))) > 0,
         "issue": item.kind == "issue",
         "page": not facts.diffstat,  # no diffstat: an issue, an RFC or a pasted page
+        # only on release branches: a backport of a change whose original on main carries the rank
+        "backport": bool(item.branches) and all(b.startswith(tuple(prio.get("release_branches", ["release"])))
+                                                 for b in item.branches),
         "work": facts.has_code or not facts.diffstat,  # code changed, or no diffstat to tell
         "silent": bool(facts.hit("title", "silent") or facts.hit("tags", "silent")),
         "correctness": bool(facts.hit("title", "correct") or facts.hit("tags", "correct")),
@@ -490,6 +493,9 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)
     priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))
+    cap = rules.data["priority"].get("backport", {})
+    if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
+        priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))
     decision_reason = {lang: text.format(why=why[lang]) for lang, text in decision_reason.items()}
