@@ -452,6 +452,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "silent": bool(facts.hit("title", "silent") or facts.hit("tags", "silent")),
         "correctness": bool(facts.hit("title", "correct") or facts.hit("tags", "correct")),
         "host-tool": bool(facts.hit("title", "g:host") or facts.hit("tags", "g:host")),
+        "mech-title": bool(facts.hit("title", "mechtitle")),  # the title, not a module tag such as (update_weight)
     }
     flags.update(name for name, on in conditions.items() if on)
     return flags

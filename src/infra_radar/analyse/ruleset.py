@@ -188,6 +188,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     index.add(prio.get("off_main_words", []), "offmain", body=False)
     index.add(prio.get("accuracy_words", []), "silent", body=False)
     index.add(prio.get("correctness_words", []), "correct", body=False)
+    index.add(prio.get("mechanism_title_words", []), "mechtitle", body=False)
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
