@@ -356,13 +356,13 @@ def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(m
         report = daily(settings, engine, since, until)
         sent = len(server.requests)
         again = daily(settings, engine, since, until)
-    top = re.findall(r"^\| P[01] \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
+    top = re.findall(r"^\| (?:P[0-2]|none) \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
     text = report.text
     deep = min(len(top), settings.deep_dive_limit)
     assert len(top) > deep >= 2 and sent == deep + 1  # the daily prompt, an item prompt per deep dive
     assert len(server.requests) == sent and again.llm.cached == sent and _daily_plain(again.text) == _daily_plain(text)
     marker = "模型结论" if lang == "zh" else "Model conclusion"
-    rows = [line for line in _section(text, "P0 / P1").splitlines() if re.match(r"\| P[01] \|", line)]
+    rows = [line for line in _section(text, "P0 / P1").splitlines() if re.match(r"\| (?:P[0-2]|none) \|", line)]
     assert len(rows) == len(top) and all(marker in row for row in rows)
     headline = "**今日要点**：" if lang == "zh" else "**Headline:** "
     assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {len(top)} " in text
@@ -509,7 +509,7 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
     import_jsonl(settings, engine, [_slice(shared_data / "git" / ASCEND, tmp_path / "slice.jsonl")])
     since, until = datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 1, tzinfo=UTC)
     plain = daily(settings, engine, since, until).text
-    top = re.findall(r"^\| P[01] \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
+    top = re.findall(r"^\| (?:P[0-2]|none) \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
     with LlmStub() as server:
         monkeypatch.setenv("RADAR_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
