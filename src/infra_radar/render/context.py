@@ -639,7 +639,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in
                                                                          ai.analysis.risk_labels],
         "claims": claim_rows(ai.analysis.perf_claims, t), "file_groups": _file_groups(item.files),
-        "files_total": files_total(item.files, t),
+        "files_total": files_total(item.files, t), "named_paths": item.named_paths[:20],
         "references": _link_views(lk for lk in links if lk.kind in _REFERENCE_KINDS),
         "referenced_by": _link_views([*inp.referenced_by, *(lk for lk in links if lk.kind == "follow-up")]),
         "duplicates": _link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),
