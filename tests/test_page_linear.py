@@ -6,6 +6,7 @@ wall-clock limits.
 
 from __future__ import annotations
 
+import gc
 import time
 
 from infra_radar.config import load_settings
@@ -39,11 +40,17 @@ def _page(k: int) -> str:
 
 
 def _cost(text: str, rules) -> float:
+    """The best of three parses, the garbage collector paused (its passes are noise at these sizes)."""
     best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        parse_page(text, rules, "acme/x", 12)
-        best = min(best, time.perf_counter() - start)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            start = time.perf_counter()
+            parse_page(text, rules, "acme/x", 12)
+            best = min(best, time.perf_counter() - start)
+    finally:
+        gc.enable()
     return best
 
 
@@ -76,5 +83,5 @@ def test_structured_shapes_are_linear_too():
             "--\nauthor:\tx\nstatus:\tcommented\n--\nbody words here\n" * n
 
     for make in (thread, gh):
-        ratio = _cost(make(2000), rules) / _cost(make(250), rules)
+        ratio = _cost(make(8000), rules) / _cost(make(1000), rules)
         assert ratio < 24, (make.__name__, ratio)

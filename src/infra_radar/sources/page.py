@@ -630,7 +630,7 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
     report = report if report is not None else PageReport()
     if not text.strip():
         raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")
-    shaped = read_shape(text, rules.shapes, lambda author: _is_bot(rules, author))
+    shaped = read_shape(text, rules.shapes, lambda author: _is_bot(rules, author), lambda s: _date(rules, s))
     if shaped is not None and (shaped.title or shaped.number is not None):
         return _shaped_item(shaped, rules, repo, number, file_stem, report)
     lines = text.split("\n")

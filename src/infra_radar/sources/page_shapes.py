@@ -35,6 +35,7 @@ class ShapeRules:
     title: re.Pattern[str]
     continued: re.Pattern[str]
     review_kinds: frozenset[str]
+    description_kinds: frozenset[str]
     states: dict[str, str]
     issue_url: re.Pattern[str]
     path_in_text: re.Pattern[str]
@@ -50,7 +51,7 @@ def compile_shape_rules(data: dict[str, Any]) -> ShapeRules:
         frozenset(k.lower() for k in s["header_keys"]), int(s["header_min"]),
         frozenset(k.lower() for k in s["pr_only_keys"]), re.compile(s["gh_separator"]),
         re.compile(s["thread_marker"]), re.compile(s["turn"]), re.compile(s["title_line"]),
-        re.compile(s["continued"]), frozenset(s["review_kinds"]),
+        re.compile(s["continued"]), frozenset(s["review_kinds"]), frozenset(s["description_kinds"]),
         {k.lower(): v for k, v in s["states"].items()}, re.compile(s["issue_url"]),
         re.compile(p["in_text"]), re.compile(p["line"]), re.compile(p["files_heading"]), re.compile(p["urls"]),
         int(p["max_paths"]),
@@ -258,7 +259,8 @@ def _from_gh_plain(lines: list[str], head: dict[str, str], after: int, rules: Sh
 # -- thread rendering -------------------------------------------------------------------------------
 
 
-def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: ShapeRules, is_bot) -> Shaped | None:
+def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: ShapeRules, is_bot,
+                 parse_date) -> Shaped | None:
     shaped = Shaped("thread")
     _apply_header(shaped, head, rules)
     marker_at = next((i for i in range(start, min(len(lines), start + 12)) if rules.marker.match(lines[i].strip())),
@@ -280,7 +282,7 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         s = line.strip()
         t = rules.turn.match(s)
         if t:
-            cur = (t["author"], t["kind"], _time(t["date"]), [])
+            cur = (t["author"], t["kind"].strip(), _time(t["date"]) or parse_date(t["date"]), [])
             turns.append(cur)
             continue
         if cur is None:
@@ -306,12 +308,13 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
     for author, kind, when, body_lines in turns:
         text = "\n".join(body_lines).strip()
         dates += [when] if when else []
-        if kind == "description" and not shaped.body:
+        if kind in rules.description_kinds and not shaped.body and not shaped.comments:
             shaped.author = shaped.author or author
             shaped.created_at = shaped.created_at or when
             shaped.body = _drop_title_tail(text, shaped.title)
             continue
-        if kind in rules.review_kinds:  # the file a review thread is on is named, whoever wrote it
+        review = kind in rules.review_kinds or "review" in kind
+        if review:  # the file a review thread is on is named, whoever wrote it
             first, _, rest = text.partition("\n")
             p = rules.path_line.match(first.strip())
             if p:
@@ -320,8 +323,7 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         if is_bot(author):
             continue
         if text:
-            shaped.comments.append(Comment(author, text, when, False, "review" if kind in rules.review_kinds
-                                           else "comment"))
+            shaped.comments.append(Comment(author, text, when, False, "review" if review else "comment"))
     if dates:
         shaped.created_at = shaped.created_at or min(dates)
         shaped.updated_at = max([*dates, *([shaped.updated_at] if shaped.updated_at else [])])
@@ -336,7 +338,7 @@ def _drop_title_tail(text: str, title: str) -> str:
     return text
 
 
-def read_shape(text: str, rules: ShapeRules, is_bot) -> Shaped | None:
+def read_shape(text: str, rules: ShapeRules, is_bot, parse_date=lambda _text: None) -> Shaped | None:
     """The page read as a structured shape, or None when it is none of them."""
     shaped = _from_json(text, rules)
     if shaped is not None:
@@ -346,7 +348,7 @@ def read_shape(text: str, rules: ShapeRules, is_bot) -> Shaped | None:
     has_head = len(head) >= rules.header_min and bool({"title", "url", "number"} & head.keys())
     if has_head and after < len(lines) and rules.separator.match(lines[after].strip()):
         return _from_gh_plain(lines, head, after, rules)
-    return _from_thread(lines, head if has_head else {}, after if has_head else 0, rules, is_bot)
+    return _from_thread(lines, head if has_head else {}, after if has_head else 0, rules, is_bot, parse_date)
 
 
 def finish(shaped: Shaped) -> None:
