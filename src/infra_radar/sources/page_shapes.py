@@ -225,6 +225,20 @@ def _apply_header(shaped: Shaped, head: dict[str, str], rules: ShapeRules) -> No
         shaped.repo = shaped.repo or repo
 
 
+def _split_trailing_header(chunk: list[str], rules: ShapeRules) -> tuple[list[str], dict[str, str] | None]:
+    """A chunk's text and the comment header (`author:` ... lines) that ends it, if any."""
+    end = len(chunk)
+    while end and not chunk[end - 1].strip():
+        end -= 1
+    start = end
+    while start and (m := _KEY.match(chunk[start - 1])) and m["key"].lower() in rules.header_keys:
+        start -= 1
+    fields, stop = _header(chunk[start:end], 0, rules)
+    if start < end and "author" in fields and stop >= end - start:
+        return chunk[:start], fields
+    return chunk, None
+
+
 def _from_gh_plain(lines: list[str], head: dict[str, str], after: int, rules: ShapeRules) -> Shaped:
     """`gh pr view` / `gh issue view` without --json: header, `--`, body, then comment blocks."""
     shaped = Shaped("gh-plain")
@@ -237,21 +251,24 @@ def _from_gh_plain(lines: list[str], head: dict[str, str], after: int, rules: Sh
             chunks.append([])
         else:
             chunks[-1].append(line)
-    body: list[str] = chunks[0]
-    i = 1
-    while i < len(chunks):
-        fields, end = _header(chunks[i], 0, rules)
-        if "author" in fields and end >= len(chunks[i]) - sum(1 for x in chunks[i][end:] if not x.strip()):
-            text = "\n".join(chunks[i + 1]).strip() if i + 1 < len(chunks) else ""
+    # `gh pr view` then `gh pr view --comments`: each comment is "author:/association:/edited:/status:", `--`,
+    # its body, `--`; the first header follows the PR body directly, so a chunk may end in a header.
+    body: list[str] = []
+    pending: dict[str, str] | None = None
+    for n, chunk in enumerate(chunks):
+        text_lines, header = _split_trailing_header(chunk, rules)
+        if n == 0:
+            body = text_lines
+        elif pending is not None:
+            text = "\n".join(text_lines).strip()
             if text:
-                shaped.comments.append(Comment(fields["author"], text, None, False,
-                                               "review" if fields.get("status", "").lower() in
-                                               ("approved", "changes_requested", "reviewed") else "comment"))
-            i += 2
-            continue
-        if not shaped.comments:  # a `--` inside the body
-            body += ["--", *chunks[i]]
-        i += 1
+                status = pending.get("status", "").lower()
+                shaped.comments.append(Comment(pending["author"], text, None, False,
+                                               "review" if status in ("approved", "changes_requested", "reviewed",
+                                                                      "changes requested") else "comment"))
+        elif not shaped.comments and "\n".join(text_lines).strip():
+            body += ["--", *text_lines]  # a `--` inside the description
+        pending = header
     shaped.body = "\n".join(body).strip()
     return shaped
 
