@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import click
 
 from .cli import Context, main, pass_ctx
@@ -38,6 +40,10 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
     click.echo(f"dropped: {_counts(report.dropped) or 'nothing'}")
     s = report.stats
     click.echo(f"store: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged")
+    for line in s.skipped:
+        click.echo(f"error: not stored: {line}", err=True)
+    if s.skipped:
+        sys.exit(1)
     if not report.number_found:
         click.echo("note: no PR number on the page; pass --number N to make it addressable as OWNER/NAME#N",
                    err=True)
