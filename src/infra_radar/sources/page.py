@@ -532,20 +532,29 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
 # -- import ---------------------------------------------------------------------------------------
 
 
-def _stored(engine: Engine, repo: str, number: int | None) -> tuple[str, str, str] | None:
-    """(repository name as stored, kind, key) of the PR or issue the store has under this number, if any."""
+def _adopt_stored(engine: Engine, item: Item) -> None:
+    """Take the store's name, kind and key for the PR or issue it has under this number (history calls every
+    numbered change a PR); a page item stored under the other kind by an older import is moved to this one."""
     import sqlalchemy as sa
 
     from ..store.schema import items, repos
 
-    if number is None:
-        return None
-    query = (sa.select(repos.c.name, items.c.kind, items.c.key).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
+    if item.number is None:
+        return
+    query = (sa.select(items.c.id, repos.c.name, items.c.kind, items.c.key, items.c.source)
+             .join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(repos.c.name) == item.repo.lower(), items.c.number == item.number,
                     items.c.kind.in_(["pr", "issue"])).order_by(items.c.kind).limit(1))
     with engine.connect() as conn:
         row = conn.execute(query).first()
-    return (row.name, row.kind, row.key) if row else None
+    if row is None:
+        return
+    item.repo = row.name
+    if row.source == "page" and row.kind != item.kind:
+        with engine.begin() as conn:  # the page now says which it is
+            conn.execute(items.update().where(items.c.id == row.id).values(kind=item.kind))
+        return
+    item.kind, item.key = row.kind, row.key
 
 
 def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
@@ -556,9 +565,7 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     report = report if report is not None else PageReport()
     report.path = str(path)
     item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
-    old = _stored(engine, item.repo, item.number)
-    if old is not None:  # the store's name, kind and key; save merges the rest without downgrading it
-        item.repo, item.kind, item.key = old
+    _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,
