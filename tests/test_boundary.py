@@ -61,6 +61,8 @@ def hostile_export(tmp_path):
         commit("d" * 40, "Lone surrogate \ud800 in the title (#103)", body="tail \udfff end"),
         commit("e" * 40, "Binary file (#104)", files=[{"path": "logo.png", "additions": None, "deletions": None}]),
         commit("f" * 40, f"[{HUGE20}/2] part marker of a giant (#105)", body=f"#{HUGE20} " * 50),
+        commit("9" * 40, "Figures too large for a float (#106)",
+               body=f"| State | TTFT | TPS |\n|---|---|---|\n| baseline | {'9' * 400} ms | 1 |\n| new | 5 ms | 2 |\n"),
     ]
     bad = []
     for field, values in WRONG.items():
@@ -123,7 +125,7 @@ def test_hostile_jsonl_records_are_skipped_by_line_and_the_rest_kept(settings, t
     assert any("author_name: expected a string, got list" in s for s in report.skipped)
     assert len(items) == n_good
     numbers = stored_numbers(settings)
-    assert {101, 102, 103, 104, 105} <= numbers and not numbers & set(range(200, 300))
+    assert {101, 102, 103, 104, 105, 106} <= numbers and not numbers & set(range(200, 300))
     engine = pipeline.open_store(settings)
     with engine.connect() as conn:
         runs = conn.execute(sa.select(schema.runs.c.status)).scalars().all()

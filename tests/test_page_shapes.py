@@ -354,3 +354,15 @@ def test_every_page_item_shows_in_export_daily_weekly_show_and_site(settings, th
     for ref in refs:
         repo, number = ref.split("#")
         assert (tmp_path / "site" / "items" / repo.replace("/", "+") / f"{number}.html").exists(), ref
+
+
+def test_gh_pr_view_followed_by_its_comments_output():
+    """`gh pr view N > f; gh pr view N --comments >> f`: the first comment header follows the body directly."""
+    head, _, _ = GH_PLAIN.partition("--\nauthor:")
+    text = head + ("author:\tcarol\nassociation:\tnone\nedited:\tfalse\nstatus:\tcommented\n--\nFirst comment.\n--\n"
+                   "author:\tdave\nassociation:\tmember\nedited:\ttrue\nstatus:\tapproved\n--\nShip it.\n--\n")
+    item, report = parse_text(text)
+    assert report.shape == "gh-plain" and item.number == 4242
+    assert [(c.author, c.body, c.kind) for c in item.comments] == [("carol", "First comment.", "comment"),
+                                                                   ("dave", "Ship it.", "review")]
+    assert "carol" not in item.body and item.body.endswith("crashed when the cache was full.")

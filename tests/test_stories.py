@@ -27,6 +27,7 @@ def test_roles_of_one_story(settings):
         ai(13, "[cherry-pick] Speed up the block allocator for long prompts", branches=("main",), day=4,
            links=[Link("backport", "acme/x", 10)]),
         ai(20, "Unrelated change to the scheduler queue", day=1),
+        ai(21, "[Cherry-pick][releases/v1][BugFix] Lower the log level (from #20)", branches=("releases/v1",)),
         ai(30, "Fix typo", day=1), ai(31, "Fix typo", day=2),  # short titles are no evidence
     ]
     found = stories(items, rules)
@@ -35,7 +36,8 @@ def test_roles_of_one_story(settings):
     assert story.roles == {"acme/x#10": "original", "acme/x#11": "backport", "acme/x#12": "revert",
                            "acme/x#13": "backport"}
     assert story.refs[0] == "acme/x#10" and story.refs[-1] == "acme/x#12"
-    assert "acme/x#20" not in found and "acme/x#30" not in found
+    assert "acme/x#30" not in found
+    assert found["acme/x#21"].roles == {"acme/x#20": "original", "acme/x#21": "backport"}  # "(from #20)"
 
 
 def test_same_title_pair_on_main(settings):

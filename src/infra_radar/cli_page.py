@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -38,6 +39,10 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
     click.echo(f"dropped: {_counts(report.dropped) or 'nothing'}")
     s = report.stats
     click.echo(f"store: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged")
+    for line in s.skipped:
+        click.echo(f"error: not stored: {line}", err=True)
+    if s.skipped:
+        sys.exit(1)
     if not report.number_found:
         click.echo("note: no PR number on the page; pass --number N to make it addressable as OWNER/NAME#N",
                    err=True)

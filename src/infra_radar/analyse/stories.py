@@ -26,6 +26,8 @@ DEFAULT_BRANCHES = ("main", "master")
 _QUOTED = re.compile(r'^\W*(?:\[[^\]]*\]\s*)*(?:revert|reapply|re-land|reland)\b\s*:?\s*["“\'`]?(?P<inner>.+?)["”\'`]?'
                      r'\s*$', re.I)
 _PICK = re.compile(r"\bcherry[- ]?pick(?:ed)?\b|\bback[- ]?port(?:ed)?\b", re.I)
+# vllm-ascend's picks name their origin in the title: "[Cherry-pick][releases/v0.23.0] Fix x (from #14167)"
+_FROM = re.compile(r"\(\s*(?:from|of|cherry[- ]?picked from|backport of)\s+#(\d{1,10})\s*\)", re.I)
 _PICK_LINKS = ("cherry-pick", "backport")
 _MIN_KEY = 12  # shorter title keys ("fix typo") are not evidence of one change
 
@@ -76,9 +78,14 @@ def stories(items: list[AnalysedItem], rules: RelationRules) -> dict[str, Story]
             if link.kind in _PICK_LINKS and other in by_ref and other != ref:
                 join(other, ref)
                 picked.add(ref)
+        origin = _FROM.search(ai.item.title)
+        other = f"{ai.item.repo}#{origin.group(1)}" if origin else ""
+        if other in by_ref and other != ref:
+            join(other, ref)
+            picked.add(ref)
         inner = _QUOTED.match(ai.item.title) if rules.undoes is not None and rules.undoes.search(ai.item.title) \
             else None
-        key = title_key(inner["inner"] if inner else ai.item.title, rules)
+        key = title_key(_FROM.sub(" ", inner["inner"] if inner else ai.item.title), rules)
         if len(key) >= _MIN_KEY:  # reverts join by the title they undo
             found = by_key.setdefault((ai.item.repo.lower(), key), ref)
             if found != ref:

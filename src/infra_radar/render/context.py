@@ -373,22 +373,21 @@ def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: li
     return list(refs.values())
 
 
-def _together(ranked: list[AnalysedItem], inp: DailyInput) -> tuple[list[AnalysedItem], dict[str, AnalysedItem]]:
-    """The ranked items with each story's members (ranked or not) right after its best-ranked one, in story
-    order; and each item's lead (the story member it is listed under)."""
-    by_ref = {ai.item.ref: ai for ai in inp.items}
+def _together(ranked: list[AnalysedItem], inp: DailyInput) -> list[AnalysedItem]:
+    """The ranked items with each story's other ranked members right after its best-ranked one, in story
+    order (the tables keep their priorities: a member only moves within the rows of its own table)."""
+    by_ref = {ai.item.ref: ai for ai in ranked}
     out: list[AnalysedItem] = []
-    leads: dict[str, AnalysedItem] = {}
+    placed: set[str] = set()
     for ai in ranked:
-        if ai.item.ref in leads:
+        if ai.item.ref in placed:
             continue
         story = inp.stories.get(ai.item.ref)
-        members = [by_ref[r] for r in story.refs if r in by_ref] if story else [ai]
-        for member in members:
-            if member.item.ref not in leads:
-                leads[member.item.ref] = ai
+        for member in [by_ref[r] for r in story.refs if r in by_ref] if story else [ai]:
+            if member.item.ref not in placed:
+                placed.add(member.item.ref)
                 out.append(member)
-    return out, leads
+    return out
 
 
 def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> str:
@@ -413,8 +412,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
                    and ai.analysis.priority != "none"), weights)
     counts = Counter(ai.analysis.priority for ai in ranked)
     n_ranked = len(ranked)
-    ranked, leads = _together(ranked, inp)  # a story's other members join it, even unranked ones
-    top = [ai for ai in ranked if leads[ai.item.ref].analysis.priority in TOP]
+    ranked = _together(ranked, inp)  # a story's ranked members side by side; each row names all of them
+    top = [ai for ai in ranked if ai.analysis.priority in TOP]
     deep = top[: max(inp.deep_dive_limit, 0)]
     explained = {id(ai) for ai in deep}
     short = [ai for ai in ranked if id(ai) not in explained]
@@ -647,7 +646,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in
                                                                          ai.analysis.risk_labels],
         "claims": claim_rows(ai.analysis.perf_claims, t), "file_groups": _file_groups(item.files),
-        "files_total": files_total(item.files, t),
+        "files_total": files_total(item.files, t), "named_paths": item.named_paths[:20],
         "references": _link_views(lk for lk in links if lk.kind in _REFERENCE_KINDS),
         "referenced_by": _link_views([*inp.referenced_by, *(lk for lk in links if lk.kind == "follow-up")]),
         "duplicates": _link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),

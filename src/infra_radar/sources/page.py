@@ -20,9 +20,7 @@ and an empty file fail.
 from __future__ import annotations
 
 import hashlib
-import heapq
 import re
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,36 +29,22 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from ..config import Settings, load_rule_file
+from ..config import Settings
 from ..errors import ConfigError, SourceError
 from ..models import CLOSED, MERGED, OPEN, PR, Comment, Item, utc
-from .page_shapes import Shaped, ShapeRules, compile_shape_rules, finish, named_paths, read_shape
+from .page_copies import _description_group, _format_score, _groups, _tidy, _unflatten
+from .page_rules import PageRules, _any, compile_page_rules, load_page_rules
+from .page_shapes import Shaped, finish, named_paths, read_shape
 
-__all__ = ["PageReport", "PageRules", "compile_page_rules", "decode_page", "import_page", "parse_page",
-           "read_page"]
+__all__ = ["PageReport", "PageRules", "compile_page_rules", "decode_page", "import_page", "load_page_rules",
+           "parse_page", "read_page"]
 
 _SEP = "\x1e"  # a line that stands for a removed timeline event: it ends the block before it
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff]")
 _NORM = re.compile(r"[\W_]+")
-_INLINE_SEP = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
-_HEADING = re.compile(r"(?<![ \t])[ \t]+(#{2,6}[ \t]+)(?=\S)")  # runs start once: linear in long blanks
-_QUESTION = re.compile(r"^(#{2,6}[ \t][^?\n]{3,100}\?)[ \t]+(?=\S)")
-_BULLET = re.compile(r"(?<![ \t])[ \t]+([-*])[ \t]+(?=\S)")
 _MONTH_FORMATS = ("%b %d %Y %I:%M %p", "%b %d %Y %H:%M", "%b %d %Y", "%B %d %Y %I:%M %p", "%B %d %Y %H:%M",
                   "%B %d %Y", "%d %b %Y", "%d %B %Y")
-
-
-@dataclass(slots=True)
-class PageRules:
-    """rules/page.toml compiled."""
-
-    data: dict[str, Any]
-    re: dict[str, re.Pattern[str]]
-    lists: dict[str, list[re.Pattern[str]]]
-    bot_names: frozenset[str]
-    boilerplate: list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]
-    shapes: ShapeRules
 
 
 @dataclass(slots=True)
@@ -104,51 +88,6 @@ class _Block:
     @property
     def text(self) -> str:
         return "\n".join(self.lines).strip()
-
-
-# -- rules ----------------------------------------------------------------------------------------
-
-
-def compile_page_rules(data: dict[str, Any]) -> PageRules:
-    """Compile the tables of rules/page.toml."""
-    meta, blocks, drop, comments = data["meta"], data["blocks"], data["drop"], data["comments"]
-    single = {
-        "not_title": meta["not_titles"], "draft_title": meta["draft_title"], "repo_refs": meta["repo_refs"],
-        "repo_header": meta["repo_header_text"], "file_name": meta["file_name"], "avatar": comments["avatar"],
-        "no_description": drop["no_description"], "end_mark": blocks["end_mark"], "hunk_row": blocks["hunk_row"],
-        "commit_prefix": blocks["commit_prefix"], "review_context": blocks["review_context"],
-    }
-    lists = {
-        "titles": meta["titles"], "repo_urls": meta["repo_urls"], "numbers": meta["numbers"],
-        "authors": meta["authors"], "headers": comments["headers"], "review_marks": comments["review_marks"],
-        "force_push": drop["force_push_text"], "trailers": drop["trailer_text"], "conflict": drop["conflict"],
-        "chrome": drop["chrome"], "separators": blocks["separators"], "starts": blocks["starts"],
-        "flat_marks": blocks["flat_marks"], "description_marks": blocks["description_marks"],
-        "dates": data["dates"]["patterns"], "bot_patterns": data["bots"]["patterns"],
-    }
-    for state, pattern in data["state"]["badges"].items():
-        single[f"badge:{state}"] = pattern
-    for state, patterns in data["state"]["events"].items():
-        lists[f"event:{state}"] = patterns
-    boiler = [(b["name"], re.compile(b["start"]), re.compile(b["end"]) if b.get("end") else None)
-              for b in data.get("boilerplate", [])]
-    return PageRules(data, {k: re.compile(v) for k, v in single.items()},
-                     {k: [re.compile(p) for p in v] for k, v in lists.items()},
-                     frozenset(n.lower() for n in data["bots"]["names"]), boiler, compile_shape_rules(data))
-
-
-def load_page_rules(settings: Settings) -> PageRules:
-    """rules/page.toml (the user's copy of a table wins), compiled."""
-    try:
-        return compile_page_rules(load_rule_file("page", settings))
-    except KeyError as exc:
-        raise ConfigError(f"rules/page.toml: a table lacks the key {exc}") from None
-    except re.error as exc:
-        raise ConfigError(f"rules/page.toml: bad pattern {exc.pattern!r}: {exc}") from None
-
-
-def _any(patterns: list[re.Pattern[str]], text: str) -> bool:
-    return any(p.search(text) for p in patterns)
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -454,139 +393,6 @@ def _cut_boilerplate(block: _Block, rules: PageRules, dropped: Counter) -> str:
     return text.strip()
 
 
-# -- copies and description -----------------------------------------------------------------------
-
-
-def _shingles(text: str, size: int) -> frozenset[str]:
-    flat = _NORM.sub("", text.lower())
-    if len(flat) <= size:
-        return frozenset([flat]) if flat else frozenset()
-    return frozenset(flat[i:i + size] for i in range(len(flat) - size + 1))
-
-
-def _stable_hash(text: str) -> int:
-    return zlib.crc32(text.encode())
-
-
-def _copies(a: frozenset[str], b: frozenset[str], sim: dict[str, Any]) -> bool:
-    """Two texts are copies when most of the smaller one's shingles are in the larger one."""
-    small, large = sorted((a, b), key=len)
-    if not small or len(small) < sim["min_size_ratio"] * len(large):
-        return False
-    if len(large) <= sim["short_chars"]:
-        return small == large
-    return len(small & large) >= sim["containment"] * len(small)
-
-
-def _groups(blocks: list[_Block], rules: PageRules) -> list[list[int]]:
-    """Indices of blocks grouped by copy relation (same or unknown author), in text order."""
-    sim = rules.data["similarity"]
-    sigs = [_shingles(b.text, sim["shingle"]) for b in blocks]
-    parent = list(range(len(blocks)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    # Candidates, not every pair: a block is compared with the earlier blocks sharing one of its `sketch`
-    # smallest shingles (a copy shares them with high probability), at most `max_candidates` of them, so a
-    # page of thousands of blocks costs time linear in its size.
-    index: dict[str, list[int]] = {}
-    sketch, cap = int(sim.get("sketch", 12)), int(sim.get("max_candidates", 40))
-    for j in range(len(blocks)):
-        keys = heapq.nsmallest(sketch, sigs[j], key=_stable_hash)
-        seen: dict[int, None] = {}
-        for key in keys:
-            for i in reversed(index.get(key, ())):
-                if len(seen) >= cap:
-                    break
-                seen.setdefault(i)
-        for i in sorted(seen):
-            same_author = not blocks[i].author or not blocks[j].author or blocks[i].author == blocks[j].author
-            if same_author and root(i) != root(j) and _copies(sigs[i], sigs[j], sim):
-                parent[root(j)] = root(i)
-        for key in keys:
-            bucket = index.setdefault(key, [])
-            bucket.append(j)
-            if len(bucket) > 4 * cap:
-                del bucket[: len(bucket) - cap]
-    groups: dict[int, list[int]] = {}
-    for i in range(len(blocks)):
-        groups.setdefault(root(i), []).append(i)
-    return list(groups.values())
-
-
-def _format_score(block: _Block) -> tuple[int, int]:
-    """Markdown structure a copy kept: tables first, then headings, lists and code spans."""
-    text = block.text
-    tables = len(_INLINE_SEP.findall(text))
-    marks = len(re.findall(r"(?:^|\s)#{1,6}\s", text)) + len(re.findall(r"(?:^|\s)[-*]\s", text)) + text.count("`")
-    return tables, marks
-
-
-def _description_group(groups: list[list[int]], blocks: list[_Block], rules: PageRules, meta: _Meta,
-                       no_description: bool) -> list[int] | None:
-    """The group holding the description, by the rules in the module docstring."""
-    repeated = [g for g in groups if len(g) > 1 and len(blocks[g[0]].text) >= 200]
-    if repeated:
-        return max(repeated, key=lambda g: (len(g), -g[0]))
-    if no_description or not groups:
-        return None
-    if meta.title_line is not None:  # the top of the page: the first human block is the description
-        first = min(groups, key=lambda g: g[0])
-        head = blocks[first[0]]
-        if head.review or (head.headed and meta.author and head.author != meta.author):
-            return None
-        return first
-    # a fragment: only a block that looks like a PR template
-    return next((g for g in groups if _any(rules.lists["description_marks"], blocks[g[0]].text)), None)
-
-
-def _split_table(line: str) -> list[str]:
-    """A Markdown table flattened onto one line, back to one row per line."""
-    m = _INLINE_SEP.search(line)
-    if not m:
-        return [line]
-    cols = m.group(0).count("|") - 1
-    before = line[:m.start()]
-    pipes = [i for i, c in enumerate(before) if c == "|"]
-    if len(pipes) < cols + 1:
-        return [line]
-    # blank lines around the table: Markdown does not end a table at a line of prose
-    out = [before[:pipes[-cols - 1]].rstrip(), "", before[pipes[-cols - 1]:].strip(), m.group(0).strip()]
-    rest = line[m.end():]
-    pipes = [i for i, c in enumerate(rest) if c == "|"]  # once: rows are cut by index, not by re-scanning
-    pos, k = len(rest) - len(rest.lstrip()), 0
-    while pos < len(rest) and rest[pos] == "|":
-        while k < len(pipes) and pipes[k] < pos:
-            k += 1
-        if len(pipes) - k < cols + 1:
-            break
-        out.append(rest[pos:pipes[k + cols] + 1])
-        pos = pipes[k + cols] + 1
-        while pos < len(rest) and rest[pos] in " \t":
-            pos += 1
-    rest = rest[pos:]
-    return [*out, "", *(_split_table(rest) if rest else [])]
-
-
-def _unflatten(text: str) -> str:
-    """A message whose line breaks were lost: headings, table rows and list items on their own lines again."""
-    out: list[str] = []
-    for line in _HEADING.sub(r"\n\n\1", text).split("\n"):
-        # a template heading is a question: the paragraph after it starts after its "?"
-        line = _QUESTION.sub("\\1\n", line) if line.startswith("#") else line
-        for part in _split_table(line):
-            out.extend([part] if part.startswith("|") else _BULLET.sub(r"\n\1 ", part).split("\n"))
-    return "\n".join(out).strip()
-
-
-def _tidy(text: str) -> str:
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in text.split("\n"))).strip()
-
-
 # -- the item -------------------------------------------------------------------------------------
 
 
@@ -630,7 +436,7 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
     report = report if report is not None else PageReport()
     if not text.strip():
         raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")
-    shaped = read_shape(text, rules.shapes, lambda author: _is_bot(rules, author))
+    shaped = read_shape(text, rules.shapes, lambda author: _is_bot(rules, author), lambda s: _date(rules, s))
     if shaped is not None and (shaped.title or shaped.number is not None):
         return _shaped_item(shaped, rules, repo, number, file_stem, report)
     lines = text.split("\n")
@@ -687,10 +493,10 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
     state = shaped.state or OPEN
     return Item(
         repo=shaped.repo, kind=shaped.kind, key=key, number=shaped.number, title=title, body=body,
-        author=shaped.author, state=state, draft=shaped.draft, created_at=shaped.created_at or min(dates, default=None),
+        author=shaped.author[:200], state=state, draft=shaped.draft, created_at=shaped.created_at or min(dates, default=None),
         updated_at=max(dates, default=None), merged_at=shaped.merged_at if state == MERGED else None,
         closed_at=shaped.closed_at if state in (MERGED, CLOSED) else None, branches=[shaped.base] if shaped.base else [],
-        labels=shaped.labels, files=shaped.files, comments=shaped.comments, source="page",
+        labels=[label[:200] for label in shaped.labels][:50], files=shaped.files, comments=shaped.comments, source="page",
         named_paths=named_paths(rules.shapes, body, shaped.named_paths),
     )
 
@@ -726,20 +532,29 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
 # -- import ---------------------------------------------------------------------------------------
 
 
-def _stored(engine: Engine, repo: str, number: int | None) -> tuple[str, str, str] | None:
-    """(repository name as stored, kind, key) of the PR or issue the store has under this number, if any."""
+def _adopt_stored(engine: Engine, item: Item) -> None:
+    """Take the store's name, kind and key for the PR or issue it has under this number (history calls every
+    numbered change a PR); a page item stored under the other kind by an older import is moved to this one."""
     import sqlalchemy as sa
 
     from ..store.schema import items, repos
 
-    if number is None:
-        return None
-    query = (sa.select(repos.c.name, items.c.kind, items.c.key).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
+    if item.number is None:
+        return
+    query = (sa.select(items.c.id, repos.c.name, items.c.kind, items.c.key, items.c.source)
+             .join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(repos.c.name) == item.repo.lower(), items.c.number == item.number,
                     items.c.kind.in_(["pr", "issue"])).order_by(items.c.kind).limit(1))
     with engine.connect() as conn:
         row = conn.execute(query).first()
-    return (row.name, row.kind, row.key) if row else None
+    if row is None:
+        return
+    item.repo = row.name
+    if row.source == "page" and row.kind != item.kind:
+        with engine.begin() as conn:  # the page now says which it is
+            conn.execute(items.update().where(items.c.id == row.id).values(kind=item.kind))
+        return
+    item.kind, item.key = row.kind, row.key
 
 
 def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
@@ -750,9 +565,7 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     report = report if report is not None else PageReport()
     report.path = str(path)
     item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
-    old = _stored(engine, item.repo, item.number)
-    if old is not None:  # the store's name, kind and key; save merges the rest without downgrading it
-        item.repo, item.kind, item.key = old
+    _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,

@@ -35,6 +35,7 @@ class ShapeRules:
     title: re.Pattern[str]
     continued: re.Pattern[str]
     review_kinds: frozenset[str]
+    description_kinds: frozenset[str]
     states: dict[str, str]
     issue_url: re.Pattern[str]
     path_in_text: re.Pattern[str]
@@ -50,7 +51,7 @@ def compile_shape_rules(data: dict[str, Any]) -> ShapeRules:
         frozenset(k.lower() for k in s["header_keys"]), int(s["header_min"]),
         frozenset(k.lower() for k in s["pr_only_keys"]), re.compile(s["gh_separator"]),
         re.compile(s["thread_marker"]), re.compile(s["turn"]), re.compile(s["title_line"]),
-        re.compile(s["continued"]), frozenset(s["review_kinds"]),
+        re.compile(s["continued"]), frozenset(s["review_kinds"]), frozenset(s["description_kinds"]),
         {k.lower(): v for k, v in s["states"].items()}, re.compile(s["issue_url"]),
         re.compile(p["in_text"]), re.compile(p["line"]), re.compile(p["files_heading"]), re.compile(p["urls"]),
         int(p["max_paths"]),
@@ -224,6 +225,20 @@ def _apply_header(shaped: Shaped, head: dict[str, str], rules: ShapeRules) -> No
         shaped.repo = shaped.repo or repo
 
 
+def _split_trailing_header(chunk: list[str], rules: ShapeRules) -> tuple[list[str], dict[str, str] | None]:
+    """A chunk's text and the comment header (`author:` ... lines) that ends it, if any."""
+    end = len(chunk)
+    while end and not chunk[end - 1].strip():
+        end -= 1
+    start = end
+    while start and (m := _KEY.match(chunk[start - 1])) and m["key"].lower() in rules.header_keys:
+        start -= 1
+    fields, stop = _header(chunk[start:end], 0, rules)
+    if start < end and "author" in fields and stop >= end - start:
+        return chunk[:start], fields
+    return chunk, None
+
+
 def _from_gh_plain(lines: list[str], head: dict[str, str], after: int, rules: ShapeRules) -> Shaped:
     """`gh pr view` / `gh issue view` without --json: header, `--`, body, then comment blocks."""
     shaped = Shaped("gh-plain")
@@ -236,21 +251,24 @@ def _from_gh_plain(lines: list[str], head: dict[str, str], after: int, rules: Sh
             chunks.append([])
         else:
             chunks[-1].append(line)
-    body: list[str] = chunks[0]
-    i = 1
-    while i < len(chunks):
-        fields, end = _header(chunks[i], 0, rules)
-        if "author" in fields and end >= len(chunks[i]) - sum(1 for x in chunks[i][end:] if not x.strip()):
-            text = "\n".join(chunks[i + 1]).strip() if i + 1 < len(chunks) else ""
+    # `gh pr view` then `gh pr view --comments`: each comment is "author:/association:/edited:/status:", `--`,
+    # its body, `--`; the first header follows the PR body directly, so a chunk may end in a header.
+    body: list[str] = []
+    pending: dict[str, str] | None = None
+    for n, chunk in enumerate(chunks):
+        text_lines, header = _split_trailing_header(chunk, rules)
+        if n == 0:
+            body = text_lines
+        elif pending is not None:
+            text = "\n".join(text_lines).strip()
             if text:
-                shaped.comments.append(Comment(fields["author"], text, None, False,
-                                               "review" if fields.get("status", "").lower() in
-                                               ("approved", "changes_requested", "reviewed") else "comment"))
-            i += 2
-            continue
-        if not shaped.comments:  # a `--` inside the body
-            body += ["--", *chunks[i]]
-        i += 1
+                status = pending.get("status", "").lower()
+                shaped.comments.append(Comment(pending["author"], text, None, False,
+                                               "review" if status in ("approved", "changes_requested", "reviewed",
+                                                                      "changes requested") else "comment"))
+        elif not shaped.comments and "\n".join(text_lines).strip():
+            body += ["--", *text_lines]  # a `--` inside the description
+        pending = header
     shaped.body = "\n".join(body).strip()
     return shaped
 
@@ -258,7 +276,8 @@ def _from_gh_plain(lines: list[str], head: dict[str, str], after: int, rules: Sh
 # -- thread rendering -------------------------------------------------------------------------------
 
 
-def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: ShapeRules, is_bot) -> Shaped | None:
+def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: ShapeRules, is_bot,
+                 parse_date) -> Shaped | None:
     shaped = Shaped("thread")
     _apply_header(shaped, head, rules)
     marker_at = next((i for i in range(start, min(len(lines), start + 12)) if rules.marker.match(lines[i].strip())),
@@ -280,7 +299,7 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         s = line.strip()
         t = rules.turn.match(s)
         if t:
-            cur = (t["author"], t["kind"], _time(t["date"]), [])
+            cur = (t["author"], t["kind"].strip(), _time(t["date"]) or parse_date(t["date"]), [])
             turns.append(cur)
             continue
         if cur is None:
@@ -306,12 +325,13 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
     for author, kind, when, body_lines in turns:
         text = "\n".join(body_lines).strip()
         dates += [when] if when else []
-        if kind == "description" and not shaped.body:
+        if kind in rules.description_kinds and not shaped.body and not shaped.comments:
             shaped.author = shaped.author or author
             shaped.created_at = shaped.created_at or when
             shaped.body = _drop_title_tail(text, shaped.title)
             continue
-        if kind in rules.review_kinds:  # the file a review thread is on is named, whoever wrote it
+        review = kind in rules.review_kinds or "review" in kind
+        if review:  # the file a review thread is on is named, whoever wrote it
             first, _, rest = text.partition("\n")
             p = rules.path_line.match(first.strip())
             if p:
@@ -320,8 +340,7 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         if is_bot(author):
             continue
         if text:
-            shaped.comments.append(Comment(author, text, when, False, "review" if kind in rules.review_kinds
-                                           else "comment"))
+            shaped.comments.append(Comment(author, text, when, False, "review" if review else "comment"))
     if dates:
         shaped.created_at = shaped.created_at or min(dates)
         shaped.updated_at = max([*dates, *([shaped.updated_at] if shaped.updated_at else [])])
@@ -336,7 +355,7 @@ def _drop_title_tail(text: str, title: str) -> str:
     return text
 
 
-def read_shape(text: str, rules: ShapeRules, is_bot) -> Shaped | None:
+def read_shape(text: str, rules: ShapeRules, is_bot, parse_date=lambda _text: None) -> Shaped | None:
     """The page read as a structured shape, or None when it is none of them."""
     shaped = _from_json(text, rules)
     if shaped is not None:
@@ -346,7 +365,7 @@ def read_shape(text: str, rules: ShapeRules, is_bot) -> Shaped | None:
     has_head = len(head) >= rules.header_min and bool({"title", "url", "number"} & head.keys())
     if has_head and after < len(lines) and rules.separator.match(lines[after].strip()):
         return _from_gh_plain(lines, head, after, rules)
-    return _from_thread(lines, head if has_head else {}, after if has_head else 0, rules, is_bot)
+    return _from_thread(lines, head if has_head else {}, after if has_head else 0, rules, is_bot, parse_date)
 
 
 def finish(shaped: Shaped) -> None:

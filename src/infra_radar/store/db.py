@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,10 +136,16 @@ _CLAIM_FIELDS = [f.name for f in fields(PerfClaim)]
 _LINK_FIELDS = [f.name for f in fields(Link)]
 
 
+def _finite(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def analysis_data(analysis: Analysis) -> dict:
     """An Analysis as a JSON-able dict (by hand: dataclasses.asdict deep-copies and is 10x slower)."""
     data = {name: getattr(analysis, name) for name in _ANALYSIS_FIELDS}
-    data["perf_claims"] = [{n: getattr(c, n) for n in _CLAIM_FIELDS} for c in analysis.perf_claims]
+    # a figure too large for a float ("9" x 400 in a table) is inf/nan: JSON has no such number (PostgreSQL
+    # refuses the row), so it is stored as unknown
+    data["perf_claims"] = [{n: _finite(getattr(c, n)) for n in _CLAIM_FIELDS} for c in analysis.perf_claims]
     data["links"] = [{n: getattr(link, n) for n in _LINK_FIELDS} for link in analysis.links]
     return data
 

@@ -46,8 +46,8 @@ def merge_items(old: Item, new: Item) -> Item:
     weaker = _rank(new.source) < _rank(old.source)
     keep_old = weaker  # for title, body, author, files: the stored value stands unless it is empty
 
-    if (keep_old and old.title) or not new.title:
-        new.title = old.title
+    if (keep_old and old.title) or not new.title or (new.title.endswith("(pasted page)") and old.title):
+        new.title = old.title  # a page's stand-in title never replaces a real one
     if (keep_old and old.body) or not new.body.strip():
         new.body = old.body
     if (keep_old and old.author) or not new.author:
