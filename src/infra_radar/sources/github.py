@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from .. import __version__, killpoint
-from ..errors import SourceError
+from ..errors import SourceError, clip, redact
 from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, RELEASE, Comment, FileChange, Item
+from .http import Deadline, TooLarge, bounded_client, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,9 @@ DEFAULT_API = "https://api.github.com"
 PAGE_SIZE = int(os.environ.get("RADAR_FETCH_PAGE_SIZE") or 50)
 RELEASES_PAGE = int(os.environ.get("RADAR_FETCH_PAGE_SIZE") or 100)
 FILES_PAGE = 100  # GraphQL's files(first: 100); REST pulls/{n}/files is read past it
+TOTAL_TIMEOUT = 120.0  # seconds one request may take, all of it (RADAR_FETCH_TOTAL_TIMEOUT)
+MAX_BYTES = 64 * 1024 * 1024  # the largest answer read (RADAR_FETCH_MAX_BYTES); a GraphQL page is a few MB
+FAR = 1e9  # seconds: a rate-limit wait or reset further away than this (31 years) is read as this
 Wait = Callable[[float, str], None]
 IsBot = Callable[[str], bool]
 Known = Callable[[str, int, datetime], bool]  # (repo, PR number, updatedAt): stored with this update time?
@@ -105,21 +109,38 @@ def next_link(header: str | None) -> str | None:
     return found.group(1) if found else None
 
 
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, the default port spelled out: what credentials are bound to."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return ("", url, None)
+    return parsed.scheme, parsed.host.lower(), parsed.port or {"https": 443, "http": 80}.get(parsed.scheme)
+
+
 class GitHubClient:
-    """HTTP to GitHub: auth, bounded retries with backoff, rate-limit waits, a request count."""
+    """HTTP to GitHub: auth, bounded retries with backoff, rate-limit waits, a request count.
+
+    Each request is bounded: `timeout` per socket read, `total_timeout` for the whole request (headers,
+    body and redirects) and `max_bytes` for its decoded body. The token goes only to the configured API
+    and GraphQL origins: never with a redirect or a Link to another host.
+    """
 
     def __init__(self, endpoints: Endpoints, *, timeout: float = 30.0, retries: int = 4, backoff: float = 1.0,
-                 max_wait: float = 900.0, wait: Wait | None = None, clock: Callable[[], float] = time.time) -> None:
+                 max_wait: float = 900.0, wait: Wait | None = None, clock: Callable[[], float] = time.time,
+                 total_timeout: float = TOTAL_TIMEOUT, max_bytes: int = MAX_BYTES) -> None:
         self.endpoints, self.retries, self.backoff, self.max_wait = endpoints, retries, backoff, max_wait
         self.wait, self.clock = wait or (lambda seconds, _reason: time.sleep(seconds)), clock
+        self.total_timeout, self.max_bytes = total_timeout, max_bytes
         self.requests = 0
         self.remaining: int | None = None
         self.reset_at: datetime | None = None
+        self._origins = {origin(endpoints.api), origin(endpoints.graphql)}
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
                    "User-Agent": f"infra-radar/{__version__}"}
-        if endpoints.token:
-            headers["Authorization"] = f"Bearer {endpoints.token}"
-        self._http = httpx.Client(headers=headers, timeout=timeout, follow_redirects=True)
+        self._deadline = Deadline()
+        self._http = bounded_client(self._deadline, headers=headers, timeout=min(timeout, total_timeout),
+                                    follow_redirects=True)
 
     @property
     def anonymous(self) -> bool:
@@ -136,8 +157,11 @@ class GitHubClient:
 
     def redact(self, text: str) -> str:
         """`text` with the token blanked out (every message that leaves this module goes through it)."""
-        token = self.endpoints.token
-        return text.replace(token, "***") if token else text
+        return redact(text, [self.endpoints.token or ""])
+
+    def cut(self, text: str, limit: int) -> str:
+        """`text` redacted, then cut to `limit` characters (never the other way round)."""
+        return clip(self.redact(text), limit)
 
     def rest_url(self, path: str) -> str:
         return path if path.startswith(("http://", "https://")) else f"{self.endpoints.api}/{path.lstrip('/')}"
@@ -148,16 +172,28 @@ class GitHubClient:
         if not isinstance(body, dict):
             raise PageError("GraphQL answer is not an object")
         if body.get("errors"):
-            first = body["errors"][0]
-            raise PageError(self.redact(f"GraphQL error {first.get('type') or ''}: {first.get('message')}"[:300]))
-        self._note_graphql_limit(body.get("data") or {})
-        return body.get("data") or {}
+            errors = body["errors"]
+            first = errors[0] if isinstance(errors, list) and errors else errors
+            if not isinstance(first, dict):
+                first = {"message": str(first)}
+            raise PageError(self.cut(f"GraphQL error {first.get('type') or ''}: {first.get('message')}", 300))
+        data = {} if body.get("data") is None else body["data"]
+        if not isinstance(data, dict):
+            raise PageError(f"GraphQL answer's data is a {type(data).__name__}, not an object")
+        self._note_graphql_limit(data)
+        return data
 
     def rest(self, path: str, params: dict[str, Any] | None = None, etag: str | None = None) -> RestResponse:
         """GET a REST resource, conditionally when `etag` is given (a 304 has data None)."""
         headers = {"If-None-Match": etag} if etag else {}
-        resp, body = self._request("GET", self.rest_url(path), params=params, headers=headers)
-        return RestResponse(resp.status_code, body, resp.headers.get("etag"), next_link(resp.headers.get("link")))
+        url = self.rest_url(path)
+        if origin(url) not in self._origins:
+            raise PageError(f"{_host(self.endpoints.api)}: not following a link to another host ({_host(url)})")
+        resp, body = self._request("GET", url, params=params, headers=headers)
+        following = next_link(resp.headers.get("link"))
+        if following and origin(following) not in self._origins:
+            raise PageError(f"{_host(url)}: its next page is on another host ({_host(following)}); not following it")
+        return RestResponse(resp.status_code, body, resp.headers.get("etag"), following)
 
     # -- one request, with every retry and wait ----------------------------------------------------
 
@@ -168,7 +204,8 @@ class GitHubClient:
             try:
                 resp = self._send(method, url, **kw)
             except httpx.TimeoutException:
-                problem = f"no answer within {self._http.timeout.read}s"
+                problem = (f"no complete answer within {self.total_timeout:g} s "
+                           f"(or silent for {self._http.timeout.read:g} s)")
             else:
                 limit = self._limit_wait(resp)
                 if limit is not None:
@@ -192,14 +229,23 @@ class GitHubClient:
     def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
         log.debug("%s %s", method, self.redact(url))
         self.requests += 1
+        headers = dict(kw.pop("headers", None) or {})
+        if self.endpoints.token and origin(url) in self._origins:
+            headers["Authorization"] = f"Bearer {self.endpoints.token}"  # httpx drops it on a cross-origin redirect
+        self._deadline.start(self.total_timeout)
         try:
-            resp = self._http.request(method, url, **kw)
+            with self._http.stream(method, url, headers=headers, **kw) as resp:
+                resp._content = read_capped(resp, self.max_bytes)  # noqa: SLF001 - what Response.read() sets
         except httpx.TimeoutException:
             raise
+        except TooLarge as exc:
+            raise PageError(f"{_host(url)}: {exc} (RADAR_FETCH_MAX_BYTES)") from None
         except (httpx.ConnectError, httpx.UnsupportedProtocol) as exc:
-            raise StopFetch(self.redact(f"cannot reach {_host(url)}: {_reason(exc)}")) from None
-        except httpx.TransportError as exc:  # connection dropped mid-answer: treat like a 5xx
-            return httpx.Response(599, text=self.redact(str(exc)), request=exc.request)
+            raise StopFetch(self.cut(f"cannot reach {_host(url)}: {_reason(exc)}", 300)) from None
+        except (httpx.TransportError, httpx.DecodingError) as exc:  # dropped mid-answer, bad gzip: like a 5xx
+            return httpx.Response(599, text=self.cut(str(exc), 300), request=exc.request)
+        finally:
+            self._deadline.clear()
         self._note_limits(resp)
         if resp.status_code == 401:
             raise StopFetch(f"{_host(url)} rejected the credentials (401): check GITHUB_TOKEN / GH_TOKEN")
@@ -209,7 +255,7 @@ class GitHubClient:
         if resp.status_code == 304:
             return None
         if resp.status_code >= 400:
-            message = _message(resp)
+            message = self.cut(_message(resp), 200)
             raise SourceError(self.redact(f"{_host(url)}: HTTP {resp.status_code} for {urlsplit(url).path}: {message}"))
         try:
             return resp.json()
@@ -221,10 +267,10 @@ class GitHubClient:
 
     def _note_limits(self, resp: httpx.Response) -> None:
         remaining, reset = resp.headers.get("x-ratelimit-remaining"), resp.headers.get("x-ratelimit-reset")
-        if remaining is not None and remaining.isdigit():
+        if remaining is not None and remaining.isdigit() and len(remaining) < 12:
             self.remaining = int(remaining)
         if reset is not None and reset.isdigit():
-            self.reset_at = datetime.fromtimestamp(int(reset), UTC)
+            self.reset_at = _utc(min(_number(reset), self.clock() + FAR))
 
     def _note_graphql_limit(self, data: dict[str, Any]) -> None:
         limit = data.get("rateLimit") or {}
@@ -237,10 +283,10 @@ class GitHubClient:
             return None
         retry_after = resp.headers.get("retry-after", "")
         if retry_after.isdigit():
-            return float(retry_after)
+            return min(_number(retry_after), FAR)
         if resp.headers.get("x-ratelimit-remaining") == "0" or _graphql_rate_limited(resp):
             reset = resp.headers.get("x-ratelimit-reset", "")
-            return max(0.0, int(reset) - self.clock()) + 1 if reset.isdigit() else 60.0
+            return min(max(0.0, _number(reset) - self.clock()) + 1, FAR) if reset.isdigit() else 60.0
         if "secondary rate limit" in resp.text.lower():
             return 60.0  # the documented default when GitHub gives no Retry-After
         return None
@@ -249,7 +295,7 @@ class GitHubClient:
         primary = "retry-after" not in resp.headers and (
             resp.headers.get("x-ratelimit-remaining") == "0" or _graphql_rate_limited(resp))
         if seconds > self.max_wait or attempt > self.retries + 2:
-            reset = datetime.fromtimestamp(self.clock() + seconds, UTC).replace(microsecond=0)
+            reset = _utc(self.clock() + seconds).replace(microsecond=0)
             why = (f"{math.ceil(seconds)} s, more than --max-wait {self.max_wait:g} s" if seconds > self.max_wait
                    else f"still limited after {attempt - 1} waits")
             raise RateLimited(f"GitHub rate limit reached; it resets at {reset:%Y-%m-%d %H:%M:%S} UTC ({why}): "
@@ -257,6 +303,15 @@ class GitHubClient:
         kind = "rate limit" if primary else "secondary rate limit"
         log.warning("%s: waiting %.0f s", kind, seconds)
         self.wait(seconds, kind)
+
+
+def _number(digits: str) -> float:
+    """A header's decimal digits as seconds, FAR at most (a 400-digit value is not an overflow)."""
+    return FAR * 1e3 if len(digits) > 15 else float(int(digits))
+
+
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(min(max(timestamp, 0.0), 32503680000.0), UTC)  # before year 3000
 
 
 def _graphql_rate_limited(resp: httpx.Response) -> bool:
@@ -273,10 +328,11 @@ def _reason(exc: Exception) -> str:
 
 
 def _message(resp: httpx.Response) -> str:
+    """The error answer's message, whole: the caller redacts it before cutting it."""
     try:
-        return str(resp.json().get("message", ""))[:200]
+        return str(resp.json().get("message", ""))
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return resp.text[:200]
+        return resp.text
 
 
 # -- records -> Items ---------------------------------------------------------------------------------
