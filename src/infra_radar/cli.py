@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -104,6 +105,21 @@ class _Ticker:
         self.advance(n)
 
 
+class Seconds(click.ParamType):
+    """Seconds >= 0 (inf: no limit); nan and negative numbers are refused."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not seconds >= 0:
+            self.fail(f"{value!r} is not a number of seconds >= 0", param, ctx)
+        return seconds
+
+
 class RadarGroup(click.Group):
     """Turns every RadarError into one line on stderr and exit status 1, never a traceback."""
 
@@ -112,6 +128,14 @@ class RadarGroup(click.Group):
             return super().invoke(ctx)
         except RadarError as exc:
             _err(str(exc))
+            sys.exit(1)
+        except Exception as exc:
+            if isinstance(exc, click.exceptions.ClickException | click.exceptions.Exit | click.exceptions.Abort) \
+                    or os.environ.get("RADAR_DEBUG"):
+                raise
+            from .failures import one_line  # the last net: one line naming what failed, never a traceback
+
+            _err(one_line(exc))
             sys.exit(1)
         except KeyboardInterrupt:
             _err("interrupted; the store keeps every batch that was committed, rerun to complete")
@@ -125,13 +149,16 @@ class RadarGroup(click.Group):
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
               help="Config file (default: $RADAR_HOME/radar.toml).")
 @click.option("--db", help="Store URL, e.g. sqlite:///radar.db or postgresql+psycopg://... (default: config).")
-@click.option("--wait", type=click.FloatRange(min=0), metavar="SECONDS",
+@click.option("--wait", type=Seconds(), metavar="SECONDS",
               help="How long a writing command waits while another one writes the store "
                    "(default: lock_timeout, RADAR_LOCK_TIMEOUT, 600).")
 @click.version_option(__version__, prog_name="radar")
 @click.pass_context
 def main(ctx: click.Context, config: Path | None, db: str | None, wait: float | None) -> None:
     """infra-radar: which upstream AI-infra changes matter to your team, every morning."""
+    from .config import check_env
+
+    check_env()
     ctx.obj = Context(config, db, wait)
 
 

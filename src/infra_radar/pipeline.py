@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from . import killpoint
 from .config import CONFIG_NAME, Settings, default_config_text
-from .errors import ConfigError, NotFoundError, SourceError
+from .errors import ConfigError, NotFoundError, SourceError, clip, redact
 from .models import Item, Window
 from .store import queries, save
 from .store.db import open_engine
@@ -112,7 +112,7 @@ def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Ti
         try:
             stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick))
         except (OSError, EOFError) as exc:
-            save.finish_run(engine, run, "failed", {"error": str(exc)})
+            save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
             raise SourceError(f"{path}: cannot read: {exc}") from None
         save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                            "skipped": len(report.skipped)})
@@ -135,7 +135,7 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     try:
         stats = save.save_items(engine, _counted(stream, tick))
     except SourceError as exc:
-        save.finish_run(engine, run, "failed", {"error": str(exc)})
+        save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise
     save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated})
     return ImportResult(str(path), repo, stats)
@@ -405,8 +405,8 @@ def _card(settings: Settings, engine: Engine, found, index, cache: dict, referen
 def parse_ref(ref: str) -> tuple[str, int]:
     """'owner/name#123' -> ('owner/name', 123)."""
     repo, sep, number = ref.strip().rpartition("#")
-    if not sep or repo.count("/") != 1 or not number.isdigit():
-        raise ConfigError(f"invalid item reference {ref!r}: use OWNER/NAME#N")
+    if not sep or repo.count("/") != 1 or not number.isdigit() or len(number) > 18:
+        raise ConfigError(f"invalid item reference {ref[:80]!r}: use OWNER/NAME#N (N below 10^18)")
     return repo, int(number)
 
 
