@@ -187,8 +187,9 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     from .analyse.rules import RuleSet
 
     started, count = time.perf_counter(), 0
-    rules = RuleSet.load(settings)
-    with writer_lock(engine).attempt() as mine:  # already ours in writing commands; readers never wait
+    with _rules_override(settings):
+        rules = RuleSet.load(settings)
+    with writer_lock(engine).attempt() as mine, _rules_override(settings):  # already ours in writing commands; readers never wait
         pending = queries.count_to_analyse(engine, rules.version)
         if not mine:
             _analysis_skipped(engine, pending)
@@ -204,6 +205,19 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
                 tick(len(results))
         update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
+
+
+@contextmanager
+def _rules_override(settings: Settings) -> Iterator[None]:
+    """A user's rules override with a missing key or a value of the wrong type: one line naming its folder."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if settings.rules_dir is None:
+            raise
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise ConfigError(clip(f"a rules override in {settings.rules_dir} has a missing key or a value of the "
+                               f"wrong type ({what}); compare it with the packaged defaults/rules", 400)) from None
 
 
 def _analysis_skipped(engine: Engine, pending: int) -> None:
