@@ -92,8 +92,8 @@ def test_a_rules_override_with_a_wrong_type_names_its_folder(tmp_path):
     rules.mkdir()
     (rules / "priority.toml").write_text('substance_lines = "many"\n')
     cfg = config(tmp_path, f'rules_dir = "{rules}"\n')
-    from infra_radar.pipeline import import_jsonl, open_store, sample_files
     from infra_radar.config import load_settings
+    from infra_radar.pipeline import import_jsonl, open_store, sample_files
 
     settings = load_settings()
     engine = open_store(settings)
