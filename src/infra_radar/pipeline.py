@@ -399,7 +399,7 @@ def card_input(settings: Settings, engine: Engine, ref: str):
             raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
         return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
                          referenced_by=queries.referenced_by(engine, repo, number), known=False)
-    return _card(settings, engine, found, queries.title_index(engine, [found.item.repo]), {},
+    return _card(settings, engine, found, queries.title_index_of(engine, found.item), {},
                  queries.referenced_by(engine, found.item.repo, number))
 
 
