@@ -14,7 +14,7 @@ import click
 
 from . import __version__
 from .config import Settings, load_settings
-from .errors import RadarError
+from .errors import RadarError, redact
 
 LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
 LLM = click.option("--llm/--no-llm", "llm", default=None,
@@ -127,7 +127,7 @@ class RadarGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RadarError as exc:
-            _err(str(exc))
+            _err(redact(str(exc)))  # a URL's user:password never reaches the terminal
             sys.exit(1)
         except Exception as exc:
             if isinstance(exc, click.exceptions.ClickException | click.exceptions.Exit | click.exceptions.Abort) \
