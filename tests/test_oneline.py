@@ -128,3 +128,42 @@ def test_the_last_net_hides_sql_and_record_text():
     assert "disk is full writing /x/y" in one_line(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/x/y"))
     token = "https://u:hunter22@db.example.com/x"
     assert "hunter22" not in one_line(ValueError(token))
+
+
+@sqlite_only
+def test_a_full_disk_is_one_line_without_sql_or_pr_text(monkeypatch):
+    """SQLite's max_page_count stands in for a full disk: the import stops with one line, no SQL, no PR text."""
+    from infra_radar.pipeline import sample_files
+    from infra_radar.store import db
+
+    real = db._sqlite_pragmas  # noqa: SLF001
+
+    def tiny(dbapi_conn, record):
+        real(dbapi_conn, record)
+        dbapi_conn.execute("PRAGMA max_page_count=60")
+
+    monkeypatch.setattr(db, "_sqlite_pragmas", tiny)
+    result = CliRunner().invoke(main, ["import-jsonl", *map(str, sample_files())])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and "INSERT" not in result.output
+    assert "disk holding the store is full" in result.output, result.output
+    assert "W4A8" not in result.output  # a sample PR title that the failed INSERT carried
+
+
+@sqlite_only
+def test_a_file_size_limit_is_one_line(radar_home):
+    import resource
+    import subprocess
+    import sys
+
+    from infra_radar.pipeline import sample_files
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
+
+    env = {**os.environ, "RADAR_HOME": str(radar_home)}
+    done = subprocess.run([sys.executable, "-m", "infra_radar", "import-jsonl", *map(str, sample_files())],
+                          preexec_fn=limit, capture_output=True, text=True, env=env, timeout=120)  # noqa: PLW1509
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ulimit -f" in lines[0], done.stderr

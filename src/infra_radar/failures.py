@@ -32,7 +32,8 @@ _DB = [  # (words in the database's message, what to say)
     ("readonly database", "the store is read-only: give write access to the database file and its folder"),
     ("unable to open database file", "the store cannot be opened: check that its path is a writable folder"),
     ("file is not a database", "the store file is not an SQLite database: check db_url / --db"),
-    ("disk i/o error", "the disk failed while writing the store: check the disk (see dmesg) and rerun"),
+    ("disk i/o error", "the store could not be written (disk I/O error): check free space, the file size limit "
+                       "(ulimit -f) and the disk, then rerun (every committed batch is kept)"),
     ("could not extend file", "the disk holding the PostgreSQL store is full: free space and rerun"),
     ("no space left", "the disk holding the store is full: free space and rerun (every committed batch is kept)"),
     ("too large to convert", "a number is too large for the store (PR and issue numbers stay below 10^18)"),
@@ -54,14 +55,19 @@ def one_line(exc: BaseException) -> str:
                 300)
 
 
+def database_hint(reason: str) -> str | None:
+    """What to do about a database's own error message, when it is one of the known ones."""
+    low = reason.lower()
+    return next((say for words, say in _DB if words in low), None)
+
+
 def _database(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
     if orig is None and isinstance(exc.__cause__, Exception):
         orig = exc.__cause__
     reason = str(orig if orig is not None else type(exc).__name__)
-    low = reason.lower()
-    for words, say in _DB:
-        if words in low:
-            return say
+    hint = database_hint(reason)
+    if hint:
+        return hint
     first = (reason.strip().splitlines() or [type(exc).__name__])[0]  # the SQL and its parameters follow: not shown
     return clip(redact(f"the store failed: {first}"), 300)

@@ -81,9 +81,13 @@ def _where(url: str) -> str:
 
 def _why(url: str, reason: str) -> str:
     """SQLite's reason for not opening a file, with what to check (its own words name no path)."""
+    from ..failures import database_hint
+
     if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
         return reason
     path = Path(url.removeprefix("sqlite:///")).expanduser()
+    if "unable to open" not in reason and "readonly" not in reason:
+        return database_hint(reason) or reason
     if "unable to open" in reason or "readonly" in reason:
         if path.is_dir():
             return f"{path} is a directory, not a database file"
