@@ -167,3 +167,25 @@ def test_a_file_size_limit_is_one_line(radar_home):
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "ulimit -f" in lines[0], done.stderr
+
+
+@sqlite_only
+def test_an_external_exclusive_lock_past_the_busy_timeout_is_one_line(radar_home, monkeypatch):
+    from infra_radar.store import db
+
+    assert CliRunner().invoke(main, ["init"]).exit_code == 0
+    real = db._sqlite_pragmas  # noqa: SLF001
+
+    def impatient(dbapi_conn, record):  # the real busy timeout is 30 s; the test waits 0.2 s
+        real(dbapi_conn, record)
+        dbapi_conn.execute("PRAGMA busy_timeout=200")
+
+    monkeypatch.setattr(db, "_sqlite_pragmas", impatient)
+    other = sqlite3.connect(radar_home / "radar.db", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another program (a backup, a sqlite3 shell) holds the file
+    try:
+        line = run(["watch", "add", "acme/infer#1"])
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert "another program holds the SQLite store locked" in line
