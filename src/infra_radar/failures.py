@@ -24,6 +24,21 @@ def _messages() -> tuple[dict[int, str], list[tuple[str, str]]]:
     return by_errno, [(d["words"], d["say"]) for d in data.get("database", [])]
 
 
+def one_line(exc: BaseException) -> str:
+    """What failed, in one line without the traceback, the SQL, or any record text the SQL carried."""
+    if type(exc).__module__.startswith("sqlalchemy"):
+        return _database(exc)
+    if isinstance(exc, OSError):
+        path = exc.filename or ""
+        template = _messages()[0].get(exc.errno or 0)
+        if template:
+            return template.format(path=path or "a file", at=f" writing {path}" if path else "")
+        return clip(redact(f"{path + ': ' if path else ''}{exc.strerror or exc}"), 300)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return clip(redact(f"unexpected {type(exc).__name__}: {first} (please report this; RADAR_DEBUG=1 shows where)"),
+                300)
+
+
 def database_hint(reason: str) -> str | None:
     """What to do about a database's own error message, when it is one of the known ones."""
     low = reason.lower()
