@@ -189,3 +189,19 @@ def test_an_external_exclusive_lock_past_the_busy_timeout_is_one_line(radar_home
         other.execute("ROLLBACK")
         other.close()
     assert "another program holds the SQLite store locked" in line
+
+
+def test_import_jsonl_reads_a_pipe(radar_home):
+    import gzip
+    import subprocess
+    import sys
+
+    from infra_radar.pipeline import sample_files
+
+    env = {**os.environ, "RADAR_HOME": str(radar_home)}
+    sample = sample_files()[0]
+    for data in (sample.read_bytes(), gzip.compress(sample.read_bytes())):  # the gzip probe once ate the pipe
+        done = subprocess.run([sys.executable, "-m", "infra_radar", "import-jsonl", "/dev/stdin"], input=data,
+                              capture_output=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert b"(/dev/stdin)" in done.stdout and b"unchanged" in done.stdout

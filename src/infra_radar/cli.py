@@ -181,6 +181,34 @@ def _print_import(result) -> None:
     click.echo(f"{result.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged ({result.source})")
 
 
+@contextmanager
+def _spooled(files: list[Path]):
+    """Pipes and devices (`/dev/stdin`, `<(zcat ...)`) copied to temporary files first: the reader probes a
+    file's first bytes for gzip and opens it again, which a pipe cannot give twice. Yields (paths, names):
+    the paths to read and, for each temporary copy, the name it stands for."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="radar-spool-") as folder:
+        paths, names = [], {}
+        for i, path in enumerate(files):
+            if path.is_file():
+                paths.append(path)
+                continue
+            copy = Path(folder) / f"{i}-{path.name or 'input'}"
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            paths.append(copy)
+            names[str(copy)] = str(path)
+        yield paths, names
+
+
+def _renamed(line: str, names: dict[str, str]) -> str:
+    """'PATH:LINE: reason' with a temporary copy's PATH replaced by the name it stands for."""
+    path, sep, rest = line.partition(":")
+    return names.get(path, path) + sep + rest
+
+
 @main.command("import-jsonl")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @pass_ctx
@@ -188,8 +216,11 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
     """Import history exports in JSON Lines (plain or .gz); broken lines are skipped and counted."""
     from .pipeline import import_jsonl
 
-    with _progress("importing") as tick:
-        results = import_jsonl(obj.settings(), obj.engine(write=True), list(files), tick)
+    with _spooled(list(files)) as (paths, names), _progress("importing") as tick:
+        results = import_jsonl(obj.settings(), obj.engine(write=True), paths, tick)
+    for result in results:  # a spooled pipe is reported under its own name, not the temporary copy's
+        result.source = names.get(result.source, result.source)
+        result.skipped = [_renamed(line, names) for line in result.skipped]
     skipped = [line for r in results for line in r.skipped]
     for result in results:
         _print_import(result)
