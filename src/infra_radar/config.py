@@ -188,7 +188,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             target=str(data.get("target", "ascend")),
             deep_dive_limit=_number(data.get("deep_dive_limit", 5), "deep_dive_limit", where, 0, 10_000, True),
             first_lookback_hours=_number(data.get("first_lookback_hours", 72), "first_lookback_hours", where,
-                                         1, 24 * 365 * 20, True),
+                                         0, 24 * 365 * 20, True),
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),
