@@ -98,6 +98,14 @@ def test_a_redirect_to_another_host_carries_no_token():
     assert other.seen and "authorization" not in other.seen[0].headers
 
 
+def test_a_redirect_loop_is_a_page_error():
+    with Hostile() as home:
+        home.reply = lambda seen: (302, {"location": f"{home.url}{seen.path}x"}, b"")
+        with client(home.url) as c, pytest.raises(PageError, match="redirected more than"):
+            c.rest("repos/a/b/releases")
+    assert 2 <= len(home.seen) <= 30
+
+
 @pytest.mark.parametrize("headers", [
     {"retry-after": "9" * 400},
     {"retry-after": "99999999999999999999"},

@@ -235,6 +235,8 @@ class GitHubClient:
             raise
         except TooLarge as exc:
             raise PageError(f"{_host(url)}: {exc} (RADAR_FETCH_MAX_BYTES)") from None
+        except httpx.TooManyRedirects:
+            raise PageError(f"{_host(url)}: redirected more than {self._http.max_redirects} times") from None
         except (httpx.ConnectError, httpx.UnsupportedProtocol) as exc:
             raise StopFetch(self.cut(f"cannot reach {_host(url)}: {_reason(exc)}", 300)) from None
         except (httpx.TransportError, httpx.DecodingError) as exc:  # dropped mid-answer, bad gzip: like a 5xx
