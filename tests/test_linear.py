@@ -29,10 +29,16 @@ def cost(fn: Callable[[str], object], text: str, repeats: int = 5) -> float:
     return max(best, 1e-5)
 
 
-def growth(fn: Callable[[str], object], make: Callable[[int], str]) -> float:
-    """cost(FACTOR x input) / cost(input); the small input is warmed first (caches, compiled patterns)."""
-    fn(make(SMALL))
-    return cost(fn, make(SMALL * FACTOR)) / cost(fn, make(SMALL))
+def growth(fn: Callable[[str], object], make: Callable[[int], str], rounds: int = 5) -> float:
+    """cost(FACTOR x input) / cost(input), each the best of `rounds` runs taken alternately (a burst of load
+    inflates some runs of both sizes, never shortens one); the small input is warmed first."""
+    small, big = make(SMALL), make(SMALL * FACTOR)
+    fn(small)
+    best_small = best_big = float("inf")
+    for _ in range(rounds):
+        best_small = min(best_small, cost(fn, small, 2))
+        best_big = min(best_big, cost(fn, big, 1))
+    return best_big / best_small
 
 
 def fill(unit: str, size: int, tail: str = "") -> str:
