@@ -86,10 +86,11 @@ def open_client(max_wait: float = 900.0, wait: Wait | None = None, **kw) -> GitH
         raw = os.environ.get(name, "").strip()
         if raw and key not in kw:
             try:
-                value = kind(raw)
+                number = float(raw)
+                value = kind(number) if number == number and abs(number) < 1e18 else 0
             except ValueError:
                 value = 0
-            if not (0 < value < 1e9 or (key == "retries" and value == 0 and raw.strip() == "0")):
+            if not (0 < value < 1e9 or (key == "retries" and value == 0 and raw == "0")):
                 raise ConfigError(f"{name} must be a positive number below 1e9, not {raw[:40]!r}")
             kw[key] = value
     return GitHubClient(Endpoints.from_env(), max_wait=max_wait, wait=wait, **kw)
