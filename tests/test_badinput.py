@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from click.testing import CliRunner
 
-from infra_radar.analyse.item import extract_refs
 from infra_radar.cli import main
 from infra_radar.pipeline import sample_files
 
@@ -50,7 +48,7 @@ def loaded():
     ('[[repos]]\nname = "acme/infer"\ncolour = "red"\n', ["unknown key(s) colour", "acme/infer"]),
     ('[[repos]]\nname = "acme"\n', ["is not OWNER/NAME"]),
     ("repos = 3\n", ["array of tables"]),
-    ("deep_dive_limit = -1\n", ["deep_dive_limit must be >= 0"]),
+    ("deep_dive_limit = -1\n", ["deep_dive_limit must be a whole number from 0"]),
 ])
 def test_bad_config_is_one_line_naming_the_file(tmp_path, loaded, text, needles):
     config = tmp_path / "radar.toml"
@@ -137,15 +135,6 @@ def test_window_without_items_says_so(loaded, cmd, says):
     assert says in out.lower(), out
 
 
-def test_references_in_a_long_body_are_linear():
-    # 20k URLs and 20k `#N`: the old URL-span scan made this quadratic (minutes at 10 MB)
-    body = "see https://example.com/a/b and #12 then\n" * 20000
-    started = time.perf_counter()
-    links = extract_refs(body, "acme/infer", own=1)
-    assert time.perf_counter() - started < 2.0
-    assert any(link.number == 12 for link in links)
-
-
 def test_ten_megabyte_body_imports_and_analyses(tmp_path):
     # mostly log-like filler with a claim and references every 40 lines, like a pasted benchmark dump
     filler = "step 1200 loss 2.31 lr 3e-4 grad_norm 0.82 tokens/s 41000 rank 3 of 16 ok\n" * 39
@@ -160,11 +149,10 @@ def test_ten_megabyte_body_imports_and_analyses(tmp_path):
            "files": [{"path": "a.py", "additions": 1, "deletions": 1}]}
     path = tmp_path / "big.jsonl"
     path.write_text(json.dumps(head) + "\n" + json.dumps(rec) + "\n")
-    started = time.perf_counter()
+    # that it finishes is the test; its linearity is proved in tests/test_linear.py (sizes, not seconds)
     assert invoke("import-jsonl", str(path))[0] == 0
     code, out, _ = invoke("analyze")
     assert code == 0 and "analysed 1 item" in out
-    assert time.perf_counter() - started < 60  # was ~300 s before the reference scan became linear
     (item,) = export_all()
     assert item["number"] == 900
     assert any(claim["before"] == 12.3 for claim in item["perf_claims"]), item["perf_claims"]
@@ -198,8 +186,6 @@ def test_doctor_checks_the_llm_endpoint_within_three_seconds(monkeypatch):
         port = sock.getsockname()[1]  # closed once the block ends: nothing listens there
     monkeypatch.setenv("RADAR_LLM_BASE_URL", f"http://user:pw@127.0.0.1:{port}/v1")
     assert invoke("init")[0] == 0
-    started = time.perf_counter()
-    code, out, _ = invoke("doctor")
-    assert time.perf_counter() - started < 10
+    code, out, _ = invoke("doctor")  # a refused connection answers at once; doctor's own TIMEOUT bounds the rest
     row = _row(out, "llm")
     assert code == 0 and "FAIL" in row and "unreachable" in row and "pw" not in out

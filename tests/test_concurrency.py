@@ -286,7 +286,7 @@ def test_a_bad_lock_wait_is_one_line(monkeypatch):
 
     monkeypatch.setenv("RADAR_LOCK_TIMEOUT", "-5")
     result = CliRunner().invoke(main, ["watch", "list"])
-    assert result.exit_code == 1 and "lock_timeout" in result.stderr and "Traceback" not in result.stderr
+    assert result.exit_code == 1 and "RADAR_LOCK_TIMEOUT" in result.stderr and "Traceback" not in result.stderr
     monkeypatch.delenv("RADAR_LOCK_TIMEOUT")
     result = CliRunner().invoke(main, ["--wait", "soon", "watch", "list"])
     assert result.exit_code == 2 and "--wait" in result.stderr

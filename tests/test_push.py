@@ -175,3 +175,53 @@ def test_missing_webhook_is_a_clear_error(sample, monkeypatch):
     monkeypatch.delenv("RADAR_SLACK_WEBHOOK", raising=False)
     result = CliRunner().invoke(main, ["push", "weekly", "--to", "slack"])
     assert result.exit_code == 1 and "RADAR_SLACK_WEBHOOK" in result.output
+
+
+@pytest.mark.parametrize("url", [
+    "hooks.example.com/services/T0/B0/SECRETPATH",  # no scheme
+    "https://hooks.example.com/services/T0 B0/SECRETPATH",  # a space inside
+    "https://hooks.example.com:99999/SECRETPATH",  # a bad port
+    "ftp://hooks.example.com/SECRETPATH",
+])
+def test_a_malformed_webhook_url_is_one_line_naming_the_variable_not_the_value(sample, monkeypatch, url):
+    monkeypatch.setenv("RADAR_SLACK_WEBHOOK", url)
+    for dry in ([], ["--dry-run"]):
+        result = CliRunner().invoke(main, ["push", "daily", "--to", "slack", "--date", "2026-08-02", *dry])
+        assert result.exit_code == 1, result.output
+        assert "RADAR_SLACK_WEBHOOK is not a webhook URL" in result.output
+        assert "SECRETPATH" not in result.output and "Traceback" not in result.output
+        assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+
+
+def test_dry_run_shows_no_webhook_userinfo(sample, receiver, monkeypatch):
+    port = receiver.rsplit(":", 1)[1]
+    monkeypatch.setenv("RADAR_FEISHU_WEBHOOK", f"http://bot:pa55word@127.0.0.1:{port}/feishu/hook/TOKEN-F")
+    result = CliRunner().invoke(main, ["push", "daily", "--to", "feishu", "--dry-run", "--date", "2026-08-02"])
+    assert result.exit_code == 0, result.output
+    assert f"-> http://127.0.0.1:{port}/***" in result.output
+    assert "pa55word" not in result.output and "bot:" not in result.output
+
+
+def test_a_refusal_echoing_the_webhook_is_redacted_before_it_is_cut(monkeypatch):
+    from infra_radar.publish import push as push_module
+    from infra_radar.publish.push import Message
+
+    url = "https://hooks.example.com/services/T0/B0/" + "S" * 40
+
+    class Reply:
+        def __init__(self, *_a, **_k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_a):
+            return False
+
+        def read(self, _n):
+            return ("x" * 100 + " bad hook " + url).encode()
+
+    monkeypatch.setattr(push_module.urllib.request, "urlopen", Reply)
+    with pytest.raises(PushError) as err:
+        post(Message(url, {}), "feishu")
+    assert "SSSS" not in str(err.value) and "***" in str(err.value)

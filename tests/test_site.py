@@ -267,3 +267,44 @@ def test_report_pages_carry_the_same_markdown_as_the_cli(settings, store):
     weekly = site.weekly("acme/infer", "2026-W31")[2]
     assert weekly == render_weekly(site.weekly_input("acme/infer", "2026-W31"), settings.lang, focus_weights=weights)
     assert "#1843" in weekly
+
+
+def control_item() -> Item:
+    """A PR whose author, title, body and path carry ESC, BEL, NUL and other characters XML cannot hold."""
+    when = datetime(2026, 8, 2, 10, 0, tzinfo=UTC)
+    return Item(repo="acme/infer", kind="pr", key="1851", number=1851,
+                title="[Perf] Faster\x1b[31m decode\x07 \x0b\x0c", body="## Purpose\n\nbell\x07 esc\x1b nul\x00 del\x7f\n",
+                author="evil\x1b[0mname\x07", state="merged", created_at=when, updated_at=when, merged_at=when,
+                labels=["perf\x1b"], files=[FileChange("infer/\x1bodd\x07.py", 3, 1)], source="jsonl")
+
+
+def test_control_characters_build_a_whole_site_and_valid_feeds(settings, tmp_path):
+    from xml.etree import ElementTree
+
+    engine = open_store(settings)
+    import_jsonl(settings, engine, sample_files()[:1])
+    save_items(engine, [control_item()])
+    out = tmp_path / "site"
+    build_site(settings, engine, out)
+    engine.dispose()
+    assert (out / "items" / "acme+infer" / "1851.html").is_file()
+    for name in ("atom.xml", "rss.xml"):
+        ElementTree.parse(out / name)  # well-formed XML
+    for path in out.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", data), path
+
+
+def test_a_killed_build_leaves_no_temporary_file_behind(store, settings, tmp_path):
+    out = tmp_path / "site"
+    (out / "items").mkdir(parents=True)
+    left = [out / ".index.html.k3j_9xQa.tmp", out / "items" / ".1843.html.abcd1234.tmp"]
+    for path in left:
+        path.write_text("half a page")
+    mine = out / "notes.tmp"
+    mine.write_text("not ours")
+    build_site(settings, store, out)
+    assert not any(p.exists() for p in left)
+    assert mine.exists()
+    assert not list(out.rglob(".*.tmp"))

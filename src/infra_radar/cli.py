@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ import click
 
 from . import __version__
 from .config import Settings, load_settings
-from .errors import RadarError
+from .errors import RadarError, redact
 
 LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
 LLM = click.option("--llm/--no-llm", "llm", default=None,
@@ -104,6 +105,21 @@ class _Ticker:
         self.advance(n)
 
 
+class Seconds(click.ParamType):
+    """Seconds >= 0 (inf: no limit); nan and negative numbers are refused."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not seconds >= 0:
+            self.fail(f"{value!r} is not a number of seconds >= 0", param, ctx)
+        return seconds
+
+
 class RadarGroup(click.Group):
     """Turns every RadarError into one line on stderr and exit status 1, never a traceback."""
 
@@ -111,7 +127,15 @@ class RadarGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RadarError as exc:
-            _err(str(exc))
+            _err(redact(str(exc)))  # a URL's user:password never reaches the terminal
+            sys.exit(1)
+        except Exception as exc:
+            if isinstance(exc, click.exceptions.ClickException | click.exceptions.Exit | click.exceptions.Abort) \
+                    or os.environ.get("RADAR_DEBUG"):
+                raise
+            from .failures import one_line  # the last net: one line naming what failed, never a traceback
+
+            _err(one_line(exc))
             sys.exit(1)
         except KeyboardInterrupt:
             _err("interrupted; the store keeps every batch that was committed, rerun to complete")
@@ -125,13 +149,16 @@ class RadarGroup(click.Group):
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
               help="Config file (default: $RADAR_HOME/radar.toml).")
 @click.option("--db", help="Store URL, e.g. sqlite:///radar.db or postgresql+psycopg://... (default: config).")
-@click.option("--wait", type=click.FloatRange(min=0), metavar="SECONDS",
+@click.option("--wait", type=Seconds(), metavar="SECONDS",
               help="How long a writing command waits while another one writes the store "
                    "(default: lock_timeout, RADAR_LOCK_TIMEOUT, 600).")
 @click.version_option(__version__, prog_name="radar")
 @click.pass_context
 def main(ctx: click.Context, config: Path | None, db: str | None, wait: float | None) -> None:
     """infra-radar: which upstream AI-infra changes matter to your team, every morning."""
+    from .config import check_env
+
+    check_env()
     ctx.obj = Context(config, db, wait)
 
 
@@ -154,6 +181,34 @@ def _print_import(result) -> None:
     click.echo(f"{result.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged ({result.source})")
 
 
+@contextmanager
+def _spooled(files: list[Path]):
+    """Pipes and devices (`/dev/stdin`, `<(zcat ...)`) copied to temporary files first: the reader probes a
+    file's first bytes for gzip and opens it again, which a pipe cannot give twice. Yields (paths, names):
+    the paths to read and, for each temporary copy, the name it stands for."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="radar-spool-") as folder:
+        paths, names = [], {}
+        for i, path in enumerate(files):
+            if path.is_file():
+                paths.append(path)
+                continue
+            copy = Path(folder) / f"{i}-{path.name or 'input'}"
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            paths.append(copy)
+            names[str(copy)] = str(path)
+        yield paths, names
+
+
+def _renamed(line: str, names: dict[str, str]) -> str:
+    """'PATH:LINE: reason' with a temporary copy's PATH replaced by the name it stands for."""
+    path, sep, rest = line.partition(":")
+    return names.get(path, path) + sep + rest
+
+
 @main.command("import-jsonl")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @pass_ctx
@@ -161,8 +216,11 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
     """Import history exports in JSON Lines (plain or .gz); broken lines are skipped and counted."""
     from .pipeline import import_jsonl
 
-    with _progress("importing") as tick:
-        results = import_jsonl(obj.settings(), obj.engine(write=True), list(files), tick)
+    with _spooled(list(files)) as (paths, names), _progress("importing") as tick:
+        results = import_jsonl(obj.settings(), obj.engine(write=True), paths, tick)
+    for result in results:  # a spooled pipe is reported under its own name, not the temporary copy's
+        result.source = names.get(result.source, result.source)
+        result.skipped = [_renamed(line, names) for line in result.skipped]
     skipped = [line for r in results for line in r.skipped]
     for result in results:
         _print_import(result)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from .cli import Context, _err, main, pass_ctx
+from .cli import Context, Seconds, _err, main, pass_ctx
 
 
 def _countdown(seconds: float, reason: str) -> None:
@@ -37,7 +37,7 @@ def _countdown(seconds: float, reason: str) -> None:
 @click.option("--repo", "repos", multiple=True, help="Only this OWNER/NAME (repeatable; default: the configured repos).")
 @click.option("--since", help="Fetch items updated since this time (default: each repository's cursor; "
                               "first run: first_lookback_hours back).")
-@click.option("--max-wait", type=click.FloatRange(min=0), default=900, show_default=True,
+@click.option("--max-wait", type=Seconds(), default=900, show_default=True,
               help="Longest wait, in seconds, for a rate limit to reset before stopping with progress saved.")
 @click.option("--stats", is_flag=True, help="Print requests made, items stored and the rate limit left.")
 @pass_ctx

@@ -35,7 +35,7 @@ def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None) -> 
 
 @main.command()
 @click.argument("out_dir", metavar="[DIR]", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--port", type=int, default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port on 127.0.0.1.")
 @pass_ctx
 def serve(obj: Context, out_dir: Path | None, port: int) -> None:
     """Preview a built site on http://127.0.0.1:PORT/ (default DIR: <out_dir>/site)."""

@@ -5,6 +5,7 @@ Secrets never live here; they are read from the environment where they are used.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -113,9 +114,54 @@ def _repos(raw: Any, where: str) -> list[RepoSettings]:
         _check_keys(entry, _REPO_KEYS, f"{where} [[repos]] {entry.get('name')}")
         if entry["name"].count("/") != 1:
             raise ConfigError(f"{where}: repository name {entry['name']!r} is not OWNER/NAME")
-        repos.append(RepoSettings(entry["name"], list(entry.get("branches", ["main"])),
-                                  list(entry.get("core_paths", []))))
+        here = f"{where} [[repos]] {entry['name']}"
+        repos.append(RepoSettings(entry["name"], _strings(entry.get("branches", ["main"]), "branches", here),
+                                  _strings(entry.get("core_paths", []), "core_paths", here)))
     return repos
+
+
+def _strings(value: Any, key: str, where: str) -> list[str]:
+    """A list of strings (a lone string is not read as its characters)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings, e.g. {key} = [\"main\"], not {value!r:.60}")
+    return list(value)
+
+
+def _number(value: Any, key: str, where: str, low: float, high: float, whole: bool = False) -> float:
+    """A finite number in [low, high] (an integer when `whole`), else ConfigError naming `key` and `where`."""
+    kind = "a whole number" if whole else "a number"
+    if isinstance(value, str) and where.startswith("environment"):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not low <= value <= high or (whole and value != int(value)):
+        raise ConfigError(f"{where}: {key} must be {kind} from {low:g} to {high:g}, not {value!r:.40}")
+    return int(value) if whole else float(value)
+
+
+def _env_number(name: str, low: float, high: float, whole: bool = False) -> float | None:
+    """The environment variable `name` as a checked number, None when unset."""
+    raw = os.environ.get(name, "").strip()
+    return _number(raw, name, "environment variable", low, high, whole) if raw else None
+
+
+ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, checked before any command runs
+    "RADAR_LOCK_TIMEOUT": (0, math.inf, False),
+    "RADAR_SAVE_BATCH": (1, 1_000_000, True),
+    "RADAR_FETCH_PAGE_SIZE": (1, 100, True),
+    "RADAR_FETCH_TIMEOUT": (0.001, 1e6, False),
+    "RADAR_FETCH_TOTAL_TIMEOUT": (0.001, 1e6, False),
+    "RADAR_FETCH_MAX_BYTES": (1, 1 << 40, True),
+    "RADAR_FETCH_RETRIES": (0, 100, True),
+}
+
+
+def check_env() -> None:
+    """ConfigError naming the first numeric RADAR_* environment variable that is not a number in range."""
+    for name, (low, high, whole) in ENV_NUMBERS.items():
+        _env_number(name, low, high, whole)
 
 
 def load_settings(config: Path | None = None, db_url: str | None = None, lang: str | None = None) -> Settings:
@@ -126,32 +172,35 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     if config is not None or path.exists():
         data = _merge(data, _read_toml(path), str(path))
     where = str(path)
+    origin = "--lang" if lang else "environment variable RADAR_LANG" if os.environ.get("RADAR_LANG") else where
     lang = lang or os.environ.get("RADAR_LANG") or data.get("lang", "zh")
     if lang not in LANGS:
-        raise ConfigError(f"{where}: lang must be one of {', '.join(LANGS)}, not {lang!r}")
+        raise ConfigError(f"{origin}: lang must be one of {', '.join(LANGS)}, not {lang!r:.40}")
     url = db_url or os.environ.get("RADAR_DB_URL") or data.get("db_url") or f"sqlite:///{home / 'radar.db'}"
     focus = data.get("focus", {})
     if not isinstance(focus, dict) or not isinstance(focus.get("weights", {}), dict):
         raise ConfigError(f"{where}: [focus] must be a table: topics = [...], weights = {{topic = 1.5}}")
+    env_lock = _env_number("RADAR_LOCK_TIMEOUT", 0, math.inf)
+    _env_number("RADAR_SAVE_BATCH", 1, 1_000_000, whole=True)  # read by the store; checked here, named here
     try:
         settings = Settings(
             home=home, db_url=url, lang=lang, out_dir=Path(data.get("out_dir") or "radar-out"),
-            target=str(data.get("target", "ascend")), deep_dive_limit=int(data.get("deep_dive_limit", 5)),
-            first_lookback_hours=int(data.get("first_lookback_hours", 72)),
-            weekly_key_prs=int(data.get("weekly_key_prs", 8)),
+            target=str(data.get("target", "ascend")),
+            deep_dive_limit=_number(data.get("deep_dive_limit", 5), "deep_dive_limit", where, 0, 10_000, True),
+            first_lookback_hours=_number(data.get("first_lookback_hours", 72), "first_lookback_hours", where,
+                                         0, 24 * 365 * 20, True),
+            weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
-            focus=list(focus.get("topics", [])),
-            focus_weights={k: float(v) for k, v in focus.get("weights", {}).items()},
+            focus=_strings(focus.get("topics", []), "[focus] topics", where),
+            focus_weights={k: _number(v, f"[focus] weights.{k}", where, -1e6, 1e6)
+                           for k, v in focus.get("weights", {}).items()},
             repos=_repos(data.get("repos", []), where),
             config_path=path if path.exists() else None,
-            lock_timeout=float(os.environ.get("RADAR_LOCK_TIMEOUT") or data.get("lock_timeout", 600)),
+            lock_timeout=env_lock if env_lock is not None else _number(
+                data.get("lock_timeout", 600), "lock_timeout", where, 0, math.inf),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    if settings.deep_dive_limit < 0:
-        raise ConfigError(f"{where}: deep_dive_limit must be >= 0")
-    if not settings.lock_timeout >= 0:
-        raise ConfigError(f"{where}: lock_timeout (or RADAR_LOCK_TIMEOUT) must be seconds >= 0")
     return settings
 
 

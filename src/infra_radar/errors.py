@@ -10,6 +10,9 @@
     └── WindowError            a time window that makes no sense (since >= until, bad week)
 """
 
+import re
+from collections.abc import Iterable
+
 
 class RadarError(Exception):
     """Base of every error the project raises on purpose."""
@@ -41,3 +44,22 @@ class NotFoundError(RadarError):
 
 class WindowError(RadarError):
     """A time window is invalid."""
+
+
+# -- redaction: every message that may carry a secret goes through `redact` BEFORE it is cut ---------
+
+REDACTED = "***"
+_USERINFO = re.compile(r"://[^/\s@?#]+@")  # scheme://user:pass@host -> scheme://***@host (linear: no nesting)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with each secret (of 4+ characters) and every URL's userinfo blanked out."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _USERINFO.sub(f"://{REDACTED}@", text) if "@" in text else text
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with an ellipsis when cut (redact first: see `redact`)."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"

@@ -8,6 +8,7 @@ complete pass). A stream's next pass starts at the newest update time its last c
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -76,7 +77,22 @@ OnPage = Callable[[RepoFetch], None]
 
 
 def open_client(max_wait: float = 900.0, wait: Wait | None = None, **kw) -> GitHubClient:
-    """A client configured from the environment (token, GITHUB_API_URL, GITHUB_GRAPHQL_URL)."""
+    """A client configured from the environment (token, GITHUB_API_URL, GITHUB_GRAPHQL_URL, and the bounds
+    RADAR_FETCH_TIMEOUT: silent seconds, RADAR_FETCH_TOTAL_TIMEOUT: seconds per request,
+    RADAR_FETCH_MAX_BYTES: bytes per answer, RADAR_FETCH_RETRIES: tries after a failed one)."""
+    bounds = {"timeout": ("RADAR_FETCH_TIMEOUT", float), "total_timeout": ("RADAR_FETCH_TOTAL_TIMEOUT", float),
+              "max_bytes": ("RADAR_FETCH_MAX_BYTES", int), "retries": ("RADAR_FETCH_RETRIES", int)}
+    for key, (name, kind) in bounds.items():
+        raw = os.environ.get(name, "").strip()
+        if raw and key not in kw:
+            try:
+                number = float(raw)
+                value = kind(number) if number == number and abs(number) < 1e18 else 0
+            except ValueError:
+                value = 0
+            if not (0 < value < 1e9 or (key == "retries" and value == 0 and raw == "0")):
+                raise ConfigError(f"{name} must be a positive number below 1e9, not {raw[:40]!r}")
+            kw[key] = value
     return GitHubClient(Endpoints.from_env(), max_wait=max_wait, wait=wait, **kw)
 
 
@@ -124,7 +140,7 @@ def fetch(settings: Settings, engine: Engine, client: GitHubClient, repos: list[
             result.repos.append(done)
             _fetch_repo(engine, client, source, done, since, floor, on_page or (lambda _r: None))
     except BaseException as exc:
-        save.finish_run(engine, run, "failed", {"error": client.redact(str(exc))[:300]})
+        save.finish_run(engine, run, "failed", {"error": client.cut(str(exc), 300)})
         raise
     finally:
         result.requests, result.remaining = client.requests, client.remaining

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from . import killpoint
 from .config import CONFIG_NAME, Settings, default_config_text
-from .errors import ConfigError, NotFoundError, SourceError
+from .errors import ConfigError, NotFoundError, SourceError, clip, redact
 from .models import Item, Window
 from .store import queries, save
 from .store.db import open_engine
@@ -113,10 +113,10 @@ def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Ti
         try:
             stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick))
         except (OSError, EOFError) as exc:
-            save.finish_run(engine, run, "failed", {"error": str(exc)})
+            save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
             raise SourceError(f"{path}: cannot read: {exc}") from None
         except Exception as exc:  # never leave the run "running"
-            save.finish_run(engine, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:300]})
+            save.finish_run(engine, run, "failed", {"error": clip(redact(f"{type(exc).__name__}: {exc}"), 300)})
             raise
         report.skipped += stats.skipped
         save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
@@ -141,7 +141,7 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     try:
         stats = save.save_items(engine, _counted(stream, tick))
     except Exception as exc:  # never leave the run "running"
-        save.finish_run(engine, run, "failed", {"error": str(exc)[:300]})
+        save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise
     save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                        "notes": notes, "skipped": len(stats.skipped)})
@@ -194,8 +194,9 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     from .analyse.rules import RuleSet
 
     started, count = time.perf_counter(), 0
-    rules = RuleSet.load(settings)
-    with writer_lock(engine).attempt() as mine:  # already ours in writing commands; readers never wait
+    with _rules_override(settings):
+        rules = RuleSet.load(settings)
+    with writer_lock(engine).attempt() as mine, _rules_override(settings):  # already ours in writing commands; readers never wait
         pending = queries.count_to_analyse(engine, rules.version)
         if not mine:
             _analysis_skipped(engine, pending)
@@ -211,6 +212,19 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
                 tick(len(results))
         update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
+
+
+@contextmanager
+def _rules_override(settings: Settings) -> Iterator[None]:
+    """A user's rules override with a missing key or a value of the wrong type: one line naming its folder."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if settings.rules_dir is None:
+            raise
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise ConfigError(clip(f"a rules override in {settings.rules_dir} has a missing key or a value of the "
+                               f"wrong type ({what}); compare it with the packaged defaults/rules", 400)) from None
 
 
 def _analysis_skipped(engine: Engine, pending: int) -> None:
@@ -395,7 +409,7 @@ def card_input(settings: Settings, engine: Engine, ref: str):
             raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
         return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
                          referenced_by=queries.referenced_by(engine, repo, number), known=False)
-    return _card(settings, engine, found, queries.title_index(engine, [found.item.repo]), {},
+    return _card(settings, engine, found, queries.title_index_of(engine, found.item), {},
                  queries.referenced_by(engine, found.item.repo, number))
 
 
@@ -415,8 +429,8 @@ def _card(settings: Settings, engine: Engine, found, index, cache: dict, referen
 def parse_ref(ref: str) -> tuple[str, int]:
     """'owner/name#123' -> ('owner/name', 123)."""
     repo, sep, number = ref.strip().rpartition("#")
-    if not sep or repo.count("/") != 1 or not number.isdigit():
-        raise ConfigError(f"invalid item reference {ref!r}: use OWNER/NAME#N")
+    if not sep or repo.count("/") != 1 or not number.isdigit() or len(number) > 18:
+        raise ConfigError(f"invalid item reference {ref[:80]!r}: use OWNER/NAME#N (N below 10^18)")
     return repo, int(number)
 
 

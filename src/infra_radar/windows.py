@@ -11,15 +11,22 @@ from .models import Window, utc
 _WEEK = re.compile(r"^(\d{4})-?W(\d{1,2})$", re.IGNORECASE)
 
 
+YEARS = (1970, 9000)  # the years a time or week may name: windows around them stay representable
+
+
 def parse_when(text: str) -> datetime:
     """A bare date is 00:00 UTC; a time may carry an offset or Z (no offset means UTC)."""
     value = text.strip()
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            return datetime.fromisoformat(value).replace(tzinfo=UTC)
-        return utc(datetime.fromisoformat(value.replace("z", "Z")))
-    except ValueError:
-        raise WindowError(f"invalid time {text!r}: use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]") from None
+            when = datetime.fromisoformat(value).replace(tzinfo=UTC)
+        else:
+            when = utc(datetime.fromisoformat(value.replace("z", "Z")))
+    except (ValueError, OverflowError):
+        raise WindowError(f"invalid time {text[:40]!r}: use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM]") from None
+    if not YEARS[0] <= when.year <= YEARS[1]:
+        raise WindowError(f"invalid time {text[:40]!r}: the year must be from {YEARS[0]} to {YEARS[1]}")
+    return when
 
 
 def make_window(since: datetime, until: datetime) -> Window:
@@ -35,6 +42,8 @@ def iso_week(label: str) -> Window:
     if not found:
         raise WindowError(f"invalid week {label!r}: use YYYY-Www, e.g. 2026-W31")
     year, week = int(found.group(1)), int(found.group(2))
+    if not YEARS[0] <= year <= YEARS[1]:
+        raise WindowError(f"invalid week {label!r}: the year must be from {YEARS[0]} to {YEARS[1]}")
     try:
         monday = date.fromisocalendar(year, week, 1)
     except ValueError:

@@ -379,7 +379,11 @@ class Related:
     adapted: list[store.LedgerEntry] = field(default_factory=list)  # where this upstream PR was adapted
 
 
-def _change_index(engine: Engine, repo: str, relations: RelationRules, cache: dict) -> ChangeIndex:
+def _change_index(engine: Engine, repo: str, relations: RelationRules, cache: dict,
+                  item: Change | None = None) -> ChangeIndex:
+    """The repository's PR titles indexed: all of them for a batch, only `item`'s possible matches for one card."""
+    if "terms" not in cache and item is not None:  # one card: key only the titles that could match
+        return ChangeIndex.around(repo, [Change(n, t) for n, t in store.pr_titles(engine, repo)], relations, item)
     key = repo.lower()
     if key not in cache:
         cache[key] = ChangeIndex(repo, [Change(n, t) for n, t in store.pr_titles(engine, repo)], relations)
@@ -422,7 +426,7 @@ def related_of(settings: Settings, engine: Engine, item: Item, cache: dict | Non
         adapted = store.adapted_in(engine, item.repo, item.number)
     related = Related(adapted=adapted)
     if item.kind == "pr" and item.number is not None:
-        index = _change_index(engine, item.repo, relations, cache)
+        index = _change_index(engine, item.repo, relations, cache, Change(item.number, item.title))
         related.duplicates = _duplicates(engine, item, index, relations, cache)
         related.chain = index.chain(Change(item.number, item.title))
     if item.id is not None:

@@ -69,9 +69,18 @@ def default_link_rules() -> LinkRules:
     return compile_link_rules(tomllib.loads(path.read_text(encoding="utf-8")))
 
 
+_SUFFIX_SPAN = 400  # characters at the end of a subject searched for its (#N) groups: keeps the search linear
+
+
+def _suffix(subject: str) -> re.Match[str] | None:
+    """The trailing `(#N)` groups of a line, searched in its last _SUFFIX_SPAN characters only (a search over a
+    whole line of "(#1)" would rescan the rest of it from every position)."""
+    return _SUFFIX.search(subject, max(0, len(subject) - _SUFFIX_SPAN))
+
+
 def pr_number_from_subject(subject: str) -> tuple[int | None, list[int]]:
     """(the PR number: the last trailing `(#N)`, the earlier trailing numbers) of a squash subject."""
-    m = _SUFFIX.search(subject)
+    m = _suffix(subject)
     if m is None:
         return None, []
     numbers = [ref_number(n) for n in _SUFFIX_NUM.findall(m.group(0))]
@@ -82,7 +91,8 @@ def pr_number_from_subject(subject: str) -> tuple[int | None, list[int]]:
 
 def strip_pr_suffix(subject: str) -> str:
     """The subject without its trailing `(#N)` groups."""
-    return _SUFFIX.sub("", subject).rstrip()
+    m = _suffix(subject)
+    return (subject[:m.start()] if m else subject).rstrip()
 
 
 def _skipped(text: str) -> list[tuple[int, int]]:
@@ -152,8 +162,9 @@ def _hits(text: str, repo: str) -> list[_Hit]:
 
 def _relation(rules: LinkRules, text: str, m: _Hit, prev: tuple[int, str, str] | None) -> tuple[str, str]:
     """(kind, phrase) given by the words right before a reference, or inherited along a list."""
-    line_start = text.rfind("\n", 0, m.start) + 1
-    before = text[max(line_start, m.start - 60): m.start]
+    window = max(0, m.start - 60)  # only the 60 characters before count: never rescan a long line per reference
+    line_start = text.rfind("\n", window, m.start) + 1
+    before = text[max(line_start, window): m.start]
     hit = rules.phrase_re.search(before)
     if hit:
         phrase = hit.group("phrase")
@@ -169,7 +180,7 @@ _SPACE = re.compile(r"\s+")
 def _subject_links(text: str, repo: str) -> tuple[list[Link], int]:
     """Cherry-pick links from the first line's trailing `(#N)` groups, and where that suffix starts."""
     first = text.split("\n", 1)[0]
-    m = _SUFFIX.search(first)
+    m = _suffix(first)
     if m is None:
         return [], -1
     _, earlier = pr_number_from_subject(first)

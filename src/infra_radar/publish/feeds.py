@@ -13,6 +13,7 @@ from typing import Any
 from feedgen.feed import FeedGenerator
 
 from .markup import markdown_html
+from .writer import xml_safe
 
 FEED_FILES = {"atom": "atom.xml", "rss": "rss.xml"}
 TAG = "tag:infra-radar.invalid,2026:"  # stable ids that do not depend on where the site is hosted
@@ -29,7 +30,7 @@ class FeedEntry:
 
 
 def _title(entry: FeedEntry) -> str:
-    return entry.markdown.splitlines()[0].lstrip("# ").strip() if entry.markdown else entry.rel
+    return xml_safe(entry.markdown.splitlines()[0].lstrip("# ").strip()) if entry.markdown else entry.rel
 
 
 def _latest(entries: list[FeedEntry], per_kind: int) -> list[FeedEntry]:
@@ -60,7 +61,7 @@ def _generator(entries: list[FeedEntry], site_url: str, s: dict[str, Any]) -> Fe
         fe.updated(entry.updated)
         fe.published(entry.updated)
         fe.category(term=entry.kind)
-        fe.content(markdown_html(entry.markdown), type="html")
+        fe.content(xml_safe(markdown_html(entry.markdown)), type="html")
     return fg
 
 

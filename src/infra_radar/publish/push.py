@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError
+from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
 from ..store import queries
 from ..store.db import from_db_time
@@ -306,11 +306,33 @@ def build_messages(digest: Digest, platform: str, lang: str, url: str = "", secr
 # --- delivery ------------------------------------------------------------------------------------
 
 def redact_url(url: str) -> str:
-    """Scheme and host only: the path and query of a webhook URL are its credential."""
+    """Scheme and host only: the userinfo, path and query of a webhook URL are its credential."""
     if not url:
         return "(webhook not set)"
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}/{REDACTED}"
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return f"(malformed webhook URL)/{REDACTED}"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"(malformed webhook URL)/{REDACTED}"
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}/{REDACTED}"
+
+
+def check_webhook(url: str, env: str) -> str:
+    """The webhook URL from `env`, trimmed; ConfigError (naming the variable, never the value) when it is not
+    an http(s) URL with a host and no whitespace or control characters inside."""
+    url = url.strip()
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        host = None
+    if parts.scheme not in ("http", "https") or not host or any(c.isspace() or ord(c) < 32 for c in url):
+        raise ConfigError(f"{env} is not a webhook URL: it must be http(s)://HOST/... without spaces "
+                          "(the value is secret and not shown)")
+    return url
 
 
 def redacted(message: Message) -> dict[str, Any]:
@@ -337,11 +359,20 @@ def post(message: Message, platform: str, timeout: float = 15.0) -> None:
             text = reply.read(65536).decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         raise PushError(f"{platform} webhook answered HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise PushError(f"{platform} webhook unreachable: {reason}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:  # ValueError: http.client's InvalidURL
+        reason = redact(str(getattr(exc, "reason", exc)), _url_secrets(message.url))
+        raise PushError(clip(f"{platform} webhook unreachable: {reason}", 300)) from None
     if not _accepted(platform, text):
-        raise PushError(f"{platform} webhook refused the message: {text[:200]}")
+        text = redact(" ".join(text.split()), _url_secrets(message.url))
+        raise PushError(clip(f"{platform} webhook refused the message: {text}", 300))
+
+
+def _url_secrets(url: str) -> list[str]:
+    """The parts of a webhook URL that are its credential: itself, its userinfo, path and query values."""
+    parts = urllib.parse.urlsplit(url)
+    found = [url, parts.netloc.rpartition("@")[0], parts.path, parts.query]
+    found += [v for _k, v in urllib.parse.parse_qsl(parts.query)]
+    return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
 
 
 def _latest_day(engine: Engine, repos: list[str]) -> date:
@@ -380,6 +411,8 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
     secret = os.environ.get(conf.get("secret_env", ""), "") if conf.get("secret_env") else ""
     if not url and not dry_run:
         raise ConfigError(f"set {conf['webhook_env']} to the {platform} webhook URL (or use --dry-run)")
+    if url:
+        url = check_webhook(url, conf["webhook_env"])
     analyze(settings, engine)
     out = []
     for digest in digests(settings, engine, report, repos or [], week, day, site_url):

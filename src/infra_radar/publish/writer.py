@@ -5,11 +5,30 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 MANIFEST = ".radar-manifest.json"
+# what XML 1.0 cannot carry at all (lxml refuses it): C0 controls but tab, LF and CR; DEL; surrogates; U+FFFE/F
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+_TEMPORARY = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")  # what `write` makes with mkstemp before its rename
+
+
+def xml_safe(text: str) -> str:
+    """`text` without the characters HTML and XML cannot hold (an ESC or BEL in an author name or a path)."""
+    return _NOT_XML.sub("", text)
+
+
+def removed_temporaries(root: Path) -> list[Path]:
+    """Delete the half-written files a killed build left under `root` (regular files named like ours)."""
+    gone = []
+    for path in root.rglob(".*.tmp"):
+        if _TEMPORARY.fullmatch(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            gone.append(path)
+    return gone
 
 
 @dataclass
@@ -26,6 +45,7 @@ class PageWriter:
     def open(cls, root: Path) -> PageWriter:
         """A writer over `root`, reading the previous manifest if there is one."""
         root.mkdir(parents=True, exist_ok=True)
+        removed_temporaries(root)
         try:
             old = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -34,7 +54,7 @@ class PageWriter:
 
     def write(self, rel: str, content: str | bytes) -> None:
         """Record page `rel` (a relative POSIX path); write it if it changed or is missing."""
-        data = content.encode("utf-8") if isinstance(content, str) else content
+        data = xml_safe(content).encode("utf-8") if isinstance(content, str) else content
         digest = hashlib.sha1(data).hexdigest()
         self.new[rel] = digest
         path = self.root / rel

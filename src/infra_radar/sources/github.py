@@ -1,282 +1,46 @@
-"""The live GitHub source: the one module through which every HTTP call of the project goes.
+"""The live GitHub source: one page of a repository's pull requests, issues or releases as Items.
 
-`GitHubClient` sends requests (token, retries, rate limits, redaction); `GraphQLSource` and `RestSource`
-turn one page of a repository's pull requests and issues into Items; `fetch_releases` reads releases
-with ETag conditional requests. Nothing here writes the store: fetch.py saves what these yield.
+`GraphQLSource` and `RestSource` turn one page of a repository's pull requests and issues into Items;
+`fetch_releases` reads releases with ETag conditional requests. The HTTP client lives in github_client.py
+(re-exported here). Nothing here writes the store: fetch.py saves what these yield.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import math
 import os
 import re
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
-
-from .. import __version__, killpoint
+from .. import killpoint
 from ..errors import SourceError
 from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, RELEASE, Comment, FileChange, Item
+from .github_client import (  # noqa: F401 - re-exported: callers import the client from here
+    DEFAULT_API,
+    MAX_BYTES,
+    TOTAL_TIMEOUT,
+    Endpoints,
+    GitHubClient,
+    IsBot,
+    Known,
+    PageError,
+    RateLimited,
+    RestResponse,
+    StopFetch,
+    Wait,
+    _host,
+    graphql_queries,
+    graphql_url,
+    next_link,
+    origin,
+)
 
-log = logging.getLogger(__name__)
-
-DEFAULT_API = "https://api.github.com"
 # PRs and issues per page, releases per page; RADAR_FETCH_PAGE_SIZE sets both (the kill tests page a small fixture)
 PAGE_SIZE = int(os.environ.get("RADAR_FETCH_PAGE_SIZE") or 50)
 RELEASES_PAGE = int(os.environ.get("RADAR_FETCH_PAGE_SIZE") or 100)
 FILES_PAGE = 100  # GraphQL's files(first: 100); REST pulls/{n}/files is read past it
-Wait = Callable[[float, str], None]
-IsBot = Callable[[str], bool]
-Known = Callable[[str, int, datetime], bool]  # (repo, PR number, updatedAt): stored with this update time?
-
-
-class StopFetch(SourceError):
-    """The whole fetch must stop: no network, credentials rejected, or a rate limit past --max-wait."""
-
-
-class RateLimited(StopFetch):
-    """The rate limit is spent and its reset is further away than --max-wait."""
-
-    def __init__(self, message: str, reset_at: datetime | None) -> None:
-        super().__init__(message)
-        self.reset_at = reset_at
-
-
-class PageError(SourceError):
-    """One page could not be read (malformed body, API error); the pass stops before it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoints:
-    """Where the API lives and the token to use (never printed: see `redact`)."""
-
-    api: str = DEFAULT_API
-    graphql: str = DEFAULT_API + "/graphql"
-    token: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Endpoints:
-        """GITHUB_API_URL / GITHUB_GRAPHQL_URL / GITHUB_TOKEN or GH_TOKEN from the environment."""
-        env = os.environ if env is None else env
-        api = (env.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
-        token = (env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or "").strip() or None
-        return cls(api, (env.get("GITHUB_GRAPHQL_URL") or graphql_url(api)).rstrip("/"), token)
-
-
-def graphql_url(api: str) -> str:
-    """The GraphQL endpoint beside a REST root: GHE `https://H/api/v3` -> `https://H/api/graphql`."""
-    api = api.rstrip("/")
-    if api.endswith("/api/v3"):
-        return api.removesuffix("/v3") + "/graphql"
-    return api + "/graphql"
-
-
-def graphql_queries() -> dict[str, str]:
-    """Every GraphQL query the project sends, by name (the packaged defaults/graphql/*.graphql)."""
-    folder = resources.files("infra_radar") / "defaults" / "graphql"
-    return {p.name.removesuffix(".graphql"): p.read_text(encoding="utf-8")
-            for p in folder.iterdir() if p.name.endswith(".graphql")}
-
-
-@dataclass(slots=True)
-class RestResponse:
-    """A REST answer: status, decoded JSON (None on 304), its ETag and the Link rel=next URL."""
-
-    status: int
-    data: Any
-    etag: str | None
-    next_url: str | None
-
-
-_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
-
-
-def next_link(header: str | None) -> str | None:
-    """The rel="next" URL of a Link header."""
-    found = _LINK_NEXT.search(header or "")
-    return found.group(1) if found else None
-
-
-class GitHubClient:
-    """HTTP to GitHub: auth, bounded retries with backoff, rate-limit waits, a request count."""
-
-    def __init__(self, endpoints: Endpoints, *, timeout: float = 30.0, retries: int = 4, backoff: float = 1.0,
-                 max_wait: float = 900.0, wait: Wait | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.endpoints, self.retries, self.backoff, self.max_wait = endpoints, retries, backoff, max_wait
-        self.wait, self.clock = wait or (lambda seconds, _reason: time.sleep(seconds)), clock
-        self.requests = 0
-        self.remaining: int | None = None
-        self.reset_at: datetime | None = None
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-                   "User-Agent": f"infra-radar/{__version__}"}
-        if endpoints.token:
-            headers["Authorization"] = f"Bearer {endpoints.token}"
-        self._http = httpx.Client(headers=headers, timeout=timeout, follow_redirects=True)
-
-    @property
-    def anonymous(self) -> bool:
-        return not self.endpoints.token
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> GitHubClient:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-    def redact(self, text: str) -> str:
-        """`text` with the token blanked out (every message that leaves this module goes through it)."""
-        token = self.endpoints.token
-        return text.replace(token, "***") if token else text
-
-    def rest_url(self, path: str) -> str:
-        return path if path.startswith(("http://", "https://")) else f"{self.endpoints.api}/{path.lstrip('/')}"
-
-    def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        """Run a query; its `data`, or PageError naming GitHub's first error."""
-        _resp, body = self._request("POST", self.endpoints.graphql, json={"query": query, "variables": variables})
-        if not isinstance(body, dict):
-            raise PageError("GraphQL answer is not an object")
-        if body.get("errors"):
-            first = body["errors"][0]
-            raise PageError(self.redact(f"GraphQL error {first.get('type') or ''}: {first.get('message')}"[:300]))
-        self._note_graphql_limit(body.get("data") or {})
-        return body.get("data") or {}
-
-    def rest(self, path: str, params: dict[str, Any] | None = None, etag: str | None = None) -> RestResponse:
-        """GET a REST resource, conditionally when `etag` is given (a 304 has data None)."""
-        headers = {"If-None-Match": etag} if etag else {}
-        resp, body = self._request("GET", self.rest_url(path), params=params, headers=headers)
-        return RestResponse(resp.status_code, body, resp.headers.get("etag"), next_link(resp.headers.get("link")))
-
-    # -- one request, with every retry and wait ----------------------------------------------------
-
-    def _request(self, method: str, url: str, **kw: Any) -> tuple[httpx.Response, Any]:
-        failures = limit_waits = 0
-        while True:
-            problem = None
-            try:
-                resp = self._send(method, url, **kw)
-            except httpx.TimeoutException:
-                problem = f"no answer within {self._http.timeout.read}s"
-            else:
-                limit = self._limit_wait(resp)
-                if limit is not None:
-                    limit_waits += 1
-                    self._wait_limit(limit, limit_waits, resp)
-                    continue
-                if resp.status_code >= 500:
-                    problem = f"HTTP {resp.status_code}"
-                else:
-                    try:
-                        return resp, self._decode(resp, url)
-                    except PageError as exc:
-                        problem = str(exc)
-            failures += 1
-            if failures > self.retries:
-                raise PageError(self.redact(f"{_host(url)}: {problem} (gave up after {failures} tries)"))
-            delay = min(self.backoff * 2 ** (failures - 1), 60.0)
-            log.warning("%s: %s; retrying in %.1fs", _host(url), self.redact(problem), delay)
-            self.wait(delay, f"retry after {problem}")
-
-    def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
-        log.debug("%s %s", method, self.redact(url))
-        self.requests += 1
-        try:
-            resp = self._http.request(method, url, **kw)
-        except httpx.TimeoutException:
-            raise
-        except (httpx.ConnectError, httpx.UnsupportedProtocol) as exc:
-            raise StopFetch(self.redact(f"cannot reach {_host(url)}: {_reason(exc)}")) from None
-        except httpx.TransportError as exc:  # connection dropped mid-answer: treat like a 5xx
-            return httpx.Response(599, text=self.redact(str(exc)), request=exc.request)
-        self._note_limits(resp)
-        if resp.status_code == 401:
-            raise StopFetch(f"{_host(url)} rejected the credentials (401): check GITHUB_TOKEN / GH_TOKEN")
-        return resp
-
-    def _decode(self, resp: httpx.Response, url: str) -> Any:
-        if resp.status_code == 304:
-            return None
-        if resp.status_code >= 400:
-            message = _message(resp)
-            raise SourceError(self.redact(f"{_host(url)}: HTTP {resp.status_code} for {urlsplit(url).path}: {message}"))
-        try:
-            return resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            why = getattr(exc, "msg", None) or type(exc).__name__
-            raise PageError(f"malformed JSON from {urlsplit(url).path} ({why})") from None
-
-    # -- rate limits ---------------------------------------------------------------------------------
-
-    def _note_limits(self, resp: httpx.Response) -> None:
-        remaining, reset = resp.headers.get("x-ratelimit-remaining"), resp.headers.get("x-ratelimit-reset")
-        if remaining is not None and remaining.isdigit():
-            self.remaining = int(remaining)
-        if reset is not None and reset.isdigit():
-            self.reset_at = datetime.fromtimestamp(int(reset), UTC)
-
-    def _note_graphql_limit(self, data: dict[str, Any]) -> None:
-        limit = data.get("rateLimit") or {}
-        if isinstance(limit.get("remaining"), int):
-            self.remaining = limit["remaining"]
-
-    def _limit_wait(self, resp: httpx.Response) -> float | None:
-        """Seconds to wait when `resp` is a rate-limit answer (primary or secondary), else None."""
-        if resp.status_code not in (403, 429) and not _graphql_rate_limited(resp):
-            return None
-        retry_after = resp.headers.get("retry-after", "")
-        if retry_after.isdigit():
-            return float(retry_after)
-        if resp.headers.get("x-ratelimit-remaining") == "0" or _graphql_rate_limited(resp):
-            reset = resp.headers.get("x-ratelimit-reset", "")
-            return max(0.0, int(reset) - self.clock()) + 1 if reset.isdigit() else 60.0
-        if "secondary rate limit" in resp.text.lower():
-            return 60.0  # the documented default when GitHub gives no Retry-After
-        return None
-
-    def _wait_limit(self, seconds: float, attempt: int, resp: httpx.Response) -> None:
-        primary = "retry-after" not in resp.headers and (
-            resp.headers.get("x-ratelimit-remaining") == "0" or _graphql_rate_limited(resp))
-        if seconds > self.max_wait or attempt > self.retries + 2:
-            reset = datetime.fromtimestamp(self.clock() + seconds, UTC).replace(microsecond=0)
-            why = (f"{math.ceil(seconds)} s, more than --max-wait {self.max_wait:g} s" if seconds > self.max_wait
-                   else f"still limited after {attempt - 1} waits")
-            raise RateLimited(f"GitHub rate limit reached; it resets at {reset:%Y-%m-%d %H:%M:%S} UTC ({why}): "
-                              "progress is saved, rerun `radar fetch` after that time", reset)
-        kind = "rate limit" if primary else "secondary rate limit"
-        log.warning("%s: waiting %.0f s", kind, seconds)
-        self.wait(seconds, kind)
-
-
-def _graphql_rate_limited(resp: httpx.Response) -> bool:
-    return (resp.status_code == 200 and resp.request.method == "POST" and b'"RATE_LIMITED"' in resp.content[:2000])
-
-
-def _host(url: str) -> str:
-    return urlsplit(url).netloc or url
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.split("] ", 1)[-1] if text.startswith("[Errno") else text
-
-
-def _message(resp: httpx.Response) -> str:
-    try:
-        return str(resp.json().get("message", ""))[:200]
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return resp.text[:200]
 
 
 # -- records -> Items ---------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
+import os
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,12 +64,38 @@ def open_engine(url: str, *, writer: bool = False, wait: float | None = None) ->
             raise StoreError(f"invalid database URL: {exc}") from None
         if isinstance(exc, sa.exc.DBAPIError):  # server down, no such schema, no permission...
             reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
-            raise StoreError(f"cannot open the store: {reason}") from None
+            raise StoreError(f"cannot open the store: {_why(url, reason)}") from None
+        if isinstance(exc, OSError):  # its folder cannot be made: a file in the way, no permission
+            why = "a file is in the way" if exc.errno in (errno.EEXIST, errno.ENOTDIR) else exc.strerror or exc
+            raise StoreError(f"cannot create the store's folder {exc.filename or ''}: {why} "
+                             f"(check the path of {_where(url)})") from None
         if isinstance(exc, ModuleNotFoundError):
             raise StoreError(f"database driver missing ({exc.name}); for PostgreSQL install infra-radar[postgres]"
                              ) from None
         raise
     return engine
+
+
+def _where(url: str) -> str:
+    return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else "the database URL"
+
+
+def _why(url: str, reason: str) -> str:
+    """SQLite's reason for not opening a file, with what to check (its own words name no path)."""
+    from ..failures import database_hint
+
+    if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
+        return reason
+    path = Path(url.removeprefix("sqlite:///")).expanduser()
+    if "unable to open" not in reason and "readonly" not in reason:
+        return database_hint(reason) or reason
+    if "unable to open" in reason or "readonly" in reason:
+        if path.is_dir():
+            return f"{path} is a directory, not a database file"
+        if path.exists() and not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK):
+            return f"{path} is read-only (the store needs write access to the file and its folder)"
+        return f"{reason}: {path}"
+    return reason
 
 
 def pending_migrations(engine: Engine) -> list[str]:

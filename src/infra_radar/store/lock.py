@@ -19,10 +19,12 @@ The lock is reentrant within a process: an analysis inside `radar daily` finds t
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -93,10 +95,16 @@ class _FileLock:
 
     def try_lock(self, me: Holder) -> bool:
         if self.fd is None:
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
             try:
-                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                fd = os.open(self.path, flags, 0o644)  # a planted symlink is refused, never truncated through
             except OSError as exc:
-                raise StoreError(f"cannot create the store's lock file {self.path}: {exc.strerror}") from None
+                why = "it is a symbolic link (remove it)" if exc.errno == errno.ELOOP else exc.strerror
+                raise StoreError(f"cannot create the store's lock file {self.path}: {why}") from None
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise StoreError(f"the store's lock file {self.path} is not a regular file: remove it")
+            self.fd = fd
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -174,6 +174,25 @@ def title_index(engine: Engine, repo_list: list[str]) -> dict[tuple[str, str], l
     return index
 
 
+def title_index_of(engine: Engine, item: Item) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """`title_index` for one item's card: only the entry its duplicates are looked up in, read through a
+    LIKE on the title key's longest ASCII word instead of normalising every title of the repository."""
+    key = normalise_title(item.title)
+    if item.kind != "pr" or len(key) < 12:
+        return {}
+    query = (sa.select(repos.c.name, items.c.number, items.c.title).join(repos, repos.c.id == items.c.repo_id)
+             .where(items.c.kind == "pr", sa.func.lower(repos.c.name) == item.repo.lower()))
+    ascii_words = [w for w in key.split() if w.isascii()]  # SQLite's lower() folds ASCII only
+    if ascii_words:
+        query = query.where(sa.func.lower(items.c.title).contains(max(ascii_words, key=len), autoescape=True))
+    index: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    with engine.connect() as conn:
+        for name, number, title in conn.execute(query):
+            if normalise_title(title) == key:
+                index[(name.lower(), key)].append((number, title))
+    return index
+
+
 def duplicates_of(index: dict, item: Item) -> list[Link]:
     """Other PRs of the same repository whose normalised title equals this one's."""
     if item.kind != "pr":

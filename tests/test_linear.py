@@ -1,0 +1,105 @@
+"""Text handling is linear in its input: proved by counting work, or by the cost ratio of two input sizes
+measured in one run with a wide margin (8x the input: linear ~8x the time, quadratic ~64x; the bound is 24x).
+No test here asserts a wall-clock time; bench/text_linear.py prints the timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from infra_radar.analyse import rules as rules_module
+from infra_radar.analyse.refs import extract_refs, pr_number_from_subject, strip_pr_suffix
+from infra_radar.analyse.rules import RuleSet, analyse_item, load_noise_patterns
+from infra_radar.models import Item
+from infra_radar.sources.history import BodyCleaner
+
+SMALL, FACTOR, BOUND = 8192, 8, 24.0
+
+
+def cost(fn: Callable[[str], object], text: str, repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - start)
+    return max(best, 1e-5)
+
+
+def growth(fn: Callable[[str], object], make: Callable[[int], str], rounds: int = 5) -> float:
+    """cost(FACTOR x input) / cost(input), each the best of `rounds` runs taken alternately (a burst of load
+    inflates some runs of both sizes, never shortens one); the small input is warmed first."""
+    small, big = make(SMALL), make(SMALL * FACTOR)
+    fn(small)
+    best_small = best_big = float("inf")
+    for _ in range(rounds):
+        best_small = min(best_small, cost(fn, small, 2))
+        best_big = min(best_big, cost(fn, big, 1))
+    return best_big / best_small
+
+
+def fill(unit: str, size: int, tail: str = "") -> str:
+    return (unit * (size // len(unit) + 1))[: size - len(tail)] + tail
+
+
+CLEANUP_BODIES = {
+    # a blank run ending in a word: a line-anchored \s* rescans the run from every line start, then fails
+    "blank lines then a trailer": lambda n: fill(" \n", n, "x Signed-off-by: x <x@y.z>\n"),
+    "blank run then a separator": lambda n: fill("\n \t", n, "x ------\n"),
+    "blank run then a pipe": lambda n: fill(" \n", n, "x |\n"),
+    "blank run then conflicts": lambda n: fill(" \n", n, "x Conflicting files\n"),
+    "gemini headers": lambda n: fill("Summary of Changes Hello, I'm Gemini Code Assist. ", n),
+    "gemini using": lambda n: "Summary of Changes\n" + fill("Using Gemini Code Assist ", n),
+    "welcome bots": lambda n: fill("👋 Hi! Thank you for contributing to the vLLM Ascend project. ", n),
+    "DCO words": lambda n: fill("DCO ", n),
+}
+
+
+@pytest.mark.parametrize("make", CLEANUP_BODIES.values(), ids=CLEANUP_BODIES.keys())
+def test_import_cleanup_is_linear(make):
+    clean = BodyCleaner(load_noise_patterns())
+    assert growth(clean, make) < BOUND
+
+
+def test_the_cleanup_still_removes_what_it_did():
+    clean = BodyCleaner(load_noise_patterns())
+    body = ("Purpose\n\n  Signed-off-by: a <a@b.c>\nCo-authored-by: b <b@c.d>\n -------- \nConflicting files\n"
+            "the DCO sign-off check passed\nkeep me\n|\nHide details\n")
+    assert clean(body) == "Purpose\n\nkeep me"
+
+
+def test_references_in_a_long_body_are_linear():
+    # 20k URLs and 20k `#N` lines (the old URL-span scan was quadratic), and one line of `#1`s (the relation
+    # phrase used to be looked for from the start of the line, per reference)
+    body = "see https://example.com/a/b and #12 then\n"
+    assert growth(lambda t: extract_refs(t, "acme/infer", own=1), lambda n: fill(body, n)) < BOUND
+    assert growth(lambda t: extract_refs(t, "acme/infer", own=1), lambda n: fill("#1 ", n)) < BOUND
+    assert any(link.number == 12 for link in extract_refs(fill(body, 8192), "acme/infer", own=1))
+
+
+def test_a_subject_of_repeated_pr_suffixes_is_linear():
+    make = lambda n: fill("(#1)", n, "x")  # noqa: E731 - the suffix search used to rescan the line per position
+    assert growth(pr_number_from_subject, make) < BOUND
+    assert growth(strip_pr_suffix, make) < BOUND
+    assert pr_number_from_subject("Faster decode (#12) (#34)") == (34, [12])
+    assert strip_pr_suffix("Faster decode (#12) (#34) ") == "Faster decode"
+
+
+def test_references_to_another_repo_read_each_line_once(settings, monkeypatch):
+    """Counted: the words handed to the ref-context test add up to the body once, not once per reference."""
+    rules = RuleSet.load(settings)
+    when = datetime(2026, 8, 2, tzinfo=UTC)
+    seen = []
+    real = rules_module.words
+    monkeypatch.setattr(rules_module, "words", lambda text: seen.append(len(text)) or real(text))
+    body = fill("see other/repo#1 ", 32768) + "\n" + fill("and other/repo#2 ", 4096)
+    item = Item(repo="acme/infer", kind="pr", key="1", number=1, title="[Perf] Faster decode", body=body,
+                author="alice", state="merged", created_at=when, updated_at=when, merged_at=when, source="jsonl")
+    assert rules_module._depends_on_other_repo(item, rules) is False  # noqa: SLF001
+    assert sum(seen) <= len(body)
+    seen.clear()
+    analyse_item(item, rules, [], settings)
+    assert sum(seen) < 20 * len(body)  # a handful of passes over the text, not one per reference (4,500 here)
