@@ -2,56 +2,46 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..analyse.porting import Applied, applied, target_name
 from ..models import RELEASE, AnalysedItem, Link
 from .base import (
     PRIORITY_ORDER,
     TOP,
-    claim_rows,
     day,
-    files_total,
     iso,
     link_url,
     link_views,
     name,
-    pick,
     rank,
     ref_url,
     row,
-    top_files,
 )
-from .explain import mechanism
+from .checklist import item_checklist
+from .conclusion import conclusion
+from .deepdive import deep_view, grade_with_porting
 from .inputs import DailyInput, WatchRecheck
 
 # --- daily -----------------------------------------------------------------------------------------
 
-def _first_clause(text: str, limit: int = 80) -> str:
-    clause = re.split(r"(?<=[。；;])|(?<=[.!?])\s", text, maxsplit=1)[0].strip().rstrip("。；;.")
-    return clause if len(clause) <= limit else clause[: limit - 1].rstrip() + "…"
+def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
+    return applied(ai.item, target)
 
 
-def short_note(ai: AnalysedItem, t: dict[str, Any]) -> str:
-    """One-line note of the short table: grade letter and a short reason, else the kind."""
-    reason = pick(ai.analysis.grade_reason, t["lang"])
-    if reason:
-        return f"{ai.analysis.grade}{t['common']['colon']}{_first_clause(reason)}"
-    return name(t, "kinds", ai.analysis.item_kind)
+def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> str:
+    """One-line note of the short table: grade letter and the item's own conclusion."""
+    return f"{ai.analysis.grade}{t['common']['colon']}{conclusion(ai, t, _porting(ai, target))}"
 
 
-def deep_view(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
-    """A deep dive: the row plus mechanism, files and claims."""
+def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> dict[str, Any]:
+    porting = _porting(ai, target)
     view = row(ai, t)
-    summary = pick(ai.analysis.summary, t["lang"])
-    body = mechanism(ai.item.body)
-    # the summary already stands in the P0/P1 table: the deep dive explains, from the author's own words
-    view["mechanism"] = body or summary or t["common"]["no_summary"]
-    view["files"] = top_files(ai.item.files)
-    view["files_total"] = files_total(ai.item.files, t)
-    view["claims"] = claim_rows(ai.analysis.perf_claims, t)
+    view["summary"] = conclusion(ai, t, porting)
+    view["grade_reason"] = grade_with_porting(ai, t, porting)
+    view["checklist"] = item_checklist(ai, t["lang"], target_name, porting)
     return view
 
 
@@ -94,9 +84,11 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     short = [ai for ai in ranked if id(ai) not in explained]
     counts = Counter(ai.analysis.priority for ai in ranked)
     watch = [watch_view(w, t) for w in inp.watch]
-    top_rows = [row(ai, t) for ai in top]
-    short_rows = [{**row(ai, t), "note": short_note(ai, t)} for ai in short]
-    deep_views = [{**deep_view(ai, t), "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
+    target, tname = inp.target, target_name(inp.target, t["lang"])
+    top_rows = [_row(ai, t, target, tname) for ai in top]
+    short_rows = [{**row(ai, t), "note": short_note(ai, t, target)} for ai in short]
+    deep_views = [{**deep_view(ai, t, _porting(ai, target), tname),
+                   "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
     return {
         "date": day(inp.window.until), "since": iso(inp.window.since), "until": iso(inp.window.until),
         "hours": round((inp.window.until - inp.window.since) / timedelta(hours=1)),

@@ -35,6 +35,7 @@ class DailyInput:
     generated_at: datetime
     explicit: bool = False  # the window was given on the command line
     related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
+    target: str = "ascend"  # the target platform profile (settings.target)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class WeeklyInput:
     previous: list[AnalysedItem]  # previous window of equal length
     key_prs: int  # quick-view size (settings.weekly_key_prs)
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: upstream PRs adapted in the window
+    target: str = "ascend"  # the target platform profile (settings.target)
 
 
 @dataclass

@@ -1,0 +1,124 @@
+"""Verification checklists specific to one item, from its own switches, env vars, models, parallel settings,
+metrics and kernels (the steps are data: `defaults/rules/checklists.toml`).
+
+A step is kept only when every placeholder it uses has a value for this item, so the same generic line
+does not land on most items of a report; the generic fallback steps name the item's own module.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..analyse.porting import Applied
+from ..models import AnalysedItem
+from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
+
+
+@lru_cache(maxsize=1)
+def checklist_rules() -> dict[str, Any]:
+    """The packaged checklist rules, with the patterns they imply compiled once."""
+    text = (resources.files("infra_radar") / "defaults" / "rules" / "checklists.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    alt = "|".join(re.escape(m) for m in sorted(data["model_families"], key=len, reverse=True))
+    data["_model"] = re.compile(rf"\b(?:{alt})[\w.\-]*\d[\w.\-]*", re.I)
+    hw = "|".join(re.escape(h) for h in sorted(data["hardware"], key=len, reverse=True))
+    data["_hardware"] = re.compile(rf"(?<![\w-])(?:{hw})(?![\w-])")
+    par = "|".join(sorted(data["parallel"], key=len, reverse=True))
+    data["_parallel"] = re.compile(rf"\b(?:(?:{par})\s?=?\s?\d+|(?:{par.lower()})(?:_size)?\s?=\s?\d+|(?:{par})\d+)\b")
+    prefixes = "|".join(re.escape(p) for p in data["env_prefixes"])
+    data["_env"] = re.compile(rf"\b(?:{prefixes})[A-Z0-9_]+(?:=[\w.-]+)?")
+    data["_graph"] = re.compile("|".join(re.escape(m) for m in data["graph_modes"]))
+    return data
+
+
+_SWITCH = re.compile(r"(?<![\w.])(--[a-z][\w-]{2,40}|[A-Za-z_][\w.]{2,80}\s?[:=]\s?(?:True|False|true|false))\b")
+_SYMPTOM = re.compile(r"\b(error|fail|crash|hang|nan|wrong|incorrect|drop|oom|mismatch|exception|deadlock|leak|"
+                      r"regress|broken|accuracy|assert)\w*", re.I)
+
+
+def _code(values: list[str], sep: str) -> str:
+    return sep.join(f"`{v}`" for v in values)
+
+
+def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str, str]:
+    """The values the checklist placeholders take for this item ("" when the item gives none)."""
+    r = checklist_rules()
+    item, a = ai.item, ai.analysis
+    text = f"{item.title}\n{item.body[:20000]}"
+    sep = "、" if lang == "zh" else ", "
+    switches = list(dict.fromkeys(re.sub(r"\s?([:=])\s?", r"\1", m) for m in _SWITCH.findall(text)))
+    switches = [s for s in switches if not s.startswith(("--all-files", "--show-diff", "--color", "--remote"))]
+    envs = list(dict.fromkeys(r["_env"].findall(text)))
+    models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
+                                + [m.rstrip(".-") for m in r["_model"].findall(text)]))
+    parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
+    hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
+    metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
+    conditions = []
+    for c in a.perf_claims[:1]:
+        conditions = [f"{k}={v}" for k, v in c.context.items() if v]
+    kernel_files = [f.path.rsplit("/", 1)[-1] for f in item.files if file_role(f.path) == "kernel"]
+    explained = explain_body(item.body)
+    symptom = ""
+    for _, block in explained.motivation + explained.mechanism[:2]:
+        hit = next((s for s in sentences(block) if _SYMPTOM.search(s)), "")
+        if hit:
+            symptom = clip(hit, 110)
+            break
+    topics = set(a.topics)
+    training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
+    low = text.lower()
+    modes = list(dict.fromkeys(r["_graph"].findall(text)))
+    gpu = [p for p in porting if p.entry.id != "npu-native"]
+    facts = {
+        "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
+        "hardware": sep.join(hardware[:2]), "parallel": ("" if not parallel else f"({sep.join(parallel[:3])})"
+                                                         if lang == "zh" else f" ({sep.join(parallel[:3])})"),
+        "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
+        "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
+        "modes": _code(modes[:3], sep), "module": f"`{code_module(item.files)}`" if item.files else "",
+        "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
+        "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
+    }
+    if not facts["parallel"].strip("() ") and parallel:
+        facts["parallel"] = ""
+    flags = {"training": training, "serving": not training,
+             "kernel": bool(kernel_files) or "kernels" in topics,
+             "bugfix": a.item_kind in ("bugfix", "issue-bug"),
+             "weight-sync": any(w in low for w in r["weight_sync_words"]),
+             "graph": bool(modes) or any(p.entry.id == "cuda-graph" for p in porting),
+             "porting": bool(gpu)}
+    facts["_flags"] = flags  # type: ignore[assignment]
+    facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
+    return facts
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Applied]) -> list[str]:
+    """The verification steps of one item, specific first; generic fallbacks only when it gives too little."""
+    r = checklist_rules()
+    facts = item_facts(ai, lang, porting)
+    flags = facts.pop("_flags")  # type: ignore[misc]
+    facts.pop("_ids")
+    values = {**facts, "target": target}
+
+    def usable(step: dict[str, Any]) -> bool:
+        if not all(flags.get(w) for w in step.get("when", [])):
+            return False
+        needed = set(step.get("needs", [])) | set(_PLACEHOLDER.findall(step["text"]["en"]))
+        needed.discard("parallel")  # optional decoration
+        return all(values.get(k) for k in needed)
+
+    def text(step: dict[str, Any]) -> str:
+        return step["text"].get(lang, step["text"]["en"]).format(**values)
+
+    steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
+    if len(steps) < int(r["min_steps"]):
+        steps += [text(s) for s in r["fallback"] if usable(s)][: int(r["min_steps"]) - len(steps)]
+    return list(dict.fromkeys(steps))
