@@ -353,10 +353,13 @@ def test_focus_weight_breaks_ties() -> None:
 
 def test_deep_dive_mechanism_drops_template() -> None:
     text = render_daily(daily_input(), "en")
-    line = next(ln for ln in text.splitlines() if ln.startswith("- Mechanism:") and "prefix" in ln)
+    lines = text.splitlines()
+    start = lines.index("- Mechanism (author's words, from the PR description):")
+    line = lines[start + 1]
+    assert line.startswith("  > ")  # the author's text is quoted as such
     assert "hashes full prefix blocks" in line and "Purpose" not in line and "<!--" not in line
-    assert "second paragraph" not in line  # trimmed to three sentences
-    assert "Files touched: `infer/core/kv_cache.py`" in text and "(+412/−88, 6 files)" in text
+    assert "second paragraph" not in line  # trimmed to three whole sentences
+    assert "Files by role (+412/−88, 6 files):" in text and "`infer/core/kv_cache.py`" in text
     assert "| TTFT p50 | 0.88 s | 0.51 s | −42.0% / 1.725× | Model-X 70B, 2×GPU-A, concurrency 16 |" in text
 
 

@@ -252,6 +252,23 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
+def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
+    """An item's state as of `when`: (state, merge commit or None, whether it changed after `when`).
+
+    A PR merged or closed after `when` was still open then; one created after `when` did not exist yet.
+    """
+    from .models import CLOSED, MERGED, OPEN
+
+    later = any(t is not None and t > when for t in (item.merged_at, item.closed_at, item.updated_at))
+    if item.created_at is not None and item.created_at > when:
+        return "unknown", None, True
+    if item.state == MERGED and item.merged_at is not None and item.merged_at > when:
+        return OPEN, None, True
+    if item.state == CLOSED and item.closed_at is not None and item.closed_at > when:
+        return OPEN, None, True
+    return item.state, item.merge_commit, later
+
+
 def _watch_rechecks(engine: Engine, window: Window) -> list:
     from .render.context import WatchRecheck
     from .store.db import files_digest
@@ -266,10 +283,12 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
             continue
         item, digest = found.item, files_digest(found.item)
         newer = queries.referencing_in_window(engine, entry.repo, entry.number, window)
-        moved = None if entry.last_files is None else digest != entry.last_files
-        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, item.state,
-                                     item.merge_commit, moved, newer))
-        save.watch_checked(engine, entry.repo, entry.number, item.state, digest)
+        state, commit, later = state_at(item, window.until)
+        # what happened after the window's end is not reported (nor remembered) by this window's radar
+        moved = None if entry.last_files is None or later else digest != entry.last_files
+        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer))
+        if not later:
+            save.watch_checked(engine, entry.repo, entry.number, state, digest)
     return rechecks
 
 
@@ -332,7 +351,7 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
-                      related=related_links(settings, engine, top))
+                      related=related_links(settings, engine, top), target=settings.target)
 
 
 def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
@@ -346,7 +365,8 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
                        items=queries.analysed_in_window(engine, window, [name]),
                        previous=queries.analysed_in_window(engine, previous(window), [name]),
-                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window))
+                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
+                       target=settings.target)
 
 
 def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,

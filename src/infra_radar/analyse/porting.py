@@ -116,8 +116,11 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
         if e.words is not None:
             m = e.words.search(head)
             rank = 0
-            if not m:
-                m, rank = e.words.search(body), 1
+            if not m:  # in the description it must be a subject, not a passing mention: twice at least
+                hits = e.words.finditer(body)
+                m, rank = next(hits, None), 1
+                if m is not None and next(hits, None) is None:
+                    m = None
             if m:
                 hit = (rank, m[0].strip())
         if hit is None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..analyse.claims import format_number
 from ..errors import ConfigError
 from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text
+from .explain import clickable
 
 LANGS = ("zh", "en")
 PRIORITY_ORDER = {"P0": 0, "P1": 1, "P2": 2, "none": 3}
@@ -157,7 +158,7 @@ def top_files(files: list[FileChange], n: int = 5) -> list[str]:
     return [f.path for f in sorted(files, key=lambda f: (-lines(f), f.path))[:n]]
 
 
-def _context_text(context: dict[str, str], t: dict[str, Any]) -> str:
+def context_text(context: dict[str, str], t: dict[str, Any]) -> str:
     order = ["model", "hardware", "batch", "concurrency", "config"]
     keys = [k for k in order if context.get(k)] + sorted(k for k in context if k not in order and context[k])
     fmt = t["context"]
@@ -177,7 +178,7 @@ def change_text(claim: PerfClaim) -> str:
 def claim_rows(claims: list[PerfClaim], t: dict[str, Any]) -> list[dict[str, str]]:
     """One table row per reported figure."""
     return [{"metric": c.metric, "before": with_unit(c.before, c.unit), "after": with_unit(c.after, c.unit),
-             "change": change_text(c), "context": _context_text(c.context, t) or "—"} for c in claims]
+             "change": change_text(c), "context": context_text(c.context, t) or "—"} for c in claims]
 
 
 def claim_phrase(claim: PerfClaim) -> str:
@@ -212,6 +213,6 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
 def link_views(links: Iterable[Link]) -> list[dict[str, str]]:
     seen: dict[str, dict[str, str]] = {}
     for link in links:
-        if link.ref:
+        if link.ref and (not link.url or clickable(link.url)):
             seen.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "detail": link.detail})
     return list(seen.values())

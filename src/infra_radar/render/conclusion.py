@@ -11,7 +11,7 @@ from typing import Any
 
 from ..analyse.porting import Applied
 from ..models import AnalysedItem, PerfClaim
-from .base import change_text, name, pick, with_unit
+from .base import change_text, context_text, name, pick, with_unit
 from .explain import clip, code_module, explain_body, explain_rules, identifiers, sentences
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -45,7 +45,11 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     ranked = sorted(found, key=lambda x: (-min(counts[x], 5), order[x]))
     picked: list[str] = []
     for ident in ranked:
-        if any(ident in p or p in ident for p in picked):
+        inside = next((i for i, p in enumerate(picked) if p in ident), None)
+        if inside is not None:  # the longer name says more: `forced_max_seqlen` over `forced_max`
+            picked[inside] = ident
+            continue
+        if any(ident in p for p in picked):
             continue
         if ident.lower() in ai.item.title.lower() and len(ranked) > limit:
             continue
@@ -69,10 +73,13 @@ def claim_text(c: PerfClaim, t: dict[str, Any]) -> str:
     """A figure with direction and condition: "Total Step Time 534.13 s → 397.71 s(−25.5%,Qwen3.5-35B-A3B)"."""
     if c.before is not None and c.after is not None:
         body = f"{c.metric} {with_unit(c.before, c.unit)} → {with_unit(c.after, c.unit)}"
-    else:
+    elif c.after is not None:
         body = f"{c.metric} {with_unit(c.after, c.unit)}"
+    else:
+        body = c.metric
     extra = [change_text(c)] if change_text(c) != "—" else []
-    extra += [v for k, v in c.context.items() if v][:2]
+    context = context_text(c.context, t)
+    extra += [context] if context else []
     return body + (t["common"]["paren"].format(t["common"]["comma"].join(extra)) if extra else "")
 
 

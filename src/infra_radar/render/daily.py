@@ -23,6 +23,7 @@ from .base import (
 from .checklist import item_checklist
 from .conclusion import conclusion
 from .deepdive import deep_view, grade_with_porting
+from .explain import clickable
 from .inputs import DailyInput, WatchRecheck
 
 # --- daily -----------------------------------------------------------------------------------------
@@ -69,7 +70,7 @@ def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: li
         refs.setdefault(v["ref"], {"ref": v["ref"], "url": v["url"], "title": v["title"]})
     for ai in deep:  # what the deep-dive items point at, so a reader can follow the mechanism
         for link in [*ai.analysis.links, *(related or {}).get(ai.item.ref, [])]:
-            if link.ref and link_url(link):
+            if link.ref and link_url(link) and clickable(link_url(link)):
                 refs.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "title": link.detail})
     return list(refs.values())
 

@@ -58,7 +58,8 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
     view["motivation"] = clip(" ".join(t_ for _, t_ in motivation[:2]), int(limits["motivation"])) if motivation else ""
     view["mech_blocks"] = _blocks(mech, limits)
     view["tests"] = [clip(b, int(limits["deep_sentence"])) for _, b in explained.tests[:2]]
-    view["mechanism"] = " ".join(b["text"] for b in view["mech_blocks"][:2])
+    # the model stage may put its own mechanism here; the template shows it only when it differs
+    view["mechanism"] = view["mechanism_rule"] = " ".join(b["text"] for b in view["mech_blocks"][:2])
     view["roles"] = files_by_role(ai.item.files, t["lang"])
     view["files"] = [p for r in view["roles"] for p in r["paths"]][:5]
     view["files_total"] = files_total(ai.item.files, t)

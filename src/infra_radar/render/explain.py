@@ -221,7 +221,7 @@ def explain_body(body: str) -> Explained:
     tests = [b for s in parts if s.role == "tests" for b in s.blocks]
     lead = [b for s in parts if s.role in ("lead", "other") for b in s.blocks]
     if not mechanism:
-        mechanism, lead = lead, []
+        mechanism, lead = (lead, []) if lead else (motivation, [])
     if not motivation and lead:
         motivation = lead[:1]
     return Explained(motivation, mechanism, tests)
@@ -304,7 +304,8 @@ def files_by_role(files: list[FileChange], lang: str, per_role: int = 4) -> list
 
 def code_module(files: list[FileChange]) -> str:
     """Where the change lives: the deepest directory shared by most of its code (not test/doc) lines."""
-    code = [f for f in files if file_role(f.path) not in ("tests", "docs")] or files
+    code = ([f for f in files if file_role(f.path) not in ("tests", "docs", "config")]
+            or [f for f in files if file_role(f.path) not in ("tests", "docs")] or files)
     if not code:
         return ""
     weights: dict[str, int] = {}
@@ -323,3 +324,24 @@ def code_module(files: list[FileChange]) -> str:
         return best
     top = max(code, key=lambda f: ((f.additions or 0) + (f.deletions or 0), f.path))
     return top.path
+
+
+# --- links worth clicking --------------------------------------------------------------------------
+
+def clickable(url: str) -> bool:
+    """False for local or placeholder hosts and for URLs that carry a token or an invite."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    rules = explain_rules()["links"]
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    host = (parts.hostname or "").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    if any(fnmatchcase(host, pattern) for pattern in rules["bad_hosts"]):
+        return False
+    if any(key.lower() in rules["token_params"] for key, _ in parse_qsl(parts.query, keep_blank_values=True)):
+        return False
+    return not any(fnmatchcase(parts.path.lower(), pattern) for pattern in rules["token_paths"])

@@ -7,6 +7,7 @@ user's copy of a template wins.
 
 from __future__ import annotations
 
+import html
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -34,8 +35,9 @@ _SPACE = re.compile(r"\s+")
 
 
 def inline(text: object) -> str:
-    """PR-authored text on one line, with `<` escaped so it cannot open raw HTML in MkDocs."""
-    return _SPACE.sub(" ", str(text)).strip().replace("<", "&lt;")
+    """PR-authored text on one line: HTML entities decoded (`&lt;` is `<`), and `<` backslash-escaped so it
+    cannot open raw HTML in Markdown (CommonMark shows `\\<` as `<`)."""
+    return _SPACE.sub(" ", html.unescape(str(text))).strip().replace("<", "\\<")
 
 
 def cell(text: object) -> str:
