@@ -100,15 +100,16 @@ def load_map(rules_dir: Path | None = None) -> tuple[PortingEntry, ...]:
 
 
 def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None = None,
-            limit: int = 3) -> list[Applied]:
+            limit: int = 3, text: str | None = None) -> list[Applied]:
     """The entries an item touches, for `profile`: by words in its title/description, else by changed path.
 
     Entries found in the title come first, then the description, then paths; at most `limit`. The
-    "already native" entry is only kept when nothing GPU-specific matched.
+    "already native" entry is only kept when nothing GPU-specific matched. `text` stands for the
+    description when the caller has removed its template parts (checklists mention every module).
     """
     entries = entries if entries is not None else load_map()
     found: list[tuple[int, int, Applied]] = []
-    head, body = item.title, item.body[:20000]
+    head, body = item.title, (item.body if text is None else text)[:20000]
     for order, e in enumerate(entries):
         if profile not in e.counterpart:
             continue

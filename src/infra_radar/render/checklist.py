@@ -15,7 +15,8 @@ from typing import Any
 
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
-from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
+from .base import context_text
+from .explain import clip, code_module, described, explain_body, file_role, identifiers, sentences
 
 
 @lru_cache(maxsize=1)
@@ -35,7 +36,9 @@ def checklist_rules() -> dict[str, Any]:
     return data
 
 
-_SWITCH = re.compile(r"(?<![\w.])(--[a-z][\w-]{2,40}|[A-Za-z_][\w.]{2,80}\s?[:=]\s?(?:True|False|true|false))\b")
+_BOOL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]{2,80}\s?[:=]\s?(?:True|False|true|false))\b")
+_FLAG = re.compile(r"(?<![\w.-])(--[a-z][\w-]{2,40}(?:[= ](?:True|False|true|false|\d+))?)")
+_NAMED = re.compile(r"`([\w.\-]{3,80})`\s+(?:flag|option|switch|knob|argument|parameter|config)\b", re.I)
 _SYMPTOM = re.compile(r"\b(error|fail|crash|hang|nan|wrong|incorrect|drop|oom|mismatch|exception|deadlock|leak|"
                       r"regress|broken|accuracy|assert)\w*", re.I)
 
@@ -48,10 +51,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     """The values the checklist placeholders take for this item ("" when the item gives none)."""
     r = checklist_rules()
     item, a = ai.item, ai.analysis
+    own = f"{item.title}\n{described(item.body)}"  # the description without its template parts
     text = f"{item.title}\n{item.body[:20000]}"
     sep = "、" if lang == "zh" else ", "
-    switches = list(dict.fromkeys(re.sub(r"\s?([:=])\s?", r"\1", m) for m in _SWITCH.findall(text)))
-    switches = [s for s in switches if not s.startswith(("--all-files", "--show-diff", "--color", "--remote"))]
+    named = _NAMED.findall(own)
+    bools = [re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text)]
+    tooling = set(r["tool_flags"])
+    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
+    switches = list(dict.fromkeys(named + bools + flags))
+    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
+    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
     envs = list(dict.fromkeys(r["_env"].findall(text)))
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
                                 + [m.rstrip(".-") for m in r["_model"].findall(text)]))
@@ -60,7 +69,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
     conditions = []
     for c in a.perf_claims[:1]:
-        conditions = [f"{k}={v}" for k, v in c.context.items() if v]
+        conditions = [context_text(c.context, {"context": _context_names(lang)})] if c.context else []
     kernel_files = [f.path.rsplit("/", 1)[-1] for f in item.files if file_role(f.path) == "kernel"]
     explained = explain_body(item.body)
     symptom = ""
@@ -71,7 +80,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
             break
     topics = set(a.topics)
     training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
-    low = text.lower()
+    low = f"{item.title}\n{' '.join(t for _, t in explained.mechanism + explained.motivation)}".lower()
     modes = list(dict.fromkeys(r["_graph"].findall(text)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     facts = {
@@ -97,6 +106,13 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     return facts
 
 
+@lru_cache(maxsize=2)
+def _context_names(lang: str) -> dict[str, str]:
+    from .base import load_strings
+
+    return load_strings(lang)["context"]
+
+
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -111,8 +127,11 @@ def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Appli
     def usable(step: dict[str, Any]) -> bool:
         if not all(flags.get(w) for w in step.get("when", [])):
             return False
-        needed = set(step.get("needs", [])) | set(_PLACEHOLDER.findall(step["text"]["en"]))
-        needed.discard("parallel")  # optional decoration
+        if any(values.get(k) for k in step.get("unless", [])):
+            return False
+        needed = set(_PLACEHOLDER.findall(step["text"]["en"]))
+        needed.discard("parallel")  # an optional decoration unless the step needs it
+        needed |= set(step.get("needs", []))
         return all(values.get(k) for k in needed)
 
     def text(step: dict[str, Any]) -> str:
@@ -122,3 +141,30 @@ def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Appli
     if len(steps) < int(r["min_steps"]):
         steps += [text(s) for s in r["fallback"] if usable(s)][: int(r["min_steps"]) - len(steps)]
     return list(dict.fromkeys(steps))
+
+
+_CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
+
+
+def shape(step: str) -> str:
+    """A step with its item-specific parts (code spans, quotes, parentheses, numbers) removed."""
+    return " ".join(_CODE.sub(" ", step).split())
+
+
+def spread_out(checklists: list[list[str]]) -> list[list[str]]:
+    """Checklists of one report where no step shape is on more than `max_share` of the items: an
+    over-used shape is dropped from the items that have other steps (never leaving an item empty)."""
+    n = len(checklists)
+    if n < 4:
+        return checklists
+    share = float(checklist_rules().get("max_share", 0.25))
+    counts: dict[str, int] = {}
+    for steps in checklists:
+        for sh in {shape(s) for s in steps}:
+            counts[sh] = counts.get(sh, 0) + 1
+    crowded = {sh for sh, k in counts.items() if k > share * n}
+    out = []
+    for steps in checklists:
+        kept = [s for s in steps if shape(s) not in crowded]
+        out.append(kept or steps[:1])
+    return out

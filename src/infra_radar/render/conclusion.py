@@ -12,7 +12,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, with_unit
-from .explain import clip, code_module, explain_body, explain_rules, identifiers, sentences
+from .explain import clip, code_module, doing_sentence, explain_body, explain_rules, identifiers, sentences
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -90,7 +90,14 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
     item, a = ai.item, ai.analysis
     parts: list[str] = []
     ids = central_identifiers(ai, int(limits["identifiers"]))
-    if ids:
+    doing = doing_sentence(item.body, item.title)
+    if doing and not echoes(doing, item.title):
+        quote = clip(doing, int(limits["conclusion_mechanism"]))
+        parts.append(e["what_quote"].format(text=quote))
+        extra = [i for i in ids if i not in quote][: 2 if identifiers(quote) else 3]
+        if extra:
+            parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{i}`" for i in extra)))
+    elif ids:
         parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{i}`" for i in ids)))
     else:
         lead = next((s for _, block in explain_body(item.body).mechanism for s in sentences(block)

@@ -20,16 +20,16 @@ from .base import (
     ref_url,
     row,
 )
-from .checklist import item_checklist
+from .checklist import item_checklist, spread_out
 from .conclusion import conclusion
 from .deepdive import deep_view, grade_with_porting
-from .explain import clickable
+from .explain import clickable, described
 from .inputs import DailyInput, WatchRecheck
 
 # --- daily -----------------------------------------------------------------------------------------
 
 def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
-    return applied(ai.item, target)
+    return applied(ai.item, target, text=described(ai.item.body))
 
 
 def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> str:
@@ -87,6 +87,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     watch = [watch_view(w, t) for w in inp.watch]
     target, tname = inp.target, target_name(inp.target, t["lang"])
     top_rows = [_row(ai, t, target, tname) for ai in top]
+    for r, steps in zip(top_rows, spread_out([r["checklist"] for r in top_rows]), strict=True):
+        r["checklist"] = steps
     short_rows = [{**row(ai, t), "note": short_note(ai, t, target)} for ai in short]
     deep_views = [{**deep_view(ai, t, _porting(ai, target), tname),
                    "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]

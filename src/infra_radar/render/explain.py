@@ -227,6 +227,27 @@ def explain_body(body: str) -> Explained:
     return Explained(motivation, mechanism, tests)
 
 
+def described(body: str) -> str:
+    """The description without its template parts (checklists, usage templates, hints): what rules may read."""
+    e = explain_body(body)
+    return " ".join(t for _, t in e.motivation + e.mechanism + e.tests)
+
+
+_DOING = re.compile(r"^(this (pr|patch|change|commit)|we |the (pr|patch|fix|change)\b)|\b(adds?|introduces?|replaces?|"
+                    r"removes?|moves?|fix(es)?|implements?|supports?|enables?|uses|computes?|caches?|fuses?|"
+                    r"skips?|avoids?|reuses?|switch(es)?|refactors?|optimi[sz]es?)\b", re.I)
+
+
+def doing_sentence(body: str, title: str = "") -> str:
+    """The sentence of the mechanism that says what the change does ("This PR adds …"), else ""."""
+    e = explain_body(body)
+    candidates = [s for _, block in e.mechanism for s in sentences(block)]
+    for s in candidates:
+        if _DOING.search(s[:80]) and len(s) >= 30:
+            return s
+    return ""
+
+
 def mechanism(body: str, sentences_: int = 3, limit: int = 420) -> str:
     """The mechanism of a PR in a few whole sentences of the author's own description ("" if none)."""
     blocks = explain_body(body).mechanism
@@ -241,7 +262,7 @@ def mechanism(body: str, sentences_: int = 3, limit: int = 420) -> str:
 _IDENT = re.compile(
     r"`([^`\n]{1,200})`"  # a code span (long ones are dropped below)
     r"|\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}(?:=[\w.-]+)?)"  # an environment variable, maybe with its value
-    r"|(--[a-z][a-z0-9-]{2,40}(?:=[\w.-]+)?)"  # a command-line flag
+    r"|(--[a-z][\w-]{2,40}(?:=[\w.-]+)?)"  # a command-line flag
     r"|\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+\(?\)?)"  # a dotted name: module.attr, Class.method
     r"|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:=[\w.]+)?)\b"  # snake_case, maybe key=value
     r"|\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z]{2,}[a-z][A-Za-z0-9]+)\b"  # CamelCase, TCPStore
@@ -260,6 +281,8 @@ def identifiers(text: str, limit: int | None = None) -> list[str]:
             continue
         if (low in stop or len(word) < 3 or _VERSIONISH.match(word) or len(word.split()) > 3
                 or low.startswith(("http", "www."))):
+            continue
+        if m[6] and len(word) < 6:  # MoE, RoPE, W8A8: names of things, not identifiers of this change
             continue
         if m[4] and word.count(".") == 1 and len(word.split(".")[1]) <= 2:  # "e.g", "v0.19"
             continue
