@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..analyse.porting import applied
 from ..models import COMMIT, MERGED, PR, AnalysedItem
 from .base import (
     CHANGE_KINDS,
@@ -25,6 +26,10 @@ from .base import (
     signed,
 )
 from .card import adapted_views
+from .clusters import clusters
+from .conclusion import claim_text, conclusion, headline_claim
+from .deepdive import grade_with_porting
+from .explain import clip, described, explain_body, file_role, sentences
 from .inputs import WeeklyInput
 
 # --- weekly ----------------------------------------------------------------------------------------
@@ -51,20 +56,35 @@ def _per_item(changes: list[AnalysedItem], keys: Callable[[AnalysedItem], Iterab
     return Counter(k for ai in changes for k in set(keys(ai)) if k)
 
 
-def _themes(ranked: list[AnalysedItem], topics: list[str], t: dict[str, Any], cap: int = 5) -> list[dict]:
-    """Items grouped by top topic. Each item is listed under the first top theme it belongs to, so none
-    repeats; `total` counts every item carrying the topic (as the executive summary does) and `above` those
-    of them listed under an earlier theme."""
-    groups: dict[str, list[AnalysedItem]] = {topic: [] for topic in topics}
-    totals = Counter(topic for ai in ranked for topic in set(ai.analysis.topics))
-    for ai in ranked:
-        first = next((topic for topic in topics if topic in ai.analysis.topics), None)
-        if first:
-            groups[first].append(ai)
-    return [{"name": name(t, "topics", topic), "count": len(members), "total": totals[topic],
-             "above": totals[topic] - len(members),
-             "members": [row(ai, t) for ai in members[:cap]], "more": max(len(members) - cap, 0)}
-            for topic, members in groups.items() if members]
+def _theme_name(cluster: dict[str, Any], t: dict[str, Any]) -> str:
+    w = t["weekly"]
+    topics = Counter(topic for ai in cluster["members"] for topic in ai.analysis.topics)
+    topic = name(t, "topics", topics.most_common(1)[0][0]) if topics else ""
+    label = cluster["label"] if cluster["kind"] != "ref" else cluster["label"].rsplit("/", 1)[-1]
+    return w[f"theme_{cluster['kind']}"].format(label=label, topic=topic)
+
+
+def _themes(ranked: list[AnalysedItem], t: dict[str, Any], target: str, cap: int = 5) -> list[dict]:
+    """Items grouped by mechanism (shared identifiers, modules, linked PRs); each item in one theme."""
+    out = []
+    for cluster in clusters(ranked):
+        members = cluster["members"]
+        figure = next(((short_ref(ai), headline_claim(ai.analysis.perf_claims)) for ai in members
+                       if ai.analysis.perf_claims), None)
+        out.append({"name": _theme_name(cluster, t), "count": len(members), "total": len(members), "above": 0,
+                    "refs": [short_ref(ai) for ai in members[:3]],
+                    "figure": f"{figure[0]} {claim_text(figure[1], t)}" if figure and figure[1] else "",
+                    "shared": t["common"]["sep"].join(f"`{x}`" for x in cluster["shared"]),
+                    "members": [_listed(ai, t, target) for ai in members[:cap]], "more": max(len(members) - cap, 0)})
+    return out
+
+
+def _listed(ai: AnalysedItem, t: dict[str, Any], target: str) -> dict[str, Any]:
+    view = row(ai, t)
+    porting = applied(ai.item, target, text=described(ai.item.body))
+    view["summary"] = conclusion(ai, t, porting)
+    view["grade_reason"] = grade_with_porting(ai, t, porting)
+    return view
 
 
 def _kind_trend(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
@@ -75,17 +95,47 @@ def _kind_trend(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str
     return [fmt.format(kind=name(t, "kinds", k), n=cur[k], delta=signed(cur[k] - prev[k])) for k in kinds]
 
 
+def _risk_why(code: str, ai: AnalysedItem, t: dict[str, Any]) -> str:
+    """Why an item carries a risk label, from its own facts."""
+    why = t["weekly"]["risk_why"]
+    files = ai.item.files
+    code_files = [f for f in files if file_role(f.path) not in ("tests", "docs", "config")] or files
+    top = max(code_files, key=lambda f: ((f.additions or 0) + (f.deletions or 0), f.path), default=None)
+    lines = sum((f.additions or 0) + (f.deletions or 0) for f in files)
+    if code in ("core-path", "platform-specific") and top is not None:
+        return why["file"].format(file=top.path)
+    if code == "no-test":
+        return why["no_test"].format(lines=lines, n=len(files))
+    if code == "large-change":
+        return why["large"].format(lines=lines, n=len(files))
+    if code in ("silent-accuracy", "breaking"):
+        hit = next((s for _, b in explain_body(ai.item.body).motivation + explain_body(ai.item.body).mechanism
+                    for s in sentences(b) if _RISK_WORDS[code].search(s)), "")
+        if hit:
+            return why["quote"].format(text=clip(hit, 100))
+    return why["title"].format(title=ai.item.title)
+
+
+_RISK_WORDS = {
+    "silent-accuracy": re.compile(r"accura|precision|nan\b|wrong|incorrect|mismatch|garbage|drop", re.I),
+    "breaking": re.compile(r"break|remov|renam|deprecat|incompatib|no longer|drop", re.I),
+}
+
+
 def _risk_rows(ranked: list[AnalysedItem], t: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for code in t["codes"]["weekly_risks"]:
         hits = [ai for ai in ranked if code in ai.analysis.risk_labels]
         rows.append({"label": name(t, "risks", code), "n": len(hits),
-                     "refs": [{"ref": short_ref(ai), "url": ai.item.url} for ai in hits[:3]]})
+                     "meaning": t["weekly"]["risk_meaning"].get(code, ""),
+                     "refs": [{"ref": short_ref(ai), "url": ai.item.url} for ai in hits[:3]],
+                     "examples": [{"ref": short_ref(ai), "url": ai.item.url, "why": _risk_why(code, ai, t)}
+                                  for ai in hits[:3]]})
     return rows
 
 
-def _quick_view(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
-    view = row(ai, t)
+def _quick_view(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> dict[str, Any]:
+    view = _listed(ai, t, target)
     view["claims"] = t["common"]["semi"].join(claim_phrase(c) for c in ai.analysis.perf_claims[:2])
     return view
 
@@ -122,21 +172,34 @@ def _week_title(inp: WeeklyInput, t: dict[str, Any], start: datetime, end: datet
 
 
 def _summary(ctx: dict[str, Any], ranked: list[AnalysedItem], t: dict[str, Any]) -> str:
-    w, sep = t["weekly"], t["weekly"]["exec_sep"]
+    """The week's movements: counts with what they count, the main themes with PR numbers and figures, and
+    where the risk concentrates."""
+    w, c, sep = t["weekly"], t["common"], t["weekly"]["exec_sep"]
     if not ctx["merged"] and not ctx["commits"]:
         return w["exec_empty"].format(this=ctx["this"])
-    head = w["exec_merged"].format(this=ctx["this"], merged=ctx["merged"], key=ctx["key"])
+    head = w["exec_merged"].format(this=ctx["this"], merged=ctx["merged"])
     if ctx["has_previous"]:
-        vs = w["exec_vs"].format(previous=ctx["previous_word"], before=ctx["merged_before"],
-                                 change=ctx["merged_delta"])
+        head += c["paren"].format(w["exec_vs"].format(previous=ctx["previous_word"], before=ctx["merged_before"],
+                                                      change=ctx["merged_delta"]))
     else:
-        vs = w["exec_no_previous"].format(previous=ctx["previous_word"])
-    parts = [f"{head}{t['common']['paren'].format(vs)}"]
-    if ctx["top_topics"]:
-        parts.append(w["exec_topics"].format(topics=t["common"]["sep"].join(ctx["top_topics"][:3])))
-    notable = [f"{short_ref(ai)} {ai.item.title}" for ai in ranked if ai.analysis.priority != "none"][:3]
-    if notable:
-        parts.append(w["exec_notable"].format(items=t["common"]["semi"].join(notable)))
+        head += c["paren"].format(w["exec_no_previous"].format(previous=ctx["previous_word"]))
+    head += w["exec_key"].format(key=ctx["key"], previous=ctx["previous_word"], key_before=ctx["key_before"])
+    parts = [head]
+    moves = []
+    for th in ctx["themes"][:3]:
+        refs = c["sep"].join(th["refs"])
+        figure = w["exec_figure"].format(figure=th["figure"]) if th["figure"] else ""
+        moves.append(w["exec_move"].format(name=th["name"], n=th["count"], refs=refs, figure=figure))
+    if moves:
+        parts.append(w["exec_moves"].format(items=c["semi"].join(moves)))
+    else:
+        notable = [f"{short_ref(ai)} {ai.item.title}" for ai in ranked if ai.analysis.priority != "none"][:3]
+        if notable:
+            parts.append(w["exec_notable"].format(items=c["semi"].join(notable)))
+    risky = max((r for r in ctx["risks"] if r["n"]), key=lambda r: r["n"], default=None)
+    if risky:
+        parts.append(w["exec_risk"].format(label=risky["label"], n=risky["n"],
+                                           refs=c["sep"].join(r["ref"] for r in risky["refs"])))
     end = "。" if t["lang"] == "zh" else "."
     return sep.join(parts) + end
 
@@ -163,11 +226,13 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
         "this": w["this"] if is_week else w["this_range"],
         "previous_word": w["previous"] if is_week else w["previous_range"],
         "has_previous": bool(inp.previous), "merged_before": merged_before,
+        "key_before": sum(1 for ai in before if ai.analysis.priority in TOP),
         "merged_delta": delta(merged, merged_before),
         "top_topics": [w["topic_count"].format(topic=name(t, "topics", k), n=n) for k, n in topic_counts],
     }
+    ctx["themes"] = _themes(relevant, t, inp.target)
+    ctx["risks"] = _risk_rows(ranked, t)
     ctx["summary"] = _summary(ctx, ranked, t)
-    ctx["themes"] = _themes(relevant, [k for k, _ in topic_counts], t)
     ctx["categories"] = _kind_trend(changes, before, t)
     files = _per_item(changes, lambda ai: (f.path for f in ai.item.files))
     dirs = _per_item(changes, lambda ai: (_directory(f.path) for f in ai.item.files))
@@ -175,8 +240,10 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     ctx["hot_dirs"] = [w["path_count"].format(path=p, n=n) for p, n in _top_counts(dirs, 5)]
     authors = _top_counts(_per_item(changes, lambda ai: [ai.item.author]), 5)
     ctx["authors"] = [w["author_count"].format(author=a, n=n) for a, n in authors]
-    ctx["risks"] = _risk_rows(ranked, t)
-    ctx["quick"] = [_quick_view(ai, t) for ai in ranked if ai.analysis.priority != "none"][: inp.key_prs]
+    keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or \
+        [ai for ai in ranked if ai.analysis.priority != "none"]
+    ctx["quick"] = [_quick_view(ai, t, inp.target) for ai in keyed[: inp.key_prs]]
+    ctx["quick_more"] = [{"short": short_ref(ai), "url": ai.item.url} for ai in keyed[inp.key_prs:]]
     ctx["recommendations"] = _recommendations(ranked, t, [k for k, _ in topic_counts])
     ctx["adapted"] = adapted_views(inp.adapted, t, full_up=True)
     return ctx
