@@ -419,7 +419,7 @@ def _card(settings: Settings, engine: Engine, found, index, cache: dict, referen
     return CardInput(item=found, referenced_by=referenced_by,
                      duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, item),
                                                              *rel.duplicates]}.values()),
-                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted)
+                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted, target=settings.target)
 
 
 def parse_ref(ref: str) -> tuple[str, int]:

@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..analyse.porting import applied, target_name
 from ..models import FileChange
 from .base import claim_rows, day, files_total, iso, lines, link_views, name, ref_url, row
+from .checklist import item_checklist
+from .conclusion import conclusion
+from .deepdive import deep_view
+from .explain import described
 from .inputs import CardInput
 
 # --- card ------------------------------------------------------------------------------------------
@@ -62,4 +67,12 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "follow_ups": link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
         "known": inp.known, "upstream_repo": item.repo,
     })
+    if inp.known:
+        porting = applied(item, inp.target, text=described(item.body))
+        tname = target_name(inp.target, t["lang"])
+        deep = deep_view(ai, t, porting, tname)
+        view.update({"summary": conclusion(ai, t, porting), "grade_reason": deep["grade_reason"],
+                     "motivation": deep["motivation"], "mech_blocks": deep["mech_blocks"], "tests": deep["tests"],
+                     "porting": deep["porting"], "target": tname,
+                     "checklist": item_checklist(ai, t["lang"], tname, porting)})
     return view

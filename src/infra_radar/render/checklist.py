@@ -16,7 +16,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
-from .explain import clip, code_module, described, explain_body, file_role, identifiers, sentences
+from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
 
 
 @lru_cache(maxsize=1)
@@ -37,7 +37,7 @@ def checklist_rules() -> dict[str, Any]:
 
 
 _BOOL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]{2,80}\s?[:=]\s?(?:True|False|true|false))\b")
-_FLAG = re.compile(r"(?<![\w.-])(--[a-z][\w-]{2,40}(?:[= ](?:True|False|true|false|\d+))?)")
+_FLAG = re.compile(r"(?<![\w.-])(--[a-z][\w-]{2,40}(?:[= ](?:True|False|true|false|\d+(?:\.\d+)?))?)")
 _NAMED = re.compile(r"`([\w.\-]{3,80})`\s+(?:flag|option|switch|knob|argument|parameter|config)\b", re.I)
 _SYMPTOM = re.compile(r"\b(error|fail|crash|hang|nan|wrong|incorrect|drop|oom|mismatch|exception|deadlock|leak|"
                       r"regress|broken|accuracy|assert)\w*", re.I)
@@ -51,11 +51,14 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     """The values the checklist placeholders take for this item ("" when the item gives none)."""
     r = checklist_rules()
     item, a = ai.item, ai.analysis
-    own = f"{item.title}\n{described(item.body)}"  # the description without its template parts
+    explained = explain_body(item.body)
+    # the change's own switches are named where it says what it does, not in its benchmark commands
+    own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
     text = f"{item.title}\n{item.body[:20000]}"
     sep = "、" if lang == "zh" else ", "
     named = _NAMED.findall(own)
-    bools = [re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text)]
+    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
+             if b.split("=")[0].rsplit(".", 1)[-1] in own]
     tooling = set(r["tool_flags"])
     flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
     switches = list(dict.fromkeys(named + bools + flags))
@@ -71,7 +74,6 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     for c in a.perf_claims[:1]:
         conditions = [context_text(c.context, {"context": _context_names(lang)})] if c.context else []
     kernel_files = [f.path.rsplit("/", 1)[-1] for f in item.files if file_role(f.path) == "kernel"]
-    explained = explain_body(item.body)
     symptom = ""
     for _, block in explained.motivation + explained.mechanism[:2]:
         hit = next((s for s in sentences(block) if _SYMPTOM.search(s)), "")

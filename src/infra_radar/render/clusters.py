@@ -15,7 +15,7 @@ from .explain import explain_rules, file_role
 
 def _module(path: str, depth: int) -> str:
     parts = path.split("/")[:-1]
-    return "/".join(parts[:depth]) + "/" if len(parts) >= depth else ""
+    return "/".join(parts[:depth]) + "/" if parts else ""
 
 
 def item_keys(ai: AnalysedItem) -> dict[str, str]:
@@ -27,14 +27,19 @@ def item_keys(ai: AnalysedItem) -> dict[str, str]:
         if len(ident) >= 5 and not ident.startswith("--"):
             keys[f"id:{ident}"] = ident
     lines: Counter = Counter()
-    for f in ai.item.files:
-        if file_role(f.path) in ("tests",):
-            continue
+    code = [f for f in ai.item.files if file_role(f.path) not in ("tests", "docs")]
+    for f in code or [f for f in ai.item.files if file_role(f.path) != "tests"]:
         module = _module(f.path, depth)
         if module:
             lines[module] += (f.additions or 0) + (f.deletions or 0) + 1
+    ranked_files = sorted(code, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))
+    for f in ranked_files[:2]:
+        keys[f"file:{f.path}"] = f.path
     for module, _ in lines.most_common(2):
         keys[f"dir:{module}"] = module
+        parent = "/".join(module.split("/")[: depth - 1]) + "/"
+        if parent.count("/") >= 2 and parent != module:
+            keys[f"area:{parent}"] = parent  # a wider module: only for what no specific key grouped
     own = f"{ai.item.repo}#{ai.item.number}" if ai.item.number is not None else ""
     if own:
         keys[f"ref:{own}"] = own
@@ -65,10 +70,13 @@ def clusters(items: list[AnalysedItem], max_share: float | None = None, max_them
             names[key] = label
     assigned: set[int] = set()
     out = []
-    specificity = {"id": 0, "ref": 1, "dir": 2}
-    while len(out) < max_themes:
+    specificity = {"id": 0, "ref": 1, "file": 2, "dir": 3, "area": 4}
+    passes = [("id", "ref", "file", "dir"), ("area",)]
+    while len(out) < max_themes and passes:
         best, best_members = None, []
         for key, members in index.items():
+            if key.split(":", 1)[0] not in passes[0]:
+                continue
             free = [i for i in members if i not in assigned]
             if len(free) < min_size or len(free) > cap:
                 continue
@@ -76,12 +84,13 @@ def clusters(items: list[AnalysedItem], max_share: float | None = None, max_them
             if best is None or score > best[0]:
                 best, best_members = (score, key), free
         if best is None:
-            break
+            passes.pop(0)
+            continue
         key = best[1]
         assigned.update(best_members)
         members = [items[i] for i in best_members]
         shared = Counter(k for i in best_members for k in keys_of[i] if k.startswith("id:") and k != key)
         also = [names[k] for k, n in shared.most_common(3) if n >= 2]
-        out.append({"key": key, "kind": key.split(":", 1)[0], "label": names[key], "members": members,
+        out.append({"key": key, "kind": "dir" if key.startswith("area:") else key.split(":", 1)[0], "label": names[key], "members": members,
                     "shared": also})
     return out

@@ -94,7 +94,8 @@ def _clause_cut(sentence: str, limit: int) -> str:
         if m.start() > limit:
             break
         head = sentence[: m.start()].rstrip(" ,;:，；：-—(")
-        if len(head) >= limit // 3:
+        balanced = head.count("(") <= head.count(")") and head.count("`") % 2 == 0 and head.count("“") <= head.count("”")
+        if len(head) >= limit // 3 and balanced and not head.endswith(("e.g.", "i.e.", "etc.", "vs.")):
             best = head
     return best
 
@@ -126,7 +127,7 @@ class Section:
 def _role(heading: str) -> str:
     rules = explain_rules()["sections"]
     low = heading.lower()
-    for role in ("skip", "tests", "motivation", "mechanism"):
+    for role in ("skip", "tests", "mechanism", "motivation"):  # "what it does / why" is a mechanism
         if any(word in low for word in rules[role]):
             return role
     return "other"
@@ -219,9 +220,10 @@ def explain_body(body: str) -> Explained:
     motivation = [b for s in parts if s.role == "motivation" for b in s.blocks]
     mechanism = [b for s in parts if s.role == "mechanism" for b in s.blocks]
     tests = [b for s in parts if s.role == "tests" for b in s.blocks]
-    lead = [b for s in parts if s.role in ("lead", "other") for b in s.blocks]
+    lead = [b for s in parts if s.role == "lead" for b in s.blocks]
+    other = [b for s in parts if s.role == "other" for b in s.blocks]
     if not mechanism:
-        mechanism, lead = (lead, []) if lead else (motivation, [])
+        mechanism, lead = (lead, []) if lead else (other, []) if other else (motivation, [])
     if not motivation and lead:
         motivation = lead[:1]
     return Explained(motivation, mechanism, tests)

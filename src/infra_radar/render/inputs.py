@@ -63,3 +63,4 @@ class CardInput:
     chain: list[Link] = field(default_factory=list)  # follow-ups: other parts of a split change
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: where this upstream PR was adapted
     known: bool = True  # False: an upstream ref known only through the ledger (no item, no analysis)
+    target: str = "ascend"  # the target platform profile (settings.target)
