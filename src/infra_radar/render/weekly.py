@@ -72,7 +72,7 @@ def _themes(ranked: list[AnalysedItem], t: dict[str, Any], target: str, cap: int
         figure = next(((short_ref(ai), headline_claim(ai.analysis.perf_claims)) for ai in members
                        if ai.analysis.perf_claims), None)
         out.append({"name": _theme_name(cluster, t), "count": len(members), "total": len(members), "above": 0,
-                    "refs": [short_ref(ai) for ai in members[:3]],
+                    "refs": [short_ref(ai) for ai in members[:3]], "all": [short_ref(ai) for ai in members],
                     "figure": f"{figure[0]} {claim_text(figure[1], t)}" if figure and figure[1] else "",
                     "shared": t["common"]["sep"].join(f"`{x}`" for x in cluster["shared"]),
                     "members": [_listed(ai, t, target) for ai in members[:cap]], "more": max(len(members) - cap, 0)})
@@ -231,6 +231,8 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
         "top_topics": [w["topic_count"].format(topic=name(t, "topics", k), n=n) for k, n in topic_counts],
     }
     ctx["themes"] = _themes(relevant, t, inp.target)
+    themed = {r for th in ctx["themes"] for r in th["all"]}
+    ctx["unthemed"] = [{"short": short_ref(ai), "url": ai.item.url} for ai in relevant if short_ref(ai) not in themed]
     ctx["risks"] = _risk_rows(ranked, t)
     ctx["summary"] = _summary(ctx, ranked, t)
     ctx["categories"] = _kind_trend(changes, before, t)
