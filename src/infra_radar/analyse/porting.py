@@ -117,10 +117,10 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
         if e.words is not None:
             m = e.words.search(head)
             rank = 0
-            if not m:  # in the description it must be a subject, not a passing mention: twice at least
+            if not m:  # in the description it must be a subject, not a passing mention: three times at least
                 hits = e.words.finditer(body)
                 m, rank = next(hits, None), 1
-                if m is not None and next(hits, None) is None:
+                if m is not None and sum(1 for _ in zip(range(2), hits, strict=False)) < 2:
                     m = None
             if m:
                 hit = (rank, m[0].strip())

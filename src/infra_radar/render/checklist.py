@@ -32,6 +32,8 @@ def checklist_rules() -> dict[str, Any]:
     data["_parallel"] = re.compile(rf"\b(?:(?:{par})\s?=?\s?\d+|(?:{par.lower()})(?:_size)?\s?=\s?\d+|(?:{par})\d+)\b")
     prefixes = "|".join(re.escape(p) for p in data["env_prefixes"])
     data["_env"] = re.compile(rf"\b(?:{prefixes})[A-Z0-9_]+(?:=[\w.-]+)?")
+    names = "|".join(re.escape(n) for n in sorted(data["version_names"], key=len, reverse=True))
+    data["_version"] = re.compile(rf"(?<![\w-])(?:{names})\s?(?:[<>]=?|==|v)?\s?\d+\.\d+(?:\.\d+)?\+?")
     data["_graph"] = re.compile("|".join(re.escape(m) for m in data["graph_modes"]))
     return data
 
@@ -70,6 +72,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
     hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
     metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
+    versions = list(dict.fromkeys(" ".join(v.split()) for v in r["_version"].findall(own)))
     conditions = []
     for c in a.perf_claims[:1]:
         conditions = [context_text(c.context, {"context": _context_names(lang)})] if c.context else []
@@ -91,6 +94,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
                                                          if lang == "zh" else f" ({sep.join(parallel[:3])})"),
         "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
         "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
+        "versions": sep.join(versions[:3]) if len(versions) >= 1 else "",
         "modes": _code(modes[:3], sep), "module": f"`{code_module(item.files)}`" if item.files else "",
         "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",

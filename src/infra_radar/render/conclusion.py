@@ -12,9 +12,19 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, with_unit
-from .explain import clip, code_module, doing_sentence, explain_body, explain_rules, identifiers, sentences
+from .explain import (
+    clip,
+    code_module,
+    doing_sentence,
+    explain_body,
+    explain_rules,
+    file_role,
+    identifiers,
+    sentences,
+)
 
 _WORD = re.compile(r"[a-z0-9]+")
+_ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
 
 
 def _words(text: str) -> set[str]:
@@ -42,7 +52,11 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
         counts[ident] = body.count(ident)
     order = {ident: i for i, ident in enumerate(found)}
     # a dotted or code-span name that contains a shorter one already listed says the same thing
-    ranked = sorted(found, key=lambda x: (-min(counts[x], 5), order[x]))
+    def weight(x: str) -> int:  # env vars, Class.attr and key=value name the change more exactly
+        exact = bool(_ENV.match(x)) or "=" in x
+        return min(counts[x], 5) + (2 if exact else 1 if "." in x[1:] else 0)
+
+    ranked = sorted(found, key=lambda x: (-weight(x), order[x]))
     picked: list[str] = []
     for ident in ranked:
         inside = next((i for i, p in enumerate(picked) if p in ident), None)
@@ -54,9 +68,7 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
         if ident.lower() in ai.item.title.lower() and len(ranked) > limit:
             continue
         picked.append(ident)
-        if len(picked) == limit:
-            break
-    return picked
+    return picked[:limit]
 
 
 def headline_claim(claims: list[PerfClaim]) -> PerfClaim | None:
@@ -104,6 +116,12 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
                      if not echoes(s, item.title)), "")
         if lead:
             parts.append(e["what_quote"].format(text=clip(lead, int(limits["conclusion_mechanism"]))))
+        else:  # no description: the files it changes say what it touches
+            names = [f.path.rsplit("/", 1)[-1] for f in sorted(
+                (f for f in item.files if file_role(f.path) not in ("tests", "docs", "config")),
+                key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
+            if names:
+                parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{n}`" for n in names)))
     module = code_module(item.files) if item.files else ""
     if module:
         parts.append(e["where"].format(module=module))
