@@ -29,10 +29,12 @@ def title_of(cell: str) -> str:
 
 
 def echoes_title(conclusion: str, title: str, boilerplate: set[str]) -> bool:
-    """A conclusion echoes its title when, besides the title's words and the report's fixed words, it
-    names fewer than three words of its own."""
-    own = {w.lower() for w in WORD.findall(conclusion)} - {w.lower() for w in WORD.findall(title)} - boilerplate
-    return len(own) < 3
+    """A conclusion only echoes its title when it repeats most of the title's words and names fewer than
+    three words of its own (our fixed wording aside): `kind(topics): <title>`."""
+    said = {w.lower() for w in WORD.findall(conclusion)}
+    heard = {w.lower() for w in WORD.findall(title)} - boilerplate
+    own = said - {w.lower() for w in WORD.findall(title)} - boilerplate
+    return len(own) < 3 and (not heard or len(said & heard) >= 0.5 * len(heard))
 
 
 def echo_share(text: str, top: str, short: str, boilerplate: set[str]) -> tuple[int, int]:
@@ -43,21 +45,21 @@ def echo_share(text: str, top: str, short: str, boilerplate: set[str]) -> tuple[
 
 
 def cut_words(text: str, corpus: str) -> list[str]:
-    """Places where "…" follows a fragment that the source continues inside the same word or clause:
-    the 16 characters before it occur in the source followed by a letter or digit."""
+    """Places where "…" follows a fragment that the source only ever continues inside a word: the 16
+    characters before it occur in the source, and every occurrence is followed by a letter or digit."""
     bad = []
     plain = " ".join(corpus.split())
     for m in re.finditer(r"(.{16})…", text):
         tail = m[1].replace("`", "")
         if len(tail.strip()) < 8:
             continue
+        follows = []
         start = plain.find(tail)
-        while start >= 0:
-            nxt = plain[start + len(tail): start + len(tail) + 1]
-            if nxt.isalnum():
-                bad.append(m[0])
-                break
+        while start >= 0 and len(follows) < 50:
+            follows.append(plain[start + len(tail): start + len(tail) + 1])
             start = plain.find(tail, start + 1)
+        if follows and all(ch.isalnum() for ch in follows):
+            bad.append(m[0])
     return bad
 
 

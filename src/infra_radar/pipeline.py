@@ -255,13 +255,12 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
 def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
     """An item's state as of `when`: (state, merge commit or None, whether it changed after `when`).
 
-    A PR merged or closed after `when` was still open then; one created after `when` did not exist yet.
+    A PR merged or closed after `when` was still open then (a watched PR existed; history imports only
+    know its merge time, so its creation time says nothing).
     """
     from .models import CLOSED, MERGED, OPEN
 
     later = any(t is not None and t > when for t in (item.merged_at, item.closed_at, item.updated_at))
-    if item.created_at is not None and item.created_at > when:
-        return "unknown", None, True
     if item.state == MERGED and item.merged_at is not None and item.merged_at > when:
         return OPEN, None, True
     if item.state == CLOSED and item.closed_at is not None and item.closed_at > when:

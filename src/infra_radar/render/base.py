@@ -5,6 +5,7 @@ All wording comes from i18n.toml through `t`; templates decide the layout.
 
 from __future__ import annotations
 
+import html
 import tomllib
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -198,7 +199,7 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
     """The facts every listing of an item shows."""
     item, a, lang = ai.item, ai.analysis, t["lang"]
     return {
-        "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": item.title,
+        "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": html.unescape(item.title),
         "priority": a.priority, "state": name(t, "states", "draft" if item.draft else item.state),
         "grade": a.grade, "grade_name": name(t, "grades", a.grade),
         "grade_reason": pick(a.grade_reason, lang), "decision": name(t, "decisions", a.decision),

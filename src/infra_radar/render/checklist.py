@@ -106,7 +106,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
              "bugfix": a.item_kind in ("bugfix", "issue-bug"),
              "weight-sync": any(w in low for w in r["weight_sync_words"]),
              "graph": bool(modes) or any(p.entry.id == "cuda-graph" for p in porting),
-             "porting": bool(gpu)}
+             "porting": bool(gpu), **{f"topic:{t}": True for t in topics}}
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
@@ -124,6 +124,13 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Applied]) -> list[str]:
     """The verification steps of one item, specific first; generic fallbacks only when it gives too little."""
+    return checklist_options(ai, lang, target, porting)[0]
+
+
+def checklist_options(ai: AnalysedItem, lang: str, target: str,
+                      porting: list[Applied]) -> tuple[list[str], list[str]]:
+    """(steps, alternates): the item's steps, and the other fallbacks that also fit it (for a report that
+    would otherwise repeat one fallback on too many items)."""
     r = checklist_rules()
     facts = item_facts(ai, lang, porting)
     flags = facts.pop("_flags")  # type: ignore[misc]
@@ -144,9 +151,10 @@ def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Appli
         return step["text"].get(lang, step["text"]["en"]).format(**values)
 
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
-    if len(steps) < int(r["min_steps"]):
-        steps += [text(s) for s in r["fallback"] if usable(s)][: int(r["min_steps"]) - len(steps)]
-    return list(dict.fromkeys(steps))
+    fallbacks = [text(s) for s in r["fallback"] if usable(s)]
+    need = max(int(r["min_steps"]) - len(steps), 0)
+    steps += fallbacks[:need]
+    return list(dict.fromkeys(steps)), fallbacks[need:]
 
 
 _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
@@ -157,20 +165,36 @@ def shape(step: str) -> str:
     return " ".join(_CODE.sub(" ", step).split())
 
 
-def spread_out(checklists: list[list[str]]) -> list[list[str]]:
+def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None = None) -> list[list[str]]:
     """Checklists of one report where no step shape is on more than `max_share` of the items: an
-    over-used shape is dropped from the items that have other steps (never leaving an item empty)."""
+    over-used shape is dropped from items that have other steps, or swapped for another fallback that
+    fits the item; an item is never left empty."""
     n = len(checklists)
-    if n < 4:
+    if n < 2:
         return checklists
-    share = float(checklist_rules().get("max_share", 0.25))
+    alternates = alternates or [[] for _ in checklists]
+    limit = max(1, int(float(checklist_rules().get("max_share", 0.25)) * n))
     counts: dict[str, int] = {}
     for steps in checklists:
         for sh in {shape(s) for s in steps}:
             counts[sh] = counts.get(sh, 0) + 1
-    crowded = {sh for sh, k in counts.items() if k > share * n}
     out = []
-    for steps in checklists:
-        kept = [s for s in steps if shape(s) not in crowded]
-        out.append(kept or steps[:1])
+    for steps, spare in zip(checklists, alternates, strict=True):
+        kept = []
+        for step in steps:
+            sh = shape(step)
+            if counts[sh] <= limit:
+                kept.append(step)
+                continue
+            others = [s for s in steps if s is not step and counts[shape(s)] <= limit]
+            swap = next((a for a in spare if counts.get(shape(a), 0) < limit and shape(a) not in
+                         {shape(k) for k in kept}), None)
+            if others or swap:
+                counts[sh] -= 1
+                if swap:
+                    counts[shape(swap)] = counts.get(shape(swap), 0) + 1
+                    kept.append(swap)
+            else:
+                kept.append(step)
+        out.append(list(dict.fromkeys(kept)))
     return out

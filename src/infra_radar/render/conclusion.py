@@ -65,10 +65,10 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
             continue
         if any(ident in p for p in picked):
             continue
-        if ident.lower() in ai.item.title.lower() and len(ranked) > limit:
-            continue
         picked.append(ident)
-    return picked[:limit]
+    # what the title already names goes last: the conclusion should add to the title, not repeat it
+    title = ai.item.title.lower()
+    return sorted(picked, key=lambda x: x.lower() in title)[:limit]
 
 
 def headline_claim(claims: list[PerfClaim]) -> PerfClaim | None:

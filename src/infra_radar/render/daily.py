@@ -20,7 +20,7 @@ from .base import (
     ref_url,
     row,
 )
-from .checklist import item_checklist, spread_out
+from .checklist import checklist_options, spread_out
 from .conclusion import conclusion
 from .deepdive import deep_view, grade_with_porting
 from .explain import clickable, described
@@ -42,7 +42,7 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> 
     view = row(ai, t)
     view["summary"] = conclusion(ai, t, porting)
     view["grade_reason"] = grade_with_porting(ai, t, porting)
-    view["checklist"] = item_checklist(ai, t["lang"], target_name, porting)
+    view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
     return view
 
 
@@ -87,13 +87,15 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     watch = [watch_view(w, t) for w in inp.watch]
     target, tname = inp.target, target_name(inp.target, t["lang"])
     top_rows = [_row(ai, t, target, tname) for ai in top]
-    for r, steps in zip(top_rows, spread_out([r["checklist"] for r in top_rows]), strict=True):
+    spread = spread_out([r["checklist"] for r in top_rows], [r.pop("alternates") for r in top_rows])
+    for r, steps in zip(top_rows, spread, strict=True):
         r["checklist"] = steps
     short_rows = [{**row(ai, t), "note": short_note(ai, t, target)} for ai in short]
     deep_views = [{**deep_view(ai, t, _porting(ai, target), tname),
                    "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
     return {
-        "date": day(inp.window.until), "since": iso(inp.window.since), "until": iso(inp.window.until),
+        # the date of the window's last instant: [D 00:00Z, D+1) is D, and a morning run ending 02:12Z is that day
+        "date": day(inp.window.until - timedelta(microseconds=1)), "calendar_day": inp.calendar_day, "since": iso(inp.window.since), "until": iso(inp.window.until),
         "hours": round((inp.window.until - inp.window.since) / timedelta(hours=1)),
         "first_run": inp.first_run, "explicit": inp.explicit, "generated": iso(inp.generated_at), "repos": inp.repos,
         "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": len(ranked),

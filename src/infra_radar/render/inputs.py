@@ -34,6 +34,7 @@ class DailyInput:
     first_run: bool
     generated_at: datetime
     explicit: bool = False  # the window was given on the command line
+    calendar_day: bool = False  # the window is one UTC calendar day chosen automatically (site, push)
     related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
     target: str = "ascend"  # the target platform profile (settings.target)
 
