@@ -31,14 +31,15 @@ def checklist_rules() -> dict[str, Any]:
     par = "|".join(sorted(data["parallel"], key=len, reverse=True))
     data["_parallel"] = re.compile(rf"\b(?:(?:{par})\s?=?\s?\d+|(?:{par.lower()})(?:_size)?\s?=\s?\d+|(?:{par})\d+)\b")
     prefixes = "|".join(re.escape(p) for p in data["env_prefixes"])
-    data["_env"] = re.compile(rf"\b(?:{prefixes})[A-Z0-9_]+(?:=[\w.-]+)?")
+    # a known prefix, or any UPPER_SNAKE name given a value
+    data["_env"] = re.compile(rf"\b(?:(?:{prefixes})[A-Z0-9_]+(?:=[\w.-]+)?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){{2,}}=[\w.-]+)")
     names = "|".join(re.escape(n) for n in sorted(data["version_names"], key=len, reverse=True))
     data["_version"] = re.compile(rf"(?<![\w-])(?:{names})\s?(?:[<>]=?|==|v)?\s?\d+\.\d+(?:\.\d+)?\+?")
     data["_graph"] = re.compile("|".join(re.escape(m) for m in data["graph_modes"]))
     return data
 
 
-_BOOL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]{2,80}\s?[:=]\s?(?:True|False|true|false))\b")
+_BOOL = re.compile(r"(?<![\w.])([A-Za-z_]\w*[_.][\w.]{1,80}\s?[:=]\s?(?:True|False|true|false))\b")
 _FLAG = re.compile(r"(?<![\w.-])(--[a-z][\w-]{2,40}(?:[= ](?:True|False|true|false|\d+(?:\.\d+)?))?)")
 _NAMED = re.compile(r"`([\w.\-]{3,80})`\s+(?:flag|option|switch|knob|argument|parameter|config)\b", re.I)
 _SYMPTOM = re.compile(r"\b(error|fail|crash|hang|nan|wrong|incorrect|drop|oom|mismatch|exception|deadlock|leak|"
@@ -90,8 +91,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     facts = {
         "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
-        "hardware": sep.join(hardware[:2]), "parallel": ("" if not parallel else f"({sep.join(parallel[:3])})"
-                                                         if lang == "zh" else f" ({sep.join(parallel[:3])})"),
+        "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
         "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
         "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
         "versions": sep.join(versions[:3]) if len(versions) >= 1 else "",
@@ -99,8 +99,6 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
         "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
     }
-    if not facts["parallel"].strip("() ") and parallel:
-        facts["parallel"] = ""
     flags = {"training": training, "serving": not training,
              "kernel": bool(kernel_files) or "kernels" in topics,
              "bugfix": a.item_kind in ("bugfix", "issue-bug"),
@@ -142,9 +140,7 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
             return False
         if any(values.get(k) for k in step.get("unless", [])):
             return False
-        needed = set(_PLACEHOLDER.findall(step["text"]["en"]))
-        needed.discard("parallel")  # an optional decoration unless the step needs it
-        needed |= set(step.get("needs", []))
+        needed = set(_PLACEHOLDER.findall(step["text"]["en"])) | set(step.get("needs", []))
         return all(values.get(k) for k in needed)
 
     def text(step: dict[str, Any]) -> str:
