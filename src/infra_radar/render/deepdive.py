@@ -16,14 +16,14 @@ from .explain import clip, explain_body, explain_rules, files_by_role, sentences
 def _blocks(blocks: list[tuple[str, str]], limits: dict[str, Any]) -> list[dict[str, Any]]:
     out, bullets = [], 0
     for kind, text in blocks:
-        if kind == "b":
+        if kind in ("b", "b1"):
             bullets += 1
             if bullets > int(limits["deep_bullets"]):
                 continue
-            out.append({"bullet": True, "text": clip(text, int(limits["deep_sentence"]))})
+            out.append({"bullet": True, "nested": kind == "b1", "text": clip(text, int(limits["deep_sentence"]))})
         else:
             kept = " ".join(sentences(text)[: int(limits["deep_paragraph_sentences"])])
-            out.append({"bullet": False, "text": clip(kept, int(limits["deep_sentence"]) * 2)})
+            out.append({"bullet": False, "nested": False, "text": clip(kept, int(limits["deep_sentence"]) * 2)})
         if len(out) >= int(limits["deep_bullets"]) + 3:
             break
     return out

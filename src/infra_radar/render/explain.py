@@ -118,7 +118,7 @@ class Section:
 
     heading: str
     role: str
-    blocks: list[tuple[str, str]] = field(default_factory=list)  # ("p" | "b", text)
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # ("p" | "b" | "b1" nested bullet, text)
 
     def text(self) -> str:
         return " ".join(t for _, t in self.blocks)
@@ -145,10 +145,12 @@ def sections(body: str) -> list[Section]:
     bullet: list[str] | None = None
     blank, quoted = True, False
 
+    depth = 0
+
     def flush() -> None:
         nonlocal para, bullet
         if bullet:
-            out[-1].blocks.append(("b", clean_inline(" ".join(bullet))))
+            out[-1].blocks.append(("b1" if depth else "b", clean_inline(" ".join(bullet))))
         if para:
             out[-1].blocks.append(("p", clean_inline(" ".join(para))))
         para, bullet = [], None
@@ -188,8 +190,8 @@ def sections(body: str) -> list[Section]:
                 out[-1].blocks.append(("p", clean_inline(" ".join(para))))
                 para = []
             if bullet:
-                out[-1].blocks.append(("b", clean_inline(" ".join(bullet))))
-            bullet = [b[2]]
+                out[-1].blocks.append(("b1" if depth else "b", clean_inline(" ".join(bullet))))
+            bullet, depth = [b[2]], 1 if len(b[1].expandtabs(4)) >= 2 else 0
         elif bullet is not None:
             bullet.append(stripped)
         else:
