@@ -29,7 +29,7 @@ from .card import adapted_views
 from .clusters import clusters
 from .conclusion import claim_text, conclusion, headline_claim
 from .deepdive import grade_with_porting
-from .explain import clip, described, explain_body, file_role, sentences
+from .explain import clip, described, explain_body, explain_rules, file_role, sentences
 from .inputs import WeeklyInput
 
 # --- weekly ----------------------------------------------------------------------------------------
@@ -56,9 +56,9 @@ def _per_item(changes: list[AnalysedItem], keys: Callable[[AnalysedItem], Iterab
     return Counter(k for ai in changes for k in set(keys(ai)) if k)
 
 
-def _theme_name(cluster: dict[str, Any], t: dict[str, Any]) -> str:
+def _theme_name(cluster: dict[str, Any], t: dict[str, Any], ubiquitous: set[str]) -> str:
     w = t["weekly"]
-    topics = Counter(topic for ai in cluster["members"] for topic in ai.analysis.topics)
+    topics = Counter(topic for ai in cluster["members"] for topic in ai.analysis.topics if topic not in ubiquitous)
     topic = name(t, "topics", topics.most_common(1)[0][0]) if topics else ""
     label = cluster["label"] if cluster["kind"] != "ref" else cluster["label"].rsplit("/", 1)[-1]
     return w[f"theme_{cluster['kind']}"].format(label=label, topic=topic)
@@ -67,11 +67,18 @@ def _theme_name(cluster: dict[str, Any], t: dict[str, Any]) -> str:
 def _themes(ranked: list[AnalysedItem], t: dict[str, Any], target: str, cap: int = 5) -> list[dict]:
     """Items grouped by mechanism (shared identifiers, modules, linked PRs); each item in one theme."""
     out = []
-    for cluster in clusters(ranked):
+    found = clusters(ranked)
+    # the week's main movements first: the themes holding the key PRs and the most importance
+    found.sort(key=lambda c: (-sum(ai.analysis.priority in TOP for ai in c["members"]),
+                              -sum(ai.analysis.importance for ai in c["members"]), -len(c["members"])))
+    share = float(explain_rules().get("weekly", {}).get("max_topic_share", 0.4))
+    per_topic = Counter(topic for ai in ranked for topic in set(ai.analysis.topics))
+    ubiquitous = {topic for topic, n in per_topic.items() if n > share * len(ranked)}
+    for cluster in found:
         members = cluster["members"]
         figure = next(((short_ref(ai), headline_claim(ai.analysis.perf_claims)) for ai in members
                        if ai.analysis.perf_claims), None)
-        out.append({"name": _theme_name(cluster, t), "count": len(members), "total": len(members), "above": 0,
+        out.append({"name": _theme_name(cluster, t, ubiquitous), "count": len(members), "total": len(members), "above": 0,
                     "refs": [short_ref(ai) for ai in members[:3]], "all": [short_ref(ai) for ai in members],
                     "figure": f"{figure[0]} {claim_text(figure[1], t)}" if figure and figure[1] else "",
                     "shared": t["common"]["sep"].join(f"`{x}`" for x in cluster["shared"]),
