@@ -285,7 +285,8 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
         state, commit, later = state_at(item, window.until)
         # what happened after the window's end is not reported (nor remembered) by this window's radar
         moved = None if entry.last_files is None or later else digest != entry.last_files
-        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer))
+        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer,
+                                     list(found.analysis.risk_labels)))
         if not later:
             save.watch_checked(engine, entry.repo, entry.number, state, digest)
     return rechecks

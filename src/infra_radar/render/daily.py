@@ -53,6 +53,7 @@ def watch_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
         "before": name(t, "states", w.state_before) if w.state_before else None,
         "now": name(t, "states", w.state_now), "sha": (w.merge_commit or "")[:10],
         "files_moved": w.files_moved, "new_refs": [{"ref": r, "url": ref_url(r)} for r in w.new_refs],
+        "risks": [name(t, "risks", r) for r in w.risks],
     }
 
 

@@ -216,8 +216,12 @@ class Explained:
     tests: list[tuple[str, str]]
 
 
+@lru_cache(maxsize=512)
 def explain_body(body: str) -> Explained:
-    """Motivation, mechanism and test blocks of a description; the lead paragraph stands in for a missing part."""
+    """Motivation, mechanism and test blocks of a description; the lead paragraph stands in for a missing part.
+
+    Cached by the body (one item is explained for its conclusion, deep dive, checklist and porting view);
+    callers must not change the lists they get."""
     parts = [s for s in sections(body) if s.role != "skip"]
     motivation = [b for s in parts if s.role == "motivation" for b in s.blocks]
     mechanism = [b for s in parts if s.role == "mechanism" for b in s.blocks]

@@ -20,6 +20,7 @@ class WatchRecheck:
     merge_commit: str | None
     files_moved: bool | None  # None = unknown (first recheck)
     new_refs: list[str]  # refs of items that newly reference it ("owner/name#N")
+    risks: list[str] = field(default_factory=list)  # risk labels of the item, still open while it is not merged
 
 
 @dataclass
