@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -29,7 +29,7 @@ class PortingEntry:
     id: str
     name: Text
     words: re.Pattern[str] | None
-    paths: tuple[str, ...]
+    paths: re.Pattern[str] | None  # the entry's path patterns, compiled into one
     counterpart: dict[str, Text]  # by profile
     caveat: dict[str, Text]
 
@@ -80,7 +80,8 @@ def compile_entries(data: dict[str, Any]) -> list[PortingEntry]:
             if profile in raw:
                 counterpart[profile] = _text(raw[profile].get("counterpart"), f"{where}.{profile}.counterpart")
                 caveat[profile] = _text(raw[profile].get("caveat"), f"{where}.{profile}.caveat")
-        out.append(PortingEntry(raw["id"], _text(raw.get("name"), f"{where}.name"), _words(words), tuple(paths),
+        compiled = re.compile("|".join(translate(p) for p in paths)) if paths else None
+        out.append(PortingEntry(raw["id"], _text(raw.get("name"), f"{where}.name"), _words(words), compiled,
                                 counterpart, caveat))
     return out
 
@@ -124,8 +125,8 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
                     m = None
             if m:
                 hit = (rank, m[0].strip())
-        if hit is None:
-            path = next((f.path for f in item.files if any(fnmatchcase(f.path, p) for p in e.paths)), None)
+        if hit is None and e.paths is not None:
+            path = next((f.path for f in item.files if e.paths.match(f.path)), None)
             if path:
                 hit = (2, path)
         if hit:

@@ -11,7 +11,7 @@ import html
 import re
 import tomllib
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -302,18 +302,26 @@ def identifiers(text: str, limit: int | None = None) -> list[str]:
 
 # --- files by role ---------------------------------------------------------------------------------
 
-def _matches(path: str, pattern: str) -> bool:
-    if "/" in pattern:
-        return fnmatchcase(path, pattern)
-    name = path.rsplit("/", 1)[-1]
-    return fnmatchcase(name, pattern) or any(fnmatchcase(seg, pattern) for seg in path.split("/")[:-1])
+@lru_cache(maxsize=1)
+def _role_patterns() -> list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]:
+    """Per role: one regex over the whole path (patterns with a slash) and one over a path segment or the
+    file name (patterns without), compiled once."""
+    out = []
+    for role in explain_rules()["roles"]:
+        whole = [translate(p) for p in role["paths"] if "/" in p]
+        part = [translate(p) for p in role["paths"] if "/" not in p]
+        out.append((role["id"], re.compile("|".join(whole)) if whole else re.compile(r"(?!)"),
+                    re.compile("|".join(part)) if part else None))
+    return out
 
 
+@lru_cache(maxsize=65536)
 def file_role(path: str) -> str:
     """The role id of a changed file (tests, docs, kernel, config, scheduler, model, other)."""
-    for role in explain_rules()["roles"]:
-        if any(_matches(path, p) for p in role["paths"]):
-            return role["id"]
+    segments = path.split("/")
+    for role, whole, part in _role_patterns():
+        if whole.match(path) or (part is not None and any(part.match(seg) for seg in segments)):
+            return role
     return "other"
 
 
