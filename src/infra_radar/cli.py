@@ -196,6 +196,10 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
     with _progress("reading git log") as tick:
         result = import_git(obj.settings(), obj.engine(write=True), path, repo, patterns, window, tick)
     _print_import(result)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    for line in result.skipped[:10]:
+        _err(f"skipped {line}")
 
 
 @main.command()
@@ -312,8 +316,9 @@ def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: s
     from .pipeline import export as run_export
     from .windows import make_window, parse_when
 
-    window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
-                         parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
+    window = None if not since and not until else make_window(
+        parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
+        parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))  # no window: every item
     data = run_export(obj.settings(), obj.engine(), window, repo, state)
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 

@@ -61,6 +61,11 @@ def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: flo
         left = "unknown" if result.remaining is None else str(result.remaining)
         click.echo(f"requests: {result.requests}\nitems stored: {result.stats.inserted + result.stats.updated}\n"
                    f"rate limit remaining: {left}")
+    skipped = [line for r in result.repos for line in r.stats.skipped]
+    for line in skipped[:20]:
+        _err(f"skipped {line}")
+    if skipped:
+        _err(f"{len(skipped)} record(s) failed the input check and were skipped; everything else was saved")
     for line in result.errors:
         _err(line)
     if result.errors:

@@ -25,7 +25,12 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
     report = PageReport()
     item = import_page(obj.settings(), obj.engine(write=True), file, repo, number, report)
     state = item.state + (", draft" if item.draft else "") + ("" if report.state_found else " (not on the page)")
-    click.echo(f"{item.ref}  {item.title}\nstate: {state}")
+    click.echo(f"{item.ref}  {item.title}\nkind: {'issue' if item.kind == 'issue' else 'pull request'} ({report.shape})"
+               f"\nstate: {state}")
+    when = item.when.strftime("%Y-%m-%d %H:%M UTC") if item.when else "none"
+    click.echo(f"time: {when}" + (" (import time: the page gives no date)" if item.time_source == "import" else ""))
+    if item.named_paths:
+        click.echo(f"paths named in the text: {len(item.named_paths)} (not a diffstat)")
     copies = f" (1 of {report.description_copies} copies)" if report.description_copies > 1 else ""
     click.echo(f"description: {len(item.body)} chars{copies}" if item.body else "description: none on the page")
     humans = sorted({c.author for c in item.comments if c.author})

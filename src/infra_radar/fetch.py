@@ -195,6 +195,7 @@ def _fetch_streams(engine: Engine, client: GitHubClient, source, done: RepoFetch
     while active := [p for p in passes if not p.done]:
         pages = source.page(done.repo, {p.stream: PageRequest(p.since, p.after) for p in active})
         done.stats.add(save.save_items(engine, [i for page in pages.values() for i in page.items]))
+        done.stats.skipped += [note for page in pages.values() for note in page.skipped]
         killpoint.reached("fetch.page_saved")  # the page is stored, the cursors do not cover it yet
         for p in active:
             _advance(engine, done.repo, p, pages[p.stream])
@@ -218,6 +219,7 @@ def _fetch_releases(engine: Engine, client: GitHubClient, _source, done: RepoFet
         if page.not_modified:
             return
         done.stats.add(save.save_items(engine, page.items))
+        done.stats.skipped += page.skipped
         killpoint.reached("fetch.release_page")
         newest = max((i.created_at for i in page.items if i.created_at), default=None)
         if newest:

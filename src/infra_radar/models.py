@@ -18,6 +18,19 @@ PRIORITIES = ("P0", "P1", "P2", "none")
 GRADES = ("S", "M", "L")
 DECISIONS = ("adapt-now", "validate-first", "track-only")
 
+# The largest PR/issue number (or line count) a record may carry: GitHub numbers are 32-bit. A larger
+# "#N" in a text is not a reference; a larger number in a record makes the record invalid.
+MAX_NUMBER = 2**31 - 1
+
+
+def ref_number(digits: str) -> int | None:
+    """`#N`'s digits as a number, or None when they are too many to be a real PR or issue."""
+    if not digits or len(digits) > 10 or not digits.isdigit():
+        return None
+    value = int(digits)
+    return value if 0 < value <= MAX_NUMBER else None
+
+
 # A bilingual text: {"en": "...", "zh": "..."}; renderers pick the report language.
 Text = dict[str, str]
 
@@ -67,6 +80,10 @@ class Item:
     comments: list[Comment] = field(default_factory=list)
     source: str = ""  # git | jsonl | github | page
     id: int | None = None  # store row id once saved
+    # paths the text names (review-thread headers, "Files changed" lists, the description), apart from the
+    # real diffstat in `files`: evidence for text-only items, never line counts
+    named_paths: list[str] = field(default_factory=list)
+    time_source: str = ""  # "" = the item's own dates; "import" = none known, updated_at is the import time
 
     @property
     def ref(self) -> str:

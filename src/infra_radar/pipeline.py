@@ -86,6 +86,7 @@ class ImportResult:
     repo: str
     stats: save.SaveStats
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was passed over on purpose (a branch glob matching nothing)
 
 
 def _cleaner(settings: Settings):
@@ -114,6 +115,10 @@ def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Ti
         except (OSError, EOFError) as exc:
             save.finish_run(engine, run, "failed", {"error": str(exc)})
             raise SourceError(f"{path}: cannot read: {exc}") from None
+        except Exception as exc:  # never leave the run "running"
+            save.finish_run(engine, run, "failed", {"error": f"{type(exc).__name__}: {exc}"[:300]})
+            raise
+        report.skipped += stats.skipped
         save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                            "skipped": len(report.skipped)})
         results.append(ImportResult(str(path), report.repo, stats, report.skipped))
@@ -130,15 +135,17 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     check_clone(path)
     patterns = branches or settings.repo(repo).branches
     run = save.start_run(engine, "import-git", repo, window)
+    notes: list[str] = []
     stream = read_clone(path, repo, patterns, _cleaner(settings),
-                        window.since if window else None, window.until if window else None)
+                        window.since if window else None, window.until if window else None, notes)
     try:
         stats = save.save_items(engine, _counted(stream, tick))
-    except SourceError as exc:
-        save.finish_run(engine, run, "failed", {"error": str(exc)})
+    except Exception as exc:  # never leave the run "running"
+        save.finish_run(engine, run, "failed", {"error": str(exc)[:300]})
         raise
-    save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated})
-    return ImportResult(str(path), repo, stats)
+    save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
+                                       "notes": notes, "skipped": len(stats.skipped)})
+    return ImportResult(str(path), repo, stats, stats.skipped, notes)
 
 
 # -- analyse --------------------------------------------------------------------------------------
@@ -345,13 +352,16 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
                  explicit: bool, watch: list):
     """What the daily radar of `window` shows (render.context.DailyInput), the tracked items' rechecks given."""
     from .analyse.ledger import related_links
+    from .analyse.links import load_relation_rules
+    from .analyse.stories import stories
     from .render.context import DailyInput
 
     found = queries.analysed_in_window(engine, window, names)
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
-                      related=related_links(settings, engine, top), target=settings.target)
+                      related=related_links(settings, engine, top), target=settings.target,
+                      stories=stories(found, load_relation_rules(settings)))
 
 
 def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
@@ -430,7 +440,7 @@ def parse_ref(ref: str) -> tuple[str, int]:
     return repo, int(number)
 
 
-def export(settings: Settings, engine: Engine, window: Window, repo: str | None = None,
+def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,
            state: str = "all") -> list[dict]:
     """The export contract: one JSON object per analysed item in the window, with the same links as its card
     (references, items referencing it, duplicates, chain parts, same-mechanism items, adaptations)."""

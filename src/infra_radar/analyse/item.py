@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..config import Settings
-from ..models import Analysis, Item, Link
+from ..models import Analysis, Item, Link, ref_number
 from .claims import extract_claims
 from .refs import extract_refs
 from .rules import RuleSet, analyse_item
@@ -16,9 +16,10 @@ _CHERRY_PICK = re.compile(r"\(#(\d+)\)\s*$")
 def cherry_pick_origin(item: Item) -> Link | None:
     """A squash title still ending in "(#N)" after its own number was removed is a pick of PR N."""
     found = _CHERRY_PICK.search(item.title) if item.kind == "pr" else None
-    if not found or int(found.group(1)) == item.number:
+    origin = ref_number(found.group(1)) if found else None
+    if origin is None or origin == item.number:
         return None
-    return Link(kind="cherry-pick", repo=item.repo, number=int(found.group(1)), detail="cherry-pick of")
+    return Link(kind="cherry-pick", repo=item.repo, number=origin, detail="cherry-pick of")
 
 
 def analyse(item: Item, rules: RuleSet, settings: Settings) -> Analysis:

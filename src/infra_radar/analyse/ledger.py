@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ..config import Settings, load_rule_file
-from ..models import AnalysedItem, Analysis, Item, Link
+from ..models import AnalysedItem, Analysis, Item, Link, ref_number
 from ..store import ledger as store
 from .links import (
     Change,
@@ -206,7 +206,8 @@ def _blocks(body: str) -> list[_Block]:
 
 def _explicit(pair: Pair, text: str) -> list[tuple[int, int, int]]:
     """(start, end, number) of every explicit upstream reference."""
-    return [(m.start(), m.end(), int(m.group("u") or m.group("n"))) for m in pair.ref_re.finditer(text)]
+    found = [(m.start(), m.end(), ref_number(m.group("u") or m.group("n"))) for m in pair.ref_re.finditer(text)]
+    return [(start, end, n) for start, end, n in found if n is not None]  # too many digits: not a PR
 
 
 def _listed(pair: Pair, text: str) -> list[int]:
@@ -216,7 +217,8 @@ def _listed(pair: Pair, text: str) -> list[int]:
     for _, end, _ in found:
         nxt = _NEXT.match(text, _LIST_GAP.match(text, end).end())
         while nxt is not None:
-            numbers.append(int(nxt.group(1)))
+            if ref_number(nxt.group(1)) is not None:
+                numbers.append(int(nxt.group(1)))
             nxt = _NEXT.match(text, _LIST_GAP.match(text, nxt.end()).end())
     return list(dict.fromkeys(numbers))
 
@@ -225,7 +227,7 @@ def _in_row(pair: Pair, row: str) -> list[int]:
     """In an adaptation table row that names the upstream once, every bare `#N` is upstream too."""
     numbers = _listed(pair, row)
     if numbers:
-        numbers += [int(m.group(1)) for m in _BARE.finditer(_MD_LINK.sub(" ", row))]
+        numbers += [n for m in _BARE.finditer(_MD_LINK.sub(" ", row)) if (n := ref_number(m.group(1))) is not None]
     return list(dict.fromkeys(numbers))
 
 

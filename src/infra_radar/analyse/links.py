@@ -228,6 +228,8 @@ def part_of(title: str, rules: RelationRules) -> Part | None:
         if m is None:
             continue
         total = m.groupdict().get("n")
+        if len(m.group("i")) > 6 or (total and len(total) > 6):
+            continue  # "[99999999999999999999/2]" is not a part marker
         stem = title_key(title[: m.start()] + " " + title[m.end():], rules)
         prefix = title_key(title[: m.start()], rules)
         return Part(int(m.group("i")), int(total) if total and total.isdigit() else None, stem, prefix)

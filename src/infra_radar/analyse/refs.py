@@ -19,7 +19,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..models import Link
+from ..models import Link, ref_number
 
 __all__ = ["LinkRules", "compile_link_rules", "default_link_rules", "extract_refs", "pr_number_from_subject",
            "strip_pr_suffix"]
@@ -74,8 +74,10 @@ def pr_number_from_subject(subject: str) -> tuple[int | None, list[int]]:
     m = _SUFFIX.search(subject)
     if m is None:
         return None, []
-    numbers = [int(n) for n in _SUFFIX_NUM.findall(m.group(0))]
-    return numbers[-1], numbers[:-1]
+    numbers = [ref_number(n) for n in _SUFFIX_NUM.findall(m.group(0))]
+    if numbers[-1] is None:  # "(#99999999999999999999)" is too large to be a PR: not a number at all
+        return None, []
+    return numbers[-1], [n for n in numbers[:-1] if n is not None]
 
 
 def strip_pr_suffix(subject: str) -> str:
@@ -128,14 +130,14 @@ def _hits(text: str, repo: str) -> list[_Hit]:
             url = m.group(0).rstrip(_TRAILING)
             gh = _GH_ITEM.match(url)
             urls.append((m.start(), m.end()))
-            if gh:
+            if gh and ref_number(gh.group(3)) is not None:
                 hits.append(_Hit(m.start(), m.end(), f"{gh.group(1)}/{gh.group(2)}", int(gh.group(3)), url, False))
             else:
                 hits.append(_Hit(m.start(), m.end(), None, None, url, False))
     url_spans = _Spans(urls)
     for m in _HASH.finditer(text):
         start = m.start()
-        if start in url_spans:
+        if start in url_spans or ref_number(m.group(1)) is None:  # too many digits to be a PR: not a reference
             continue
         if start and text[start - 1] in _NOT_REF_BEFORE:
             owner = _OWNER_REPO.search(text, max(0, start - 100), start)

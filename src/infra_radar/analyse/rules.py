@@ -25,7 +25,7 @@ from typing import Any
 
 from ..config import DEFAULTS, Settings, load_rule_file
 from ..errors import ConfigError
-from ..models import Analysis, Item, PerfClaim, Text
+from ..models import Analysis, FileChange, Item, PerfClaim, Text
 
 try:  # one formatting of figures across the project, when the claims module provides it
     from .claims import format_number
@@ -720,6 +720,7 @@ class _Facts:
     lines: int = 0
     has_code: bool = False
     has_tests: bool = False
+    diffstat: bool = True  # False: `files` are paths the text names (no line counts known)
 
     def hit(self, region: str, owner: str) -> set[int] | frozenset[int]:
         return self.found[region] & self.pids.get(owner, _NO_HITS)
@@ -801,7 +802,9 @@ def _facts(item: Item, rules: RuleSet) -> _Facts:
 
 
 def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
-    for change in item.files:
+    # no diffstat (an issue, an RFC, a pasted page): the paths its text names stand in, without line counts
+    facts.diffstat = bool(item.files)
+    for change in item.files or [FileChange(path) for path in item.named_paths]:
         classes = rules.classes(change.path)
         size = (change.additions or 0) + (change.deletions or 0)
         facts.files.append((change.path, classes, size))
@@ -816,7 +819,7 @@ def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
 
 def _housekeeping(facts: _Facts, rules: RuleSet) -> bool:
     """Every changed file is docs, CI or tests (one of those path classes of kinds.toml)."""
-    if not facts.files:
+    if not facts.files or not facts.diffstat:  # named paths are a partial view: the text still counts
         return False
     return any(facts.counts.get(rule.owner, 0) == len(facts.files) for rule in rules.kind_rules["paths"]
                if rule.kind in _HOUSEKEEPING)
@@ -882,7 +885,7 @@ def _start_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> None
 
 
 def _path_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> None:
-    if not facts.files:
+    if not facts.files or not facts.diffstat:  # "every file is a test" needs every file, not the ones named
         return
     for rule in rules.kind_rules["paths"]:
         if facts.counts.get(rule.owner, 0) == len(facts.files):
@@ -1130,7 +1133,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "native": native, "target": native or rules.profile.topic in topics,
         "code": facts.has_code, "tests": facts.has_tests,
         "substance": facts.code_lines >= int(prio.get("substance_lines", 200)),
-        "small": facts.code_lines < (marks[0] if marks else 0),
+        "small": facts.diffstat and facts.code_lines < (marks[0] if marks else 0),  # unknown size is not small
         "numbers": _numbers(claims),
         "mechanism": _mechanism_count(facts) >= int(prio.get("mechanism_min", 4)),
         "design": facts.design_chars >= int(prio.get("design_min_chars", 200)),

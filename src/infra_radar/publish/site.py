@@ -25,7 +25,7 @@ from markupsafe import Markup
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..models import MERGED, PR, AnalysedItem
+from ..models import MERGED, PR, AnalysedItem, ref_number
 from ..render import markdown as md_render
 from ..render.context import (
     LANGS,
@@ -128,7 +128,8 @@ class Site:
     def local(self, url: str, root: str) -> str | None:
         """The site's own page for a GitHub PR/issue URL of an item in the store, else None."""
         found = _GITHUB_ITEM.match(url or "")
-        page = self.pages.get((found.group(1).lower(), int(found.group(2)))) if found else None
+        number = ref_number(found.group(2)) if found else None
+        page = self.pages.get((found.group(1).lower(), number)) if number is not None else None
         return root + page if page else None
 
     def href(self, url: str, root: str) -> str:

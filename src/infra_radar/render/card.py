@@ -55,11 +55,12 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
     view = row(ai, t)
     view.update({
         "author": item.author or "—", "created": iso(item.created_at), "merged": iso(item.merged_at),
-        "closed": iso(item.closed_at), "branches": item.branches, "merge_commit": item.merge_commit or "",
+        "closed": iso(item.closed_at),
+        "imported": iso(item.updated_at) if item.time_source == "import" else "", "branches": item.branches, "merge_commit": item.merge_commit or "",
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in
                                                                          ai.analysis.risk_labels],
         "claims": claim_rows(ai.analysis.perf_claims, t), "file_groups": _file_groups(item.files),
-        "files_total": files_total(item.files, t),
+        "files_total": files_total(item.files, t), "named_paths": item.named_paths[:20],
         "references": link_views(lk for lk in links if lk.kind in _REFERENCE_KINDS),
         "referenced_by": link_views([*inp.referenced_by, *(lk for lk in links if lk.kind == "follow-up")]),
         "duplicates": link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),

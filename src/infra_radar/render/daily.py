@@ -76,22 +76,58 @@ def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: li
     return list(refs.values())
 
 
+def _together(ranked: list[AnalysedItem], inp: DailyInput) -> list[AnalysedItem]:
+    """The ranked items with each story's other ranked members right after its best-ranked one, in story
+    order (the tables keep their priorities: a member only moves within the rows of its own table)."""
+    by_ref = {ai.item.ref: ai for ai in ranked}
+    out: list[AnalysedItem] = []
+    placed: set[str] = set()
+    for ai in ranked:
+        if ai.item.ref in placed:
+            continue
+        story = inp.stories.get(ai.item.ref)
+        for member in [by_ref[r] for r in story.refs if r in by_ref] if story else [ai]:
+            if member.item.ref not in placed:
+                placed.add(member.item.ref)
+                out.append(member)
+    return out
+
+
+def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> str:
+    """"one change: #6886 original (main), #6881 backport (release/v0.8.0)" for a story member, else ""."""
+    story = inp.stories.get(ai.item.ref)
+    if story is None:
+        return ""
+    d = t["daily"]
+    members = []
+    for ref in story.refs:
+        branches = story.branches.get(ref) or []
+        short = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref
+        members.append(d["story_member"].format(ref=short, role=d["story_roles"].get(story.roles[ref], ""),
+                                                branches=d["story_branches"].format(branches=", ".join(branches))
+                                                if branches else ""))
+    return d["story"].format(members=t["common"]["sep"].join(members))
+
+
 def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] | None = None) -> dict:
     """The daily radar's facts, in section order."""
     ranked = rank((ai for ai in inp.items if ai.analysis.priority in PRIORITY_ORDER
                    and ai.analysis.priority != "none"), weights)
+    counts = Counter(ai.analysis.priority for ai in ranked)
+    n_ranked = len(ranked)
+    ranked = _together(ranked, inp)  # a story's ranked members side by side; each row names all of them
     top = [ai for ai in ranked if ai.analysis.priority in TOP]
     deep = top[: max(inp.deep_dive_limit, 0)]
     explained = {id(ai) for ai in deep}
     short = [ai for ai in ranked if id(ai) not in explained]
-    counts = Counter(ai.analysis.priority for ai in ranked)
     watch = [watch_view(w, t) for w in inp.watch]
     target, tname = inp.target, target_name(inp.target, t["lang"])
-    top_rows = [_row(ai, t, target, tname) for ai in top]
+    top_rows = [{**_row(ai, t, target, tname), "story": _story_text(ai, inp, t)} for ai in top]
     spread = spread_out([r["checklist"] for r in top_rows], [r.pop("alternates") for r in top_rows])
     for r, steps in zip(top_rows, spread, strict=True):
         r["checklist"] = steps
-    short_rows = [{**row(ai, t), "note": short_note(ai, t, target)} for ai in short]
+    short_rows = [{**row(ai, t), "note": short_note(ai, t, target), "story": _story_text(ai, inp, t)}
+                  for ai in short]
     deep_views = [{**deep_view(ai, t, _porting(ai, target), tname),
                    "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
     return {
@@ -99,7 +135,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "date": day(inp.window.until - timedelta(microseconds=1)), "calendar_day": inp.calendar_day, "since": iso(inp.window.since), "until": iso(inp.window.until),
         "hours": round((inp.window.until - inp.window.since) / timedelta(hours=1)),
         "first_run": inp.first_run, "explicit": inp.explicit, "generated": iso(inp.generated_at), "repos": inp.repos,
-        "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": len(ranked),
+        "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": n_ranked,
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         "watch": watch, "short": short_rows, "checks": [r for r in top_rows if r["checklist"]],

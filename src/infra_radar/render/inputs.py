@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..models import AnalysedItem, Link, Window
 
@@ -37,6 +38,7 @@ class DailyInput:
     explicit: bool = False  # the window was given on the command line
     calendar_day: bool = False  # the window is one UTC calendar day chosen automatically (site, push)
     related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
+    stories: dict[str, Any] = field(default_factory=dict)  # by item ref: analyse.stories.Story (one change)
     target: str = "ascend"  # the target platform profile (settings.target)
 
 

@@ -21,9 +21,15 @@ from .history import BodyCleaner, commit_item, tag_item
 
 _FIELDS = ("sha", "parents", "author_name", "author_email", "authored_at", "committer_name",
            "committer_email", "committed_at", "subject", "body")
-_FORMAT = "%x1e" + "%x1f".join(("%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%s", "%b")) + "%x1f"
-_TAG_FORMAT = "%1f".join(("%(refname:short)", "%(objectname)", "%(*objectname)", "%(creatordate:iso-strict)",
-                          "%(taggername)", "%(contents)")) + "%1e"
+# NUL is the only byte no commit message, name or path can hold, so every field ends in NUL and fields are
+# read by position: a message or file name holding \x1e, \x1f, tabs or newlines cannot shift them. A commit
+# starts with the marker token (no tab in it, so no numstat entry "A\tD\tpath" can equal it).
+_MARK = "\x1eradar-commit\x1e"
+_FORMAT = "%x1eradar-commit%x1e%x00" + "".join(f"{f}%x00" for f in ("%H", "%P", "%an", "%ae", "%aI", "%cn", "%ce",
+                                                                     "%cI", "%s", "%b"))
+_TAG_FIELDS = ("%(refname:short)", "%(objectname)", "%(*objectname)", "%(creatordate:iso-strict)",
+               "%(taggername)", "%(contents)")
+_TAG_FORMAT = "".join(f"{f}%00" for f in _TAG_FIELDS)
 
 
 def _git(path: Path, *args: str) -> str:
@@ -44,8 +50,12 @@ def check_clone(path: Path) -> None:
     _git(path, "rev-parse", "--git-dir")
 
 
-def resolve_branches(path: Path, patterns: list[str]) -> list[tuple[str, str]]:
-    """(name, ref) of the local or origin branches matching the glob patterns, local first."""
+def resolve_branches(path: Path, patterns: list[str], notes: list[str] | None = None) -> list[tuple[str, str]]:
+    """(name, ref) of the local or origin branches matching the glob patterns, local first.
+
+    A pattern matching no branch is skipped with a note in `notes` (a clone without `releases/*` yet is
+    normal); only when no pattern matches anything is it an error.
+    """
     refs = _git(path, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes/origin").split()
     if not refs:
         raise SourceError(f"{path}: the repository has no commits yet (nothing to import)")
@@ -55,35 +65,59 @@ def resolve_branches(path: Path, patterns: list[str]) -> list[tuple[str, str]]:
         if name != "HEAD" and any(fnmatch(name, p) for p in patterns):
             found.setdefault(name, ref)
     missing = [p for p in patterns if not any(fnmatch(n, p) for n in found)]
-    if missing:
+    if missing and not found:
         raise SourceError(f"{path}: no branch matches {', '.join(missing)}")
+    if missing and notes is not None:
+        notes.extend(f"no branch matches {p}: skipped" for p in missing)
     return sorted(found.items(), key=lambda kv: (kv[0] not in ("main", "master"), kv[0]))
 
 
-def _numstat(tail: str) -> list[dict]:
-    parts = tail.lstrip("\n\0").split("\0")
-    files, i = [], 0
-    while i < len(parts):
-        entry = parts[i].lstrip("\n")
-        i += 1
-        if not entry:
-            continue
-        add, _, rest = entry.partition("\t")
-        dele, _, path = rest.partition("\t")
-        if not path and i + 1 < len(parts):  # a rename: "A\tD\t" then old and new paths
-            path = parts[i + 1]
-            i += 2
-        files.append({"path": path, "additions": None if add == "-" else int(add),
-                      "deletions": None if dele == "-" else int(dele)})
-    return files
+def _numstat_entry(entry: str) -> dict | None:
+    """One `--numstat -z` entry "A\tD\tpath" (A/D are "-" for binary files), or None for an empty token."""
+    entry = entry.lstrip("\n")
+    if not entry:
+        return None
+    add, _, rest = entry.partition("\t")
+    dele, _, path = rest.partition("\t")
+    if not path:
+        return None
+    return {"path": path, "additions": int(add) if add.isdigit() else None,
+            "deletions": int(dele) if dele.isdigit() else None}
 
 
-def _record(chunk: str) -> dict:
-    values = chunk.split("\x1f", len(_FIELDS))
-    rec = dict(zip(_FIELDS, values, strict=False))
-    rec["parents"] = rec["parents"].split()
-    rec["files"] = _numstat(values[-1] if len(values) > len(_FIELDS) else "")
-    return rec
+class _LogParser:
+    """Tokens of `git log -z` output (split on NUL) -> commit records, one token at a time."""
+
+    def __init__(self) -> None:
+        self.fields: list[str] = []
+        self.files: list[dict] = []
+        self.started = False
+
+    def feed(self, token: str) -> dict | None:
+        """Take one token; returns the previous commit when this token starts the next one."""
+        done = None
+        if token.lstrip("\n") == _MARK and (not self.started or len(self.fields) == len(_FIELDS)):
+            done = self.flush()
+            self.started = True
+        elif not self.started:
+            pass
+        elif len(self.fields) < len(_FIELDS):
+            self.fields.append(token.lstrip("\n") if not self.fields else token)
+        else:
+            entry = _numstat_entry(token)
+            if entry is not None:
+                self.files.append(entry)
+        return done
+
+    def flush(self) -> dict | None:
+        if not self.started or len(self.fields) < len(_FIELDS):
+            self.fields, self.files = [], []
+            return None
+        rec = dict(zip(_FIELDS, self.fields, strict=True))
+        rec["parents"] = rec["parents"].split()
+        rec["files"] = self.files
+        self.fields, self.files = [], []
+        return rec
 
 
 def _drained(stream, size: int = 1 << 16) -> Iterator[bytes]:
@@ -111,14 +145,20 @@ def log_records(path: Path, revs: list[str], since: datetime | None, until: date
         args.append(f"--until={until.isoformat()}")
     proc = subprocess.Popen([*args, *revs, "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
-    buffer = ""
+    buffer, parser = b"", _LogParser()
     try:
         for block in _drained(proc.stdout):
-            buffer += block.decode("utf-8", "replace")
-            *complete, buffer = buffer.split("\x1e")
-            yield from (_record(c) for c in complete if c)
+            buffer += block
+            *complete, buffer = buffer.split(b"\0")  # bytes: a UTF-8 sequence is never cut by a NUL
+            for token in complete:
+                rec = parser.feed(token.decode("utf-8", "replace"))
+                if rec is not None:
+                    yield rec
         if buffer:
-            yield _record(buffer)
+            parser.feed(buffer.decode("utf-8", "replace"))
+        rec = parser.flush()
+        if rec is not None:
+            yield rec
     finally:
         proc.stdout.close()
         err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
@@ -127,13 +167,14 @@ def log_records(path: Path, revs: list[str], since: datetime | None, until: date
 
 
 def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
-               since: datetime | None = None, until: datetime | None = None) -> Iterator[Item]:
+               since: datetime | None = None, until: datetime | None = None,
+               notes: list[str] | None = None) -> Iterator[Item]:
     """Items of every matching branch, then tags.
 
     The first branch (main) is read whole; later ones only for the commits not on it, as the release
     branch exports are. A PR found on two branches is merged into one item by the store.
     """
-    found = resolve_branches(path, branches)
+    found = resolve_branches(path, branches, notes)
     for position, (name, ref) in enumerate(found):
         killpoint.reached("git.branch")
         revs = [ref] if position == 0 else [ref, f"^{found[0][1]}"]
@@ -142,11 +183,10 @@ def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
             item = commit_item(repo, rec, name, "git", clean)
             if (since is None or item.when >= since) and (until is None or item.when < until):
                 yield item
-    for line in _git(path, "for-each-ref", f"--format={_TAG_FORMAT}", "refs/tags").split("\x1e"):
-        fields = line.lstrip("\n").split("\x1f")
-        if len(fields) < 6:
-            continue
-        name, obj, peeled, created, tagger, message = fields[:6]
+    tokens = _git(path, "for-each-ref", f"--format={_TAG_FORMAT}", "refs/tags").split("\0")
+    for start in range(0, len(tokens) - len(_TAG_FIELDS) + 1, len(_TAG_FIELDS)):  # fields by position
+        name, obj, peeled, created, tagger, message = tokens[start:start + len(_TAG_FIELDS)]
+        name = name.lstrip("\n")
         killpoint.reached("git.tag")
         item = tag_item(repo, {"name": name, "target": peeled or obj, "created_at": created,
                                "tagger": tagger, "message": message}, "git")

@@ -290,7 +290,9 @@ def parse_time(value: str | None) -> datetime | None:
 def _bot(author: Mapping[str, Any] | None, is_bot: IsBot) -> tuple[str, bool]:
     if not author:
         return "ghost", False  # a deleted account
-    login = str(author.get("login") or "ghost")
+    login = author.get("login") or "ghost"
+    if not isinstance(login, str):
+        raise TypeError(f"author.login: expected a string, got {type(login).__name__}")
     return login, author.get("__typename") == "Bot" or is_bot(login)
 
 
@@ -419,14 +421,41 @@ class Page:
     next_token: str | None  # resume after this page; None when the stream has no more pages
     done: bool  # nothing at or after `since` lies past this page
     newest: datetime | None = None  # the newest update time seen on the page
+    skipped: list[str] = field(default_factory=list)  # "where: why" of records that failed the boundary check
+
+
+def _when(obj: Any, key: str) -> datetime | None:
+    """A record's time for paging, or None when it has none or a broken one (the record itself is checked)."""
+    try:
+        return parse_time(obj.get(key)) if isinstance(obj, dict) else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _checked(convert: Callable[[Any], Item | None], obj: Any, where: str,
+             skipped: list[str]) -> Item | None:
+    """One API record through `convert` and the boundary check; a bad one is noted in `skipped` and dropped."""
+    from .records import RecordError, check_item
+
+    number = obj.get("number") if isinstance(obj, dict) else None
+    label = f"{where} #{number}" if isinstance(number, int) and not isinstance(number, bool) and \
+        0 < number < 2**31 else f"{where} (a record without a valid number)"
+    try:
+        item = convert(obj)
+        return check_item(item) if item is not None else None
+    except RecordError as exc:
+        skipped.append(f"{label}: {exc}"[:300])
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        skipped.append(f"{label}: {type(exc).__name__}: {exc}"[:300])
+    return None
 
 
 def _page(raw: list[tuple[Item | None, datetime | None]], has_next: bool, token: str | None,
-          since: datetime) -> Page:
+          since: datetime, skipped: list[str] | None = None) -> Page:
     items = [item for item, when in raw if item is not None and (when is None or when >= since)]
     times = [when for _, when in raw if when is not None]
     done = not has_next or not raw or (raw[-1][1] is not None and raw[-1][1] < since)
-    return Page(items, None if done else token, done, max(times) if times else None)
+    return Page(items, None if done else token, done, max(times) if times else None, skipped or [])
 
 
 def _iso(dt: datetime) -> str:
@@ -463,14 +492,14 @@ class GraphQLSource:
                 pages["pulls"] = self._pulls(repo, found["pullRequests"], pulls.since)
             if issues is not None:
                 pages["issues"] = self._connection(found["issues"], issues.since,
-                                                   lambda n: issue_item(repo, n, self.is_bot))
+                                                   lambda n: issue_item(repo, n, self.is_bot), f"{repo} issue")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PageError(f"{repo}: unexpected GraphQL answer ({type(exc).__name__}: {exc})"[:300]) from None
         return pages
 
     def _pulls(self, repo: str, conn: Mapping[str, Any], since: datetime) -> Page:
         def convert(node: Mapping[str, Any]) -> Item | None:
-            when = parse_time(node.get("updatedAt"))
+            when = _when(node, "updatedAt")
             if not files_need_rest(node) or (when is not None and when < since):
                 return pr_item(repo, node, self.is_bot)
             if when is not None and self.known(repo, node["number"], when):
@@ -478,13 +507,15 @@ class GraphQLSource:
             item = pr_item(repo, node, self.is_bot)
             item.files = rest_files(self.client, repo, item.number or 0)
             return item
-        return self._connection(conn, since, convert)
+        return self._connection(conn, since, convert, f"{repo} pull request")
 
     @staticmethod
-    def _connection(conn: Mapping[str, Any], since: datetime, convert: Callable[[Any], Item | None]) -> Page:
-        raw = [(convert(n), parse_time(n.get("updatedAt"))) for n in conn["nodes"] if n]
+    def _connection(conn: Mapping[str, Any], since: datetime, convert: Callable[[Any], Item | None],
+                    where: str = "record") -> Page:
+        skipped: list[str] = []
+        raw = [(_checked(convert, n, where, skipped), _when(n, "updatedAt")) for n in conn["nodes"] if n]
         info = conn["pageInfo"]
-        return _page(raw, bool(info["hasNextPage"]), info.get("endCursor"), since)
+        return _page(raw, bool(info["hasNextPage"]), info.get("endCursor"), since, skipped)
 
 
 class RestSource:
@@ -509,12 +540,13 @@ class RestSource:
         try:
             # the REST issues list also holds pull requests: they come from the pulls stream (None here),
             # but their update times still tell where the listing stands
-            raw = [(rest_pull_item(repo, o) if stream == "pulls" else
-                    None if "pull_request" in o else rest_issue_item(repo, o),
-                    parse_time(o.get("updated_at"))) for o in resp.data]
+            skipped: list[str] = []
+            convert = (lambda o: rest_pull_item(repo, o)) if stream == "pulls" else \
+                (lambda o: None if "pull_request" in o else rest_issue_item(repo, o))
+            raw = [(_checked(convert, o, f"{repo} {stream}", skipped), _when(o, "updated_at")) for o in resp.data]
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PageError(f"{repo}: unexpected REST answer ({type(exc).__name__}: {exc})"[:300]) from None
-        return _page(raw, resp.next_url is not None, resp.next_url, ask.since)
+        return _page(raw, resp.next_url is not None, resp.next_url, ask.since, skipped)
 
 
 # -- releases -------------------------------------------------------------------------------------
@@ -529,6 +561,7 @@ class ReleasePage:
     etag: str | None
     not_modified: bool
     next_url: str | None
+    skipped: list[str] = field(default_factory=list)
 
 
 def release_page(client: GitHubClient, repo: str, url: str | None, etag: str | None, since: datetime) -> ReleasePage:
@@ -539,10 +572,10 @@ def release_page(client: GitHubClient, repo: str, url: str | None, etag: str | N
         return ReleasePage(url, [], etag, True, None)
     if not isinstance(resp.data, list):
         raise PageError(f"{repo}: releases list is not a JSON array")
-    try:
-        items = [release_item(repo, r) for r in resp.data if not r.get("draft")]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise PageError(f"{repo}: unexpected release record ({type(exc).__name__}: {exc})"[:300]) from None
+    skipped: list[str] = []
+    found = [_checked(lambda r: release_item(repo, r), r, f"{repo} release", skipped) for r in resp.data
+             if not (isinstance(r, dict) and r.get("draft"))]
+    items = [i for i in found if i is not None]
     fresh = [i for i in items if i.created_at is None or i.created_at >= since]
     more = resp.next_url if items and len(fresh) == len(items) else None
-    return ReleasePage(url, fresh, resp.etag, False, more)
+    return ReleasePage(url, fresh, resp.etag, False, more, skipped)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from ..errors import InputError, SourceError
 from ..models import Item
+from . import records
 from .history import BodyCleaner, commit_item, tag_item
+from .records import RecordError, check_item
 
 DEFAULT_BRANCH = "main"
 
@@ -62,15 +64,54 @@ def read_jsonl(path: Path, clean: BodyCleaner, report: JsonlReport) -> Iterator[
                 continue
             try:
                 rec = json.loads(line)
-                if rec["kind"] == "commit":
-                    item = commit_item(report.repo, rec, report.branch, "jsonl", clean)
+                if not isinstance(rec, dict):
+                    raise RecordError(f"expected a JSON object, got {type(rec).__name__}")
+                kind = rec.get("kind")
+                if kind == "commit":
+                    item = check_item(commit_item(report.repo, _commit(rec), report.branch, "jsonl", clean))
                     report.commits += 1
-                elif rec["kind"] == "tag":
-                    item = tag_item(report.repo, rec, "jsonl")
+                elif kind == "tag":
+                    item = check_item(tag_item(report.repo, _tag(rec), "jsonl"))
                     report.tags += 1
                 else:
-                    raise ValueError(f"unknown kind {rec['kind']!r}")
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                    raise RecordError(f"kind: unknown kind {str(kind)[:40]!r}")
+            except RecordError as exc:
+                report.skipped.append(f"{path}:{lineno}: {exc}"[:300])
+                continue
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
                 report.skipped.append(f"{path}:{lineno}: {type(exc).__name__}: {exc}"[:300])
                 continue
             yield item
+
+
+def _commit(rec: dict) -> dict:
+    """A commit record with every field of the export format checked (see ../shared/data/README.md)."""
+    files = rec.get("files") or []
+    if not isinstance(files, list):
+        raise RecordError(f"files: expected a list, got {type(files).__name__}")
+    checked = []
+    for f in files:
+        if not isinstance(f, dict):
+            raise RecordError(f"files: expected objects, got {type(f).__name__}")
+        checked.append({"path": records.text(f.get("path"), "files.path", required=True),
+                        "additions": records.count(f.get("additions"), "files.additions"),
+                        "deletions": records.count(f.get("deletions"), "files.deletions")})
+    out = {name: records.text(rec.get(name), name) for name in
+           ("author_name", "author_email", "committer_name", "committer_email", "body")}
+    out["sha"] = records.text(rec.get("sha"), "sha", required=True, limit=64)
+    out["subject"] = records.text(rec.get("subject"), "subject", required=True)
+    for name in ("authored_at", "committed_at"):
+        when = records.time(rec.get(name), name)
+        out[name] = when.isoformat() if when else None
+    if out["committed_at"] is None:
+        raise RecordError("committed_at: missing")
+    out["files"] = checked
+    return out
+
+
+def _tag(rec: dict) -> dict:
+    when = records.time(rec.get("created_at"), "created_at")
+    return {"name": records.text(rec.get("name"), "name", required=True, limit=200),
+            "target": records.text(rec.get("target"), "target", limit=64) or None,
+            "created_at": when.isoformat() if when else None,
+            "tagger": records.text(rec.get("tagger"), "tagger"), "message": records.text(rec.get("message"), "message")}

@@ -20,7 +20,9 @@ and an empty file fail.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +34,7 @@ from sqlalchemy.engine import Engine
 from ..config import Settings, load_rule_file
 from ..errors import ConfigError, SourceError
 from ..models import CLOSED, MERGED, OPEN, PR, Comment, Item, utc
+from .page_shapes import Shaped, ShapeRules, compile_shape_rules, finish, named_paths, read_shape
 
 __all__ = ["PageReport", "PageRules", "compile_page_rules", "decode_page", "import_page", "parse_page",
            "read_page"]
@@ -41,9 +44,9 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 _INVISIBLE = re.compile(r"[\u200b\u200c\u200d\u2060\ufeff]")
 _NORM = re.compile(r"[\W_]+")
 _INLINE_SEP = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")
-_HEADING = re.compile(r"[ \t]+(#{2,6}[ \t]+)(?=\S)")
+_HEADING = re.compile(r"(?<![ \t])[ \t]+(#{2,6}[ \t]+)(?=\S)")  # runs start once: linear in long blanks
 _QUESTION = re.compile(r"^(#{2,6}[ \t][^?\n]{3,100}\?)[ \t]+(?=\S)")
-_BULLET = re.compile(r"[ \t]+([-*])[ \t]+(?=\S)")
+_BULLET = re.compile(r"(?<![ \t])[ \t]+([-*])[ \t]+(?=\S)")
 _MONTH_FORMATS = ("%b %d %Y %I:%M %p", "%b %d %Y %H:%M", "%b %d %Y", "%B %d %Y %I:%M %p", "%B %d %Y %H:%M",
                   "%B %d %Y", "%d %b %Y", "%d %B %Y")
 
@@ -57,6 +60,7 @@ class PageRules:
     lists: dict[str, list[re.Pattern[str]]]
     bot_names: frozenset[str]
     boilerplate: list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]
+    shapes: ShapeRules
 
 
 @dataclass(slots=True)
@@ -69,6 +73,8 @@ class PageReport:
     state_found: bool = False
     number_found: bool = True
     stats: Any = None  # store.save.SaveStats of the import
+    shape: str = "browser copy"  # or gh-plain | gh-json | thread
+    review_paths: list[str] = field(default_factory=list)  # files review comments are on (named paths)
 
 
 @dataclass(slots=True)
@@ -128,7 +134,7 @@ def compile_page_rules(data: dict[str, Any]) -> PageRules:
               for b in data.get("boilerplate", [])]
     return PageRules(data, {k: re.compile(v) for k, v in single.items()},
                      {k: [re.compile(p) for p in v] for k, v in lists.items()},
-                     frozenset(n.lower() for n in data["bots"]["names"]), boiler)
+                     frozenset(n.lower() for n in data["bots"]["names"]), boiler, compile_shape_rules(data))
 
 
 def load_page_rules(settings: Settings) -> PageRules:
@@ -184,12 +190,19 @@ def read_page(path: Path) -> str:
 
 def _title(lines: list[str], rules: PageRules, meta: _Meta) -> None:
     """The title line ("Title #N"), else the line above a state badge (GitLab puts no number there)."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), -1)
+    min_words = int(rules.data["meta"].get("not_title_min_words", 2))
     for i, line in enumerate(lines[: rules.data["meta"]["title_lines"]]):
         for pattern in rules.lists["titles"]:
             m = pattern.match(line.strip())
-            if m and not rules.re["not_title"].match(m["title"]) and len(m["title"]) >= 4:
-                meta.title, meta.number, meta.title_line = m["title"].strip(), int(m["number"]), i
-                return
+            if not m or len(m["title"]) < 4:
+                continue
+            ref = rules.re["not_title"].match(m["title"])
+            # "Fixes #12" in a comment is a reference; "Fix crash in the scheduler #12" opening the page is a title
+            if ref and not (i == first and len(m["title"][ref.end():].split()) >= min_words):
+                continue
+            meta.title, meta.number, meta.title_line = m["title"].strip(), int(m["number"]), i
+            return
     badges = [rules.re[f"badge:{s}"] for s in ("merged", "closed", "open", "draft")]
     top = [line.strip() for line in lines[: rules.data["meta"]["badge_lines"]]]
     for b, line in enumerate(top):
@@ -429,10 +442,15 @@ def _cut_boilerplate(block: _Block, rules: PageRules, dropped: Counter) -> str:
     """The block's text without bot boilerplate (each cut counted by its name)."""
     text = block.text
     for name, start, end in rules.boilerplate:
-        while (m := start.search(text)) is not None:
+        parts, pos = [], 0  # one pass: each cut searches on from the last, the text is joined once
+        while (m := start.search(text, pos)) is not None:
+            parts.append(text[pos:m.start()])
             stop = end.search(text, m.end()) if end else None
-            text = text[:m.start()] + (text[stop.end():] if stop else "")
+            pos = stop.end() if stop else len(text)
             dropped[name] += 1
+            if m.end() == m.start() and pos == m.start():
+                break
+        text = "".join(parts) + text[pos:] if parts else text
     return text.strip()
 
 
@@ -444,6 +462,10 @@ def _shingles(text: str, size: int) -> frozenset[str]:
     if len(flat) <= size:
         return frozenset([flat]) if flat else frozenset()
     return frozenset(flat[i:i + size] for i in range(len(flat) - size + 1))
+
+
+def _stable_hash(text: str) -> int:
+    return zlib.crc32(text.encode())
 
 
 def _copies(a: frozenset[str], b: frozenset[str], sim: dict[str, Any]) -> bool:
@@ -468,11 +490,28 @@ def _groups(blocks: list[_Block], rules: PageRules) -> list[list[int]]:
             i = parent[i]
         return i
 
-    for i in range(len(blocks)):
-        for j in range(i + 1, len(blocks)):
+    # Candidates, not every pair: a block is compared with the earlier blocks sharing one of its `sketch`
+    # smallest shingles (a copy shares them with high probability), at most `max_candidates` of them, so a
+    # page of thousands of blocks costs time linear in its size.
+    index: dict[str, list[int]] = {}
+    sketch, cap = int(sim.get("sketch", 12)), int(sim.get("max_candidates", 40))
+    for j in range(len(blocks)):
+        keys = heapq.nsmallest(sketch, sigs[j], key=_stable_hash)
+        seen: dict[int, None] = {}
+        for key in keys:
+            for i in reversed(index.get(key, ())):
+                if len(seen) >= cap:
+                    break
+                seen.setdefault(i)
+        for i in sorted(seen):
             same_author = not blocks[i].author or not blocks[j].author or blocks[i].author == blocks[j].author
             if same_author and root(i) != root(j) and _copies(sigs[i], sigs[j], sim):
                 parent[root(j)] = root(i)
+        for key in keys:
+            bucket = index.setdefault(key, [])
+            bucket.append(j)
+            if len(bucket) > 4 * cap:
+                del bucket[: len(bucket) - cap]
     groups: dict[int, list[int]] = {}
     for i in range(len(blocks)):
         groups.setdefault(root(i), []).append(i)
@@ -517,13 +556,19 @@ def _split_table(line: str) -> list[str]:
         return [line]
     # blank lines around the table: Markdown does not end a table at a line of prose
     out = [before[:pipes[-cols - 1]].rstrip(), "", before[pipes[-cols - 1]:].strip(), m.group(0).strip()]
-    rest = line[m.end():].lstrip()
-    while rest.startswith("|"):
-        pipes = [i for i, c in enumerate(rest) if c == "|"]
-        if len(pipes) < cols + 1:
+    rest = line[m.end():]
+    pipes = [i for i, c in enumerate(rest) if c == "|"]  # once: rows are cut by index, not by re-scanning
+    pos, k = len(rest) - len(rest.lstrip()), 0
+    while pos < len(rest) and rest[pos] == "|":
+        while k < len(pipes) and pipes[k] < pos:
+            k += 1
+        if len(pipes) - k < cols + 1:
             break
-        out.append(rest[:pipes[cols] + 1])
-        rest = rest[pipes[cols] + 1:].lstrip()
+        out.append(rest[pos:pipes[k + cols] + 1])
+        pos = pipes[k + cols] + 1
+        while pos < len(rest) and rest[pos] in " \t":
+            pos += 1
+    rest = rest[pos:]
     return [*out, "", *(_split_table(rest) if rest else [])]
 
 
@@ -545,7 +590,8 @@ def _tidy(text: str) -> str:
 # -- the item -------------------------------------------------------------------------------------
 
 
-def _clean_blocks(blocks: list[_Block], rules: PageRules, dropped: Counter) -> list[_Block]:
+def _clean_blocks(blocks: list[_Block], rules: PageRules, dropped: Counter,
+                  paths: list[str] | None = None) -> list[_Block]:
     kept = []
     for block in blocks:
         if block.bot:
@@ -553,7 +599,9 @@ def _clean_blocks(blocks: list[_Block], rules: PageRules, dropped: Counter) -> l
             continue
         lines = rules.re["commit_prefix"].sub("", _cut_boilerplate(block, rules, dropped)).split("\n")
         while block.review and lines and rules.re["review_context"].match(lines[0].strip()):
-            dropped["code context lines"] += 1  # the path of the file a review comment is on
+            dropped["code context lines"] += 1  # the path of the file a review comment is on: a named path
+            if paths is not None:
+                paths.append(lines[0].strip())
             lines.pop(0)
         if not _NORM.sub("", "".join(lines)):
             continue
@@ -582,6 +630,9 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
     report = report if report is not None else PageReport()
     if not text.strip():
         raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")
+    shaped = read_shape(text, rules.shapes, lambda author: _is_bot(rules, author), lambda s: _date(rules, s))
+    if shaped is not None and (shaped.title or shaped.number is not None):
+        return _shaped_item(shaped, rules, repo, number, file_stem, report)
     lines = text.split("\n")
     meta = _meta(text, lines, rules, file_stem)
     meta.repo, meta.number = repo or meta.repo, number if number is not None else meta.number
@@ -591,7 +642,7 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
         raise ConfigError(f"repository {meta.repo!r} is not OWNER/NAME")
     no_description = any(rules.re["no_description"].match(line.strip()) for line in lines)
     blocks = _clean_blocks(_split(_strip_text_noise(text, rules, report.dropped), rules, meta, report.dropped),
-                           rules, report.dropped)
+                           rules, report.dropped, report.review_paths)
     groups = _groups(blocks, rules)
     desc = _description_group(groups, blocks, rules, meta, no_description)
     desc_block = blocks[max(desc, key=lambda i: (_format_score(blocks[i]), -i))] if desc else None
@@ -601,7 +652,47 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
         report.description_copies = len(desc or [])
         report.dropped["repeated description copies"] += len(desc or []) - 1
     comments = _comments([g for g in groups if g is not desc], blocks, report)
-    return _item(meta, body, desc_block, comments, report)
+    item = _item(meta, body, desc_block, comments, report)
+    item.named_paths = named_paths(rules.shapes, body, report.review_paths)
+    return item
+
+
+def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int | None, file_stem: str,
+                 report: PageReport) -> Item:
+    """The item of a structured page (gh output, a thread rendering): what it says, exactly."""
+    finish(shaped)
+    named = rules.re["file_name"].match(file_stem)
+    shaped.repo = repo or shaped.repo or (f"{named['owner']}/{named['name']}" if named else None)
+    shaped.number = number if number is not None else (shaped.number if shaped.number is not None else
+                                                       (int(named["number"]) if named else None))
+    if not shaped.repo:
+        raise ConfigError(f"{report.path or 'page'}: no repository found in the page; pass --repo OWNER/NAME")
+    if shaped.repo.count("/") != 1:
+        raise ConfigError(f"repository {shaped.repo!r} is not OWNER/NAME")
+    report.shape = shaped.shape
+    report.state_found, report.number_found = shaped.state is not None, shaped.number is not None
+    body = shaped.body
+    for pattern in rules.lists["trailers"]:
+        body, n = pattern.subn("", body)
+        report.dropped["Signed-off-by trailers"] += n
+    body = _tidy(body)
+    title = shaped.title or _fallback_title(_Meta(repo=shaped.repo, number=shaped.number), body)
+    draft = rules.re["draft_title"].match(title)
+    if draft:
+        title, shaped.draft = title[draft.end():].strip(), shaped.state not in (MERGED, CLOSED)
+    key = str(shaped.number) if shaped.number is not None else \
+        "page-" + hashlib.sha1(f"{title}\n{body}".encode()).hexdigest()[:12]
+    dates = [d for d in (shaped.created_at, shaped.updated_at, shaped.merged_at, shaped.closed_at,
+                         *(c.created_at for c in shaped.comments)) if d]
+    state = shaped.state or OPEN
+    return Item(
+        repo=shaped.repo, kind=shaped.kind, key=key, number=shaped.number, title=title, body=body,
+        author=shaped.author, state=state, draft=shaped.draft, created_at=shaped.created_at or min(dates, default=None),
+        updated_at=max(dates, default=None), merged_at=shaped.merged_at if state == MERGED else None,
+        closed_at=shaped.closed_at if state in (MERGED, CLOSED) else None, branches=[shaped.base] if shaped.base else [],
+        labels=shaped.labels, files=shaped.files, comments=shaped.comments, source="page",
+        named_paths=named_paths(rules.shapes, body, shaped.named_paths),
+    )
 
 
 def _comments(groups: list[list[int]], blocks: list[_Block], report: PageReport) -> list[Comment]:
@@ -635,39 +726,20 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
 # -- import ---------------------------------------------------------------------------------------
 
 
-def _stored(engine: Engine, repo: str, number: int | None) -> Item | None:
-    """The item already in the store under this repository and number, if any."""
+def _stored(engine: Engine, repo: str, number: int | None) -> tuple[str, str, str] | None:
+    """(repository name as stored, kind, key) of the PR or issue the store has under this number, if any."""
     import sqlalchemy as sa
 
-    from ..store import queries
     from ..store.schema import items, repos
 
     if number is None:
         return None
-    query = queries._base_query().where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
-                                        items.c.kind == PR)
+    query = (sa.select(repos.c.name, items.c.kind, items.c.key).join(repos, repos.c.id == items.c.repo_id)
+             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number,
+                    items.c.kind.in_(["pr", "issue"])).order_by(items.c.kind).limit(1))
     with engine.connect() as conn:
-        found = queries._items(conn, query.limit(1))
-    return found[0][0] if found else None
-
-
-def _merge_stored(item: Item, old: Item, report: PageReport) -> Item:
-    """What the page lacks comes from the stored item (a git import knows files and the merge commit)."""
-    item.repo = old.repo
-    item.files = item.files or old.files
-    item.merge_commit = item.merge_commit or old.merge_commit
-    item.labels = item.labels or old.labels
-    item.branches = list(dict.fromkeys([*old.branches, *item.branches]))
-    if not report.state_found:
-        item.state = old.state
-    item.merged_at = item.merged_at or (old.merged_at if item.state == MERGED else None)
-    item.closed_at = item.closed_at or (old.closed_at if item.state in (MERGED, CLOSED) else None)
-    item.created_at = item.created_at or old.created_at
-    item.updated_at = item.updated_at or old.updated_at
-    item.body = item.body or old.body
-    item.author = item.author or old.author
-    item.comments = item.comments or old.comments
-    return item
+        row = conn.execute(query).first()
+    return (row.name, row.kind, row.key) if row else None
 
 
 def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
@@ -679,8 +751,8 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     report.path = str(path)
     item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
     old = _stored(engine, item.repo, item.number)
-    if old is not None:
-        item = _merge_stored(item, old, report)
+    if old is not None:  # the store's name, kind and key; save merges the rest without downgrading it
+        item.repo, item.kind, item.key = old
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,

@@ -99,6 +99,8 @@ def item_hash(item: Item) -> str:
         [(c.author, c.body, to_db_time(c.created_at).isoformat() if c.created_at else None, c.is_bot, c.kind)
          for c in item.comments],
     ]
+    if item.named_paths or item.time_source:  # appended only when set: older items keep their digests
+        payload += [item.named_paths, item.time_source]
     return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -111,7 +113,8 @@ def item_row(item: Item, repo_id: int) -> dict:
         "updated_at": to_db_time(item.updated_at), "merged_at": to_db_time(item.merged_at),
         "closed_at": to_db_time(item.closed_at), "when_at": to_db_time(item.when),
         "merge_commit": item.merge_commit, "branches": item.branches, "labels": item.labels,
-        "source": item.source, "content_hash": item_hash(item),
+        "source": item.source, "content_hash": item_hash(item), "named_paths": item.named_paths,
+        "time_source": item.time_source,
     }
 
 
@@ -123,7 +126,7 @@ def row_item(row, repo: str, files: list[FileChange], comments: list[Comment]) -
         updated_at=from_db_time(row.updated_at), merged_at=from_db_time(row.merged_at),
         closed_at=from_db_time(row.closed_at), merge_commit=row.merge_commit,
         branches=list(row.branches), labels=list(row.labels), files=files, comments=comments,
-        source=row.source, id=row.id,
+        source=row.source, id=row.id, named_paths=list(row.named_paths or []), time_source=row.time_source or "",
     )
 
 

@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -14,6 +14,8 @@ from sqlalchemy.engine import Engine
 from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
 from .db import data_analysis, from_db_time, row_item, to_db_time
 from .schema import analyses, comments, files, items, links, repos, runs, watch
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def repo_names(engine: Engine) -> list[str]:
@@ -75,11 +77,13 @@ def _analysed(conn, query) -> list[AnalysedItem]:
     return [AnalysedItem(item, data_analysis(row.data)) for item, row in _items(conn, query)]
 
 
-def analysed_in_window(engine: Engine, window: Window, repos_filter: list[str] | None = None,
+def analysed_in_window(engine: Engine, window: Window | None, repos_filter: list[str] | None = None,
                        state: str = "all", kinds: list[str] | None = None) -> list[AnalysedItem]:
-    """Analysed items whose time (merge time, else last update) falls in the window, oldest first."""
-    query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id).where(
-        items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until))
+    """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
+    window, every analysed item (undated ones included, last)."""
+    query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id)
+    if window is not None:
+        query = query.where(items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until))
     if repos_filter:
         query = query.where(sa.func.lower(repos.c.name).in_([r.lower() for r in repos_filter]))
     if state != "all":
@@ -91,7 +95,7 @@ def analysed_in_window(engine: Engine, window: Window, repos_filter: list[str] |
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
-    found.sort(key=lambda a: (a.item.when, a.item.repo, a.item.kind, a.item.key))
+    found.sort(key=lambda a: (a.item.when is None, a.item.when or _EPOCH, a.item.repo, a.item.kind, a.item.key))
     return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -18,7 +18,8 @@ from sqlalchemy.engine import Connection, Engine
 from .. import killpoint
 from ..errors import InputError
 from ..models import Analysis, Item, Window
-from .db import analysis_data, item_hash, item_row, to_db_time
+from .db import analysis_data, item_hash, item_row, row_item, to_db_time
+from .merge import merge_items
 from .schema import analyses, comments, files, items, links, repos, runs, watch
 
 
@@ -29,11 +30,13 @@ class SaveStats:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
+    skipped: list[str] = field(default_factory=list)  # "ref: why" of records the store refused
 
     def add(self, other: SaveStats) -> None:
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.skipped += other.skipped
 
 
 BATCH = int(os.environ.get("RADAR_SAVE_BATCH") or 500)  # items per transaction (the kill tests use a few)
@@ -66,6 +69,20 @@ def _children(item_id: int, item: Item) -> tuple[list[dict], list[dict]]:
     return list(file_rows.values()), comment_rows
 
 
+def _stored_items(conn: Connection, ids: list[int]) -> dict[int, Item]:
+    """The stored items with these row ids, whole (files and comments), by id."""
+    from .queries import _load_children
+
+    if not ids:
+        return {}
+    found: dict[int, Item] = {}
+    by_files, by_comments = _load_children(conn, ids)
+    for start in range(0, len(ids), 900):
+        for row in conn.execute(sa.select(items).where(items.c.id.in_(ids[start:start + 900]))):
+            found[row.id] = row_item(row, "", by_files.get(row.id, []), by_comments.get(row.id, []))
+    return found
+
+
 def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
     stats = SaveStats()
     by_key: dict[tuple[str, str], Item] = {}
@@ -79,13 +96,25 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
             sa.select(items.c.id, items.c.kind, items.c.key, items.c.content_hash, items.c.branches, items.c.merged_at)
             .where(items.c.repo_id == repo, items.c.key.in_([k for _, k in by_key])))
     }
-    new_rows, changed = [], []
+    new_rows, changed, differ = [], [], []
+    now = datetime.now(UTC).replace(microsecond=0)
     for key, item in by_key.items():
         old = existing.get(key)
         if old is None:
+            if item.when is None:  # nothing undated is lost: the import time places it, marked as such
+                item.updated_at, item.time_source = now, "import"
             new_rows.append((item, item_row(item, repo)))
             continue
         _merge_existing(item, list(old.branches), old.merged_at)
+        if item_hash(item) == old.content_hash:
+            stats.unchanged += 1
+        else:
+            differ.append((old, item))
+    stored = _stored_items(conn, [old.id for old, _ in differ])
+    for old, item in differ:  # never downgrade: the stored item's stronger values stand
+        merge_items(stored[old.id], item)
+        if item.when is None:
+            item.updated_at, item.time_source = now, "import"
         if item_hash(item) == old.content_hash:
             stats.unchanged += 1
         else:
@@ -133,9 +162,16 @@ def save_items(engine: Engine, stream: Iterable[Item], batch_size: int | None = 
 
 
 def _flush(engine: Engine, batch: list[Item]) -> SaveStats:
+    from ..sources.records import RecordError, check_item
+
     stats = SaveStats()
     by_repo: dict[str, list[Item]] = {}
     for item in batch:
+        try:  # the last line of the boundary: a record no source checked cannot take its batch down
+            check_item(item)
+        except RecordError as exc:
+            stats.skipped.append(f"{item.repo}@{str(item.key)[:40]}: {exc}")
+            continue
         by_repo.setdefault(item.repo, []).append(item)
     with engine.begin() as conn:
         for name, group in by_repo.items():

@@ -23,12 +23,19 @@ if TYPE_CHECKING:
 metadata = sa.MetaData()
 
 
+# Numbers from outside (PR numbers, line counts): 64-bit on PostgreSQL as on SQLite, so both stores accept
+# exactly the same records (sources refuse values past models.MAX_NUMBER before the store sees them).
+_BIG64 = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
 def _time(name: str, **kw) -> sa.Column:
     return sa.Column(name, sa.DateTime(), **kw)  # naive UTC, converted at the boundary
 
 
-def _v1_columns() -> dict[str, list]:
-    """Columns of the first schema, by table (functions so each migration gets fresh objects)."""
+def _v1_columns(big: bool = False) -> dict[str, list]:
+    """Columns of the first schema, by table (functions so each migration gets fresh objects); `big`: with
+    005's 64-bit number columns (the tables the queries use), else as 001 created them."""
+    _BIG = _BIG64 if big else sa.Integer()  # noqa: N806
     return {
         "repos": [
             sa.Column("id", sa.Integer, primary_key=True),
@@ -39,7 +46,7 @@ def _v1_columns() -> dict[str, list]:
             sa.Column("repo_id", sa.Integer, sa.ForeignKey("repos.id"), nullable=False),
             sa.Column("kind", sa.String(16), nullable=False),
             sa.Column("key", sa.String(200), nullable=False),
-            sa.Column("number", sa.Integer),
+            sa.Column("number", _BIG),
             sa.Column("title", sa.Text, nullable=False),
             sa.Column("body", sa.Text, nullable=False),
             sa.Column("author", sa.String(200), nullable=False),
@@ -57,8 +64,8 @@ def _v1_columns() -> dict[str, list]:
         "files": [
             sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
             sa.Column("path", sa.Text, primary_key=True),
-            sa.Column("additions", sa.Integer),
-            sa.Column("deletions", sa.Integer),
+            sa.Column("additions", _BIG),
+            sa.Column("deletions", _BIG),
             sa.Column("status", sa.String(16)),
         ],
         "comments": [
@@ -87,7 +94,7 @@ def _v1_columns() -> dict[str, list]:
             sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
             sa.Column("kind", sa.String(32), nullable=False),
             sa.Column("dst_repo", sa.String(200)),
-            sa.Column("dst_number", sa.Integer),
+            sa.Column("dst_number", _BIG),
             sa.Column("url", sa.Text),
             sa.Column("detail", sa.Text, nullable=False),
         ],
@@ -103,7 +110,7 @@ def _v1_columns() -> dict[str, list]:
         "watch": [
             sa.Column("id", sa.Integer, primary_key=True),
             sa.Column("repo", sa.String(200), nullable=False),
-            sa.Column("number", sa.Integer, nullable=False),
+            sa.Column("number", _BIG, nullable=False),
             sa.Column("reason", sa.Text, nullable=False),
             _time("added_at", nullable=False),
             sa.Column("last_state", sa.String(16)),
@@ -123,7 +130,7 @@ _INDEXES = [
     ("ix_runs_kind", "runs", ["kind", "scope", "status"]),
 ]
 
-for _name, _cols in _v1_columns().items():
+for _name, _cols in _v1_columns(big=True).items():
     sa.Table(_name, metadata, *_cols)
 for _ix, _table, _cols in _INDEXES:
     sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
@@ -176,14 +183,15 @@ def m002_fetch_state(op: Operations) -> None:
         op.create_table(name, *cols)
 
 
-def _v3_columns() -> dict[str, list]:
+def _v3_columns(big: bool = False) -> dict[str, list]:
     """Tables of relations found across items (003): the adaptation ledger and distinctive terms."""
+    _BIG = _BIG64 if big else sa.Integer()  # noqa: N806
     return {
         "ledger": [  # upstream PR up_repo#up_number was adapted to by downstream item item_id
             sa.Column("id", sa.Integer, primary_key=True),
             sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
             sa.Column("up_repo", sa.String(200), nullable=False),
-            sa.Column("up_number", sa.Integer, nullable=False),
+            sa.Column("up_number", _BIG, nullable=False),
             sa.Column("files", sa.JSON, nullable=False),
             sa.Column("how", sa.Text, nullable=False),
         ],
@@ -205,7 +213,7 @@ _V3_INDEXES = [
     ("ix_item_terms_term", "item_terms", ["term"]),
 ]
 
-for _name, _cols in _v3_columns().items():
+for _name, _cols in _v3_columns(big=True).items():
     sa.Table(_name, metadata, *_cols)
 for _ix, _table, _cols in _V3_INDEXES:
     sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
@@ -242,11 +250,35 @@ def m004_llm_cache(op: Operations) -> None:
     op.create_table("llm_cache", *_v4_columns())
 
 
+# 005: 64-bit number columns, the paths an item's text names, and where its window time came from.
+_BIG_COLUMNS = [("items", "number"), ("files", "additions"), ("files", "deletions"), ("links", "dst_number"),
+                ("watch", "number"), ("ledger", "up_number")]
+
+
+def _v5_columns() -> list[sa.Column]:
+    return [sa.Column("named_paths", sa.JSON, nullable=False, server_default="[]"),
+            sa.Column("time_source", sa.String(16), nullable=False, server_default="")]
+
+
+for _col in _v5_columns():
+    items.append_column(_col)
+
+
+def m005_sources(op: Operations) -> None:
+    """BIGINT number columns (SQLite's INTEGER is 64-bit already); items' named paths and time source."""
+    if op.get_context().dialect.name != "sqlite":
+        for table, column in _BIG_COLUMNS:
+            op.alter_column(table, column, type_=sa.BigInteger(), existing_type=sa.Integer())
+    for col in _v5_columns():
+        op.add_column("items", col)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
     ("001_initial", m001_initial),
     ("002_fetch_state", m002_fetch_state),
     ("003_ledger", m003_ledger),
     ("004_llm_cache", m004_llm_cache),
+    ("005_sources", m005_sources),
 ]
 
 
