@@ -112,6 +112,17 @@ def _links_json(inp: CardInput) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def _checklist_json(inp: CardInput) -> list[str]:
+    """The item's own verification steps (as its card shows them), in English."""
+    from ..analyse.porting import applied, target_name
+    from .checklist import item_checklist
+    from .explain import described
+
+    ai = inp.item
+    return item_checklist(ai, "en", target_name(inp.target, "en"),
+                          applied(ai.item, inp.target, text=described(ai.item.body)))
+
+
 def card_json(inp: CardInput) -> dict[str, Any]:
     """The export object of one item (SPEC §5); prose fields in English, times as ISO-8601 Z or null."""
     item, a = inp.item.item, inp.item.analysis
@@ -128,5 +139,5 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "perf_claims": [_claim_json(c) for c in a.perf_claims],
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
-        "labels": list(item.labels), "checklist": [pick(step, "en") for step in a.checklist],
+        "labels": list(item.labels), "checklist": _checklist_json(inp),
     }
