@@ -13,6 +13,7 @@ from ..analyse.porting import Applied
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, with_unit
 from .explain import (
+    DEBRIS,
     clip,
     code_module,
     doing_sentence,
@@ -113,7 +114,7 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
         parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{i}`" for i in ids)))
     else:
         lead = next((s for _, block in explain_body(item.body).mechanism for s in sentences(block)
-                     if not echoes(s, item.title)), "")
+                     if not echoes(s, item.title) and not DEBRIS.search(s)), "")
         if lead:
             parts.append(e["what_quote"].format(text=clip(lead, int(limits["conclusion_mechanism"]))))
         else:  # no description: the files it changes say what it touches

@@ -251,9 +251,13 @@ def doing_sentence(body: str, title: str = "") -> str:
     e = explain_body(body)
     candidates = [s for _, block in e.mechanism for s in sentences(block)]
     for s in candidates:
-        if _DOING.search(s[:80]) and len(s) >= 30:
+        if _DOING.search(s[:80]) and len(s) >= 30 and not DEBRIS.search(s):
             return s
     return ""
+
+
+# what is left of a sentence whose links were removed: "refer to: and , ," is no sentence to quote
+DEBRIS = re.compile(r"\s[,;]\s*[,;]|\b(and|or|see|refer to|in)\s*[,;.:]|:\s*[,;]|\(\s*\)")
 
 
 def mechanism(body: str, sentences_: int = 3, limit: int = 420) -> str:
