@@ -37,11 +37,13 @@ _MD_LINK = re.compile(r"!?\[([^\]\n]{0,200})\]\([^)\s]{0,500}\)")
 _BARE_URL = re.compile(r"https?://\S+")
 _EMPH = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _SPACE = re.compile(r"[ \t]+")
+_STRUCK = re.compile(r"~~[^~\n]{0,2000}?~~")
 
 
 def clean_inline(text: str) -> str:
     """Author text as plain text: entities decoded, tags, image/link markup and bold markers removed."""
     text = html.unescape(_TAG.sub("", text))
+    text = _STRUCK.sub("", text).replace("~~", "")  # struck-out text is what the author took back
     text = _MD_LINK.sub(lambda m: m[1], text)
     text = _BARE_URL.sub("", text)
     return _SPACE.sub(" ", _EMPH.sub(lambda m: m[2], text)).strip()
@@ -241,19 +243,23 @@ def described(body: str) -> str:
     return " ".join(t for _, t in e.motivation + e.mechanism + e.tests)
 
 
-_DOING = re.compile(r"^(this (pr|patch|change|commit)|we |the (pr|patch|fix|change)\b)|\b(adds?|introduces?|replaces?|"
-                    r"removes?|moves?|fix(es)?|implements?|supports?|enables?|uses|computes?|caches?|fuses?|"
-                    r"skips?|avoids?|reuses?|switch(es)?|refactors?|optimi[sz]es?)\b", re.I)
+_DOING_START = re.compile(r"^(this|we|it now|now|the (pr|patch|fix|change))\b", re.I)
+_DOING = re.compile(r"\b(adds?|introduces?|replaces?|removes?|moves?|fix(es)?|implements?|supports?|enables?|disables?|"
+                    r"uses|computes?|precomputes?|caches?|fuses?|skips?|avoids?|reuses?|switch(es)?|refactors?|"
+                    r"optimi[sz]es?|collects?|writes?|batches|merges?|splits?|turns?|makes?|lets?|keeps?|"
+                    r"reduces?|overlaps?|paralleli[sz]es?|vectori[sz]es?|builds?|wraps?|drops?|handles?|"
+                    r"updates?|changes?|routes?|defers?|prefetch(es)?|pads?|shares?)\b", re.I)
 
 
 def doing_sentence(body: str, title: str = "") -> str:
-    """The sentence of the mechanism that says what the change does ("This PR adds …"), else ""."""
+    """The sentence of the mechanism that says what the change does ("This PR adds …"), else "".
+
+    A sentence that opens with "This PR …" / "We …" wins over one that only has such a verb early on."""
     e = explain_body(body)
-    candidates = [s for _, block in e.mechanism for s in sentences(block)]
-    for s in candidates:
-        if _DOING.search(s[:80]) and len(s) >= 30 and not DEBRIS.search(s):
-            return s
-    return ""
+    candidates = [s for _, block in e.mechanism for s in sentences(block)
+                  if len(s) >= 30 and not DEBRIS.search(s)]
+    opening = next((s for s in candidates if _DOING_START.search(s) and _DOING.search(s[:60])), "")
+    return opening or next((s for s in candidates if _DOING.search(s[:80])), "")
 
 
 # what is left of a sentence whose links were removed: "refer to: and , ," is no sentence to quote
