@@ -236,3 +236,14 @@ def test_no_theme_holds_most_items() -> None:
     assert found and all(len(c["members"]) <= 0.4 * len(items) for c in found)
     listed = [ai.item.number for c in found for ai in c["members"]]
     assert len(listed) == len(set(listed))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Set the flag. Then the second sentence is cut in the mid…", "Set the flag."),
+    ("Before the call, unconditionally set `KV_CACHE_BLOCK_SIZE` and `BLO…", "Before the call…"),
+    ("short and whole", "short and whole"),
+])
+def test_text_cut_by_others_is_taken_back_to_a_boundary(text: str, expected: str) -> None:
+    from infra_radar.render.explain import whole
+
+    assert whole(text) == expected

@@ -11,7 +11,7 @@ from .base import claim_rows, day, files_total, iso, lines, link_views, name, re
 from .checklist import item_checklist
 from .conclusion import conclusion
 from .deepdive import deep_view
-from .explain import described
+from .explain import described, whole
 from .inputs import CardInput
 
 # --- card ------------------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ def adapted_views(entries: Iterable[Any], t: dict[str, Any], full_up: bool = Fal
     views = []
     for e in entries:
         files = k["adapted_files"].format(files=sep.join(f"`{f}`" for f in e.files[:6])) if e.files else ""
-        how = k["adapted_how"].format(how=e.how) if e.how else ""
+        how = k["adapted_how"].format(how=whole(e.how)) if e.how and whole(e.how) else ""
         views.append({"ref": e.down_ref, "url": ref_url(e.down_ref), "title": e.down_title,
                       "up_ref": e.up_ref, "up_url": ref_url(e.up_ref), "date": day(e.when),
                       "short": f"#{e.down_number}", "up_short": e.up_ref if full_up else f"#{e.up_number}",

@@ -90,14 +90,32 @@ def clip(text: str, limit: int, hard: int | None = None) -> str:
     return first if len(first) <= hard else (_clause_cut(first, hard) or first) + ("…" if len(first) > hard else "")
 
 
-def _clause_cut(sentence: str, limit: int) -> str:
+def whole(text: str) -> str:
+    """A text someone else shortened with "…", taken back to its last sentence or clause boundary (or, failing
+    both, its last whole word), so no word or clause is left cut."""
+    text = text.strip()
+    if not text.endswith("…"):
+        return text
+    body = text[:-1].rstrip()
+    done = sentences(body)
+    if len(done) > 1:
+        return " ".join(done[:-1])
+    cut = _clause_cut(body, len(body), min_head=8)
+    if cut:
+        return cut + "…"
+    head = body.rsplit(" ", 1)[0] if " " in body else ""
+    head = head.rstrip(" ,;:-(") if head.count("`") % 2 == 0 else head[: head.rfind("`")].rstrip()
+    return head + "…" if head else ""
+
+
+def _clause_cut(sentence: str, limit: int, min_head: int | None = None) -> str:
     best = ""
     for m in _CLAUSE.finditer(sentence):
         if m.start() > limit:
             break
         head = sentence[: m.start()].rstrip(" ,;:，；：-—(")
         balanced = head.count("(") <= head.count(")") and head.count("`") % 2 == 0 and head.count("“") <= head.count("”")
-        if len(head) >= limit // 3 and balanced and not head.endswith(("e.g.", "i.e.", "etc.", "vs.")):
+        if len(head) >= (limit // 3 if min_head is None else min_head) and balanced and not head.endswith(("e.g.", "i.e.", "etc.", "vs.")):
             best = head
     return best
 
