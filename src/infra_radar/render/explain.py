@@ -276,6 +276,8 @@ def doing_sentence(body: str, title: str = "") -> str:
     e = explain_body(body)
     candidates = [s for _, block in e.mechanism for s in sentences(block)
                   if len(s) >= 30 and not DEBRIS.search(s)]
+    # a lead-in ("This PR introduces the following:") says less than a sentence that ends
+    candidates.sort(key=lambda s: s.rstrip().endswith((":", "：")))
     opening = next((s for s in candidates if _DOING_START.search(s) and _DOING.search(s[:60])), "")
     return opening or next((s for s in candidates if _DOING.search(s[:80])), "")
 
