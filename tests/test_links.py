@@ -70,6 +70,16 @@ def test_common_terms_are_not_evidence(rules):
     assert scored(rules, df, {("acme/trainer", 1): {"hidden_size", "num_heads"}}, df) == []
 
 
+def test_library_names_and_short_compounds_are_not_a_mechanism(rules):
+    """`max_workers` and `ThreadPoolExecutor` are rare in an inference store yet say nothing about the
+    mechanism: two PRs sharing only them are not linked; one specific shared name is enough."""
+    df = {"max_workers": 3, "threadpoolexecutor": 3, "recv_task_queue_size": 3}
+    generic = {("acme/trainer", 1): {"max_workers", "threadpoolexecutor"}}
+    assert scored(rules, df, generic, df) == []
+    specific = {("acme/trainer", 2): {"max_workers", "threadpoolexecutor", "recv_task_queue_size"}}
+    assert scored(rules, df, specific, df) == ["acme/trainer#2"]
+
+
 def test_one_term_counts_when_both_titles_name_it(rules):
     df = {"groupedmatmul": 3}
     candidates = {("acme/trainer", 7): {"groupedmatmul"}, ("acme/trainer", 8): {"groupedmatmul"}}
@@ -79,7 +89,7 @@ def test_one_term_counts_when_both_titles_name_it(rules):
 
 
 def test_at_most_max_links_best_first(rules):
-    df = {f"term_{i}": 2 + i for i in range(4)}
+    df = {f"fused_term_{i}_kernel": 2 + i for i in range(4)}
     candidates = {("acme/trainer", n): set(list(df)[: 2 + n % 3]) for n in range(10)}
     refs = scored(rules, df, candidates, df)
     assert len(refs) == rules.max_links
@@ -87,8 +97,8 @@ def test_at_most_max_links_best_first(rules):
 
 
 def test_threshold_is_configuration(rules):
-    df = {"term_a": 15, "term_b": 15}
-    candidates = {("acme/trainer", 1): {"term_a", "term_b"}}
+    df = {"fused_term_a_kernel": 15, "fused_term_b_kernel": 15}
+    candidates = {("acme/trainer", 1): {"fused_term_a_kernel", "fused_term_b_kernel"}}
     assert scored(rules, df, candidates, df, total=100) == []  # too common in a small store
     loose = dataclasses.replace(rules, min_score=1.0)
     assert scored(loose, df, candidates, df, total=100) == ["acme/trainer#1"]

@@ -252,16 +252,19 @@ def test_weekly_golden(lang: str) -> None:
     check_golden(f"weekly.{lang}.md", render_weekly(weekly_input(), lang))
 
 
-def test_theme_headings_count_what_the_summary_counts() -> None:
-    """A theme heading gives the number of items carrying the topic, as "Main themes" does, and says how
-    many of them are listed under an earlier theme (each item is listed once)."""
+def test_themes_group_by_mechanism_each_item_once() -> None:
+    """Themes are disjoint groups by shared module or identifier; a heading counts its group, the executive
+    summary names the first themes with their PR numbers, and no theme holds more than 40% of the items."""
     text = render_weekly(weekly_input(), "en")
-    main = text.split("Main themes: ")[1].split(".")[0]
-    summary = {name.strip(): n for name, n in re.findall(r"([\w ]+?) \((\d+)\)", main)}
-    headings = re.findall(r"^### \d+\. (.+?) \((\d+)(?:; (\d+) listed above)?\)$", text, re.M)
-    checked = [(summary[name], n) for name, n, _ in headings if name in summary]  # the summary names the top 3
-    assert len(checked) == 3 and all(a == b for a, b in checked)
-    assert any(above for _, _, above in headings)
+    changes = text.split("## Key changes\n", 1)[1].split("\n## ", 1)[0]
+    headings = re.findall(r"^### \d+\. (.+?) \((\d+)\)$", changes, re.M)
+    assert headings, changes
+    listed = re.findall(r"^- \[(#\d+)\]", changes, re.M)
+    assert len(listed) == len(set(listed))  # each item in one theme
+    summary = text.split("## Executive summary\n", 1)[1].split("\n## ", 1)[0]
+    assert headings[0][0] in summary and listed[0] in summary
+    relevant = [ai for ai in weekly_items() if ai.analysis.priority != "none" and ai.item.kind in (PR, COMMIT)]
+    assert all(int(n) <= max(2, 0.4 * len(relevant)) for _, n in headings)
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -353,10 +356,13 @@ def test_focus_weight_breaks_ties() -> None:
 
 def test_deep_dive_mechanism_drops_template() -> None:
     text = render_daily(daily_input(), "en")
-    line = next(ln for ln in text.splitlines() if ln.startswith("- Mechanism:") and "prefix" in ln)
+    lines = text.splitlines()
+    start = lines.index("- Mechanism (author's words, from the PR description):")
+    line = lines[start + 1]
+    assert line.startswith("  > ")  # the author's text is quoted as such
     assert "hashes full prefix blocks" in line and "Purpose" not in line and "<!--" not in line
-    assert "second paragraph" not in line  # trimmed to three sentences
-    assert "Files touched: `infer/core/kv_cache.py`" in text and "(+412/−88, 6 files)" in text
+    assert "second paragraph" not in line  # trimmed to three whole sentences
+    assert "Files by role (+412/−88, 6 files):" in text and "`infer/core/kv_cache.py`" in text
     assert "| TTFT p50 | 0.88 s | 0.51 s | −42.0% / 1.725× | Model-X 70B, 2×GPU-A, concurrency 16 |" in text
 
 

@@ -273,6 +273,22 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
+def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
+    """An item's state as of `when`: (state, merge commit or None, whether it changed after `when`).
+
+    A PR merged or closed after `when` was still open then (a watched PR existed; history imports only
+    know its merge time, so its creation time says nothing).
+    """
+    from .models import CLOSED, MERGED, OPEN
+
+    later = any(t is not None and t > when for t in (item.merged_at, item.closed_at, item.updated_at))
+    if item.state == MERGED and item.merged_at is not None and item.merged_at > when:
+        return OPEN, None, True
+    if item.state == CLOSED and item.closed_at is not None and item.closed_at > when:
+        return OPEN, None, True
+    return item.state, item.merge_commit, later
+
+
 def _watch_rechecks(engine: Engine, window: Window) -> list:
     from .render.context import WatchRecheck
     from .store.db import files_digest
@@ -287,10 +303,13 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
             continue
         item, digest = found.item, files_digest(found.item)
         newer = queries.referencing_in_window(engine, entry.repo, entry.number, window)
-        moved = None if entry.last_files is None else digest != entry.last_files
-        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, item.state,
-                                     item.merge_commit, moved, newer))
-        save.watch_checked(engine, entry.repo, entry.number, item.state, digest)
+        state, commit, later = state_at(item, window.until)
+        # what happened after the window's end is not reported (nor remembered) by this window's radar
+        moved = None if entry.last_files is None or later else digest != entry.last_files
+        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer,
+                                     list(found.analysis.risk_labels)))
+        if not later:
+            save.watch_checked(engine, entry.repo, entry.number, state, digest)
     return rechecks
 
 
@@ -355,7 +374,7 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
-                      related=related_links(settings, engine, top),
+                      related=related_links(settings, engine, top), target=settings.target,
                       stories=stories(found, load_relation_rules(settings)))
 
 
@@ -370,7 +389,8 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
                        items=queries.analysed_in_window(engine, window, [name]),
                        previous=queries.analysed_in_window(engine, previous(window), [name]),
-                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window))
+                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
+                       target=settings.target)
 
 
 def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,
@@ -423,7 +443,7 @@ def _card(settings: Settings, engine: Engine, found, index, cache: dict, referen
     return CardInput(item=found, referenced_by=referenced_by,
                      duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, item),
                                                              *rel.duplicates]}.values()),
-                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted)
+                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted, target=settings.target)
 
 
 def parse_ref(ref: str) -> tuple[str, int]:

@@ -47,6 +47,9 @@ class RelationRules:
     min_stem_similarity: float
     min_stem_similarity_open: float
     part_markers: list[re.Pattern[str]]
+    common_api: frozenset[str] = frozenset()  # library names every project uses: never evidence alone
+    specific_underscores: int = 2  # a snake_case term with this many underscores names one mechanism
+    specific_length: int = 14  # ... or a single-word (CamelCase) term this long
 
 
 def compile_relation_rules(data: Mapping[str, Any]) -> RelationRules:
@@ -66,7 +69,20 @@ def compile_relation_rules(data: Mapping[str, Any]) -> RelationRules:
         undoes=re.compile("|".join(f"(?:{p})" for p in undo), re.I) if (undo := dups.get("undoes", [])) else None,
         min_stem_similarity=float(chains.get("min_stem_similarity", 0.4)),
         min_stem_similarity_open=float(chains.get("min_stem_similarity_open", 0.7)),
-        part_markers=[re.compile(p, re.I) for p in chains.get("part_markers", [])])
+        part_markers=[re.compile(p, re.I) for p in chains.get("part_markers", [])],
+        common_api=frozenset(w.lower() for w in terms.get("common_api", [])),
+        specific_underscores=int(terms.get("specific_underscores", 2)),
+        specific_length=int(terms.get("specific_length", 14)))
+
+
+def specific(term: str, rules: RelationRules) -> bool:
+    """A term that names one mechanism (`forced_max_seqlen`, `kvcacherecvingthread`), not a library API
+    or a common compound (`max_workers`, `threadpoolexecutor`)."""
+    if term in rules.common_api:
+        return False
+    if "_" in term:
+        return term.count("_") >= rules.specific_underscores
+    return len(term) >= rules.specific_length
 
 
 def load_relation_rules(settings: Settings) -> RelationRules:
@@ -129,7 +145,8 @@ def mechanism_links(own: set[str], title_terms: set[str], candidates: Mapping[tu
             theirs = set(distinctive_terms(titles.get((repo, number), ""), "", rules))
             if any(df[t] <= rules.max_df_title for t in shared & title_terms & theirs):
                 scored.append((score, repo, number, sorted(shared)))
-        elif score >= rules.min_score:
+        elif score >= rules.min_score and any(specific(t, rules) for t in shared):
+            # several shared terms link only when one of them names a mechanism, not a library or a common word
             scored.append((score, repo, number, sorted(shared, key=lambda t: (df[t], t))))
     scored.sort(key=lambda s: (-s[0], s[1], s[2]))
     return [Link("same-mechanism", repo, number, detail=", ".join(shared[:4]))

@@ -89,7 +89,7 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     found = queries.analysed_in_window(engine, window, names)
     ctx = daily_context(DailyInput(window=window, repos=names, items=found, watch=[],
                                    deep_dive_limit=settings.deep_dive_limit, first_run=False,
-                                   generated_at=window.until, explicit=True), t, settings.focus_weights)
+                                   generated_at=window.until, calendar_day=True), t, settings.focus_weights)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
     dash = t["common"]["dash"]

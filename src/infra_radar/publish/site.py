@@ -169,7 +169,7 @@ class Site:
         window = day_window(day)
         return DailyInput(window=window, repos=self.data.repos, items=self.data.by_day.get(day, []), watch=[],
                           deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
-                          generated_at=window.until, explicit=True)
+                          generated_at=window.until, calendar_day=True)
 
     def weekly_input(self, repo: str, week: str) -> WeeklyInput:
         """The weekly report of one repository and ISO week."""

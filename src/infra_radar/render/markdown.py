@@ -7,6 +7,7 @@ user's copy of a template wins.
 
 from __future__ import annotations
 
+import html
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -34,8 +35,9 @@ _SPACE = re.compile(r"\s+")
 
 
 def inline(text: object) -> str:
-    """PR-authored text on one line, with `<` escaped so it cannot open raw HTML in MkDocs."""
-    return _SPACE.sub(" ", str(text)).strip().replace("<", "&lt;")
+    """PR-authored text on one line: HTML entities decoded (`&lt;` is `<`), and `<` backslash-escaped so it
+    cannot open raw HTML in Markdown (CommonMark shows `\\<` as `<`)."""
+    return _SPACE.sub(" ", html.unescape(str(text))).strip().replace("<", "\\<")
 
 
 def cell(text: object) -> str:
@@ -110,6 +112,17 @@ def _links_json(inp: CardInput) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def _checklist_json(inp: CardInput) -> list[str]:
+    """The item's own verification steps (as its card shows them), in English."""
+    from ..analyse.porting import applied, target_name
+    from .checklist import item_checklist
+    from .explain import described
+
+    ai = inp.item
+    return item_checklist(ai, "en", target_name(inp.target, "en"),
+                          applied(ai.item, inp.target, text=described(ai.item.body)))
+
+
 def card_json(inp: CardInput) -> dict[str, Any]:
     """The export object of one item (SPEC §5); prose fields in English, times as ISO-8601 Z or null."""
     item, a = inp.item.item, inp.item.analysis
@@ -126,5 +139,5 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "perf_claims": [_claim_json(c) for c in a.perf_claims],
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
-        "labels": list(item.labels), "checklist": [pick(step, "en") for step in a.checklist],
+        "labels": list(item.labels), "checklist": _checklist_json(inp),
     }

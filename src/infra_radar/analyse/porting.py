@@ -1,0 +1,149 @@
+"""The porting map: which GPU mechanisms an item touches, and their counterpart and caveat on the target.
+
+The map is data (`defaults/rules/porting.toml`); a user's `porting.toml` in the rules directory replaces
+whole entries by id and adds new ones. Matching is one pass of a compiled alternation over the title and
+description per entry (linear in the text) and fnmatch over the changed paths.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from fnmatch import translate
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..models import Item, Text
+
+PROFILES = ("ascend", "rocm", "cpu")
+
+
+@dataclass(frozen=True)
+class PortingEntry:
+    """One GPU mechanism and what stands for it on each profile."""
+
+    id: str
+    name: Text
+    words: re.Pattern[str] | None
+    paths: re.Pattern[str] | None  # the entry's path patterns, compiled into one
+    counterpart: dict[str, Text]  # by profile
+    caveat: dict[str, Text]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """An entry that matched an item, for one profile, with the evidence that matched."""
+
+    entry: PortingEntry
+    profile: str
+    evidence: str
+
+    @property
+    def counterpart(self) -> Text:
+        return self.entry.counterpart.get(self.profile, {})
+
+    @property
+    def caveat(self) -> Text:
+        return self.entry.caveat.get(self.profile, {})
+
+
+def _text(value: Any, where: str) -> Text:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()) or "en" not in value:
+        raise ConfigError(f"porting.toml: {where} must be a table of strings with at least `en`")
+    return dict(value)
+
+
+def _words(words: list[str]) -> re.Pattern[str] | None:
+    parts = []
+    for w in words:
+        body = re.escape(w.rstrip("*")).replace(r"\ ", r"[\s_-]?")
+        parts.append(body + (r"\w*" if w.endswith("*") else r"\b"))
+    return re.compile(r"(?<![\w.])(?:" + "|".join(parts) + ")", re.I) if parts else None
+
+
+def compile_entries(data: dict[str, Any]) -> list[PortingEntry]:
+    """Checked entries of a porting map (a ConfigError names the first bad one)."""
+    out = []
+    for i, raw in enumerate(data.get("entry", [])):
+        where = f"entry[{i}]"
+        if not isinstance(raw.get("id"), str):
+            raise ConfigError(f"porting.toml: {where} needs a string `id`")
+        words, paths = raw.get("words", []), raw.get("paths", [])
+        if not all(isinstance(w, str) and w for w in words) or not all(isinstance(p, str) for p in paths):
+            raise ConfigError(f"porting.toml: {where}: `words` and `paths` are lists of strings")
+        counterpart, caveat = {}, {}
+        for profile in PROFILES:
+            if profile in raw:
+                counterpart[profile] = _text(raw[profile].get("counterpart"), f"{where}.{profile}.counterpart")
+                caveat[profile] = _text(raw[profile].get("caveat"), f"{where}.{profile}.caveat")
+        compiled = re.compile("|".join(translate(p) for p in paths)) if paths else None
+        out.append(PortingEntry(raw["id"], _text(raw.get("name"), f"{where}.name"), _words(words), compiled,
+                                counterpart, caveat))
+    return out
+
+
+@lru_cache(maxsize=4)
+def load_map(rules_dir: Path | None = None) -> tuple[PortingEntry, ...]:
+    """The packaged porting map, with entries of `rules_dir/porting.toml` replacing or adding by id."""
+    text = (resources.files("infra_radar") / "defaults" / "rules" / "porting.toml").read_text(encoding="utf-8")
+    entries = {e.id: e for e in compile_entries(tomllib.loads(text))}
+    user = rules_dir / "porting.toml" if rules_dir else None
+    if user is not None and user.exists():
+        try:
+            entries.update({e.id: e for e in compile_entries(tomllib.loads(user.read_text(encoding="utf-8")))})
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+    return tuple(entries.values())
+
+
+def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None = None,
+            limit: int = 3, text: str | None = None) -> list[Applied]:
+    """The entries an item touches, for `profile`: by words in its title/description, else by changed path.
+
+    Entries found in the title come first, then the description, then paths; at most `limit`. The
+    "already native" entry is only kept when nothing GPU-specific matched. `text` stands for the
+    description when the caller has removed its template parts (checklists mention every module).
+    """
+    entries = entries if entries is not None else load_map()
+    found: list[tuple[int, int, Applied]] = []
+    head, body = item.title, (item.body if text is None else text)[:20000]
+    for order, e in enumerate(entries):
+        if profile not in e.counterpart:
+            continue
+        hit = None
+        if e.words is not None:
+            m = e.words.search(head)
+            rank = 0
+            if not m:  # in the description it must be a subject, not a passing mention: three times at least
+                hits = e.words.finditer(body)
+                m, rank = next(hits, None), 1
+                if m is not None and sum(1 for _ in zip(range(2), hits, strict=False)) < 2:
+                    m = None
+            if m:
+                hit = (rank, m[0].strip())
+        if hit is None and e.paths is not None:
+            path = next((f.path for f in item.files if e.paths.match(f.path)), None)
+            if path:
+                hit = (2, path)
+        if hit:
+            found.append((hit[0], order, Applied(e, profile, hit[1])))
+    found.sort(key=lambda x: (x[0], x[1]))
+    picked = [a for _, _, a in found]
+    specific = [a for a in picked if a.entry.id != "npu-native"]
+    return (specific or picked)[:limit]
+
+
+@lru_cache(maxsize=1)
+def _profile_names() -> dict[str, Text]:
+    text = (resources.files("infra_radar") / "defaults" / "rules" / "grades.toml").read_text(encoding="utf-8")
+    return {k: v.get("name", {"en": k}) for k, v in tomllib.loads(text).get("profiles", {}).items()}
+
+
+def target_name(profile: str, lang: str) -> str:
+    """The display name of a target profile ("昇腾 NPU", "AMD ROCm", ...), from the grade rules."""
+    name = _profile_names().get(profile, {"en": profile})
+    return name.get(lang) or name["en"]

@@ -1,0 +1,219 @@
+"""Shared pieces of every report: strings, formatting, ranking and the facts of one item row.
+
+All wording comes from i18n.toml through `t`; templates decide the layout.
+"""
+
+from __future__ import annotations
+
+import html
+import tomllib
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..analyse.claims import format_number
+from ..errors import ConfigError
+from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text
+from .explain import clickable
+
+LANGS = ("zh", "en")
+PRIORITY_ORDER = {"P0": 0, "P1": 1, "P2": 2, "none": 3}
+TOP = ("P0", "P1")
+CHANGE_KINDS = (PR, COMMIT)
+
+
+# --- strings ---------------------------------------------------------------------------------------
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_strings(lang: str, template_dir: Path | None = None) -> dict[str, Any]:
+    """The fixed strings of language `lang`, with a template directory's i18n.toml merged over them."""
+    if lang not in LANGS:
+        raise ConfigError(f"report language must be one of {', '.join(LANGS)}, not {lang!r}")
+    text = (resources.files("infra_radar") / "defaults" / "i18n.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    user = template_dir / "i18n.toml" if template_dir else None
+    if user is not None and user.exists():
+        try:
+            data = _deep_merge(data, tomllib.loads(user.read_text(encoding="utf-8")))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+    return {**data[lang], "codes": data["codes"], "lang": lang}
+
+
+def name(t: dict[str, Any], table: str, code: str) -> str:
+    """Display name of `code` in name table `table` (kinds, topics, risks, ...); the code if unknown."""
+    return t[table].get(code, code)
+
+
+def pick(text: Text, lang: str) -> str:
+    """The `lang` version of a bilingual text, falling back to the other language."""
+    return text.get(lang) or next((v for v in text.values() if v), "")
+
+
+# --- small formatting helpers ----------------------------------------------------------------------
+
+def iso(dt: datetime | None) -> str:
+    """ISO-8601 UTC with a Z, or "" for no time."""
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if dt else ""
+
+
+def day(dt: datetime | None) -> str:
+    """The UTC date of `dt` as YYYY-MM-DD, or ""."""
+    return dt.astimezone(UTC).strftime("%Y-%m-%d") if dt else ""
+
+
+def signed(x: float, digits: int = 0, suffix: str = "") -> str:
+    """A number with an explicit sign, using the typographic minus: +3, −42.0%."""
+    body = f"{abs(x):.{digits}f}{suffix}"
+    if body == f"{0:.{digits}f}{suffix}":
+        return f"±{body}"
+    return f"−{body}" if x < 0 else f"+{body}"
+
+
+def with_unit(x: float | None, unit: str) -> str:
+    """A measured value with its unit: 0.51 s, 93%, 2.45×; an em dash when unknown."""
+    if x is None:
+        return "—"
+    value = format_number(x)
+    if unit in ("%", "x", "×"):
+        return f"{value}{'%' if unit == '%' else '×'}"
+    return f"{value} {unit}" if unit else value
+
+
+def mean(values: list[int]) -> str:
+    """Average with one decimal, or an em dash for no values."""
+    return f"{sum(values) / len(values):.1f}" if values else "—"
+
+
+def delta(now: int, before: int) -> str:
+    """Change between two counts: "+10 / +12.5%", or just "+10" when the base is zero."""
+    text = signed(now - before)
+    return f"{text} / {signed((now - before) / before * 100, 1, '%')}" if before else text
+
+
+def short_ref(ai: AnalysedItem) -> str:
+    """`#N` inside a one-repository report; the tag or short sha otherwise."""
+    item = ai.item
+    return f"#{item.number}" if item.number is not None else item.key[:10]
+
+
+def link_url(link: Link) -> str:
+    """Where a link points: its URL, else the GitHub page of the referenced number."""
+    if link.url:
+        return link.url
+    return f"https://github.com/{link.repo}/issues/{link.number}" if link.repo else ""
+
+
+def ref_url(ref: str) -> str:
+    """GitHub URL of an `owner/name#N` reference (the issues URL redirects to pull requests)."""
+    repo, _, number = ref.partition("#")
+    return f"https://github.com/{repo}/issues/{number}" if number else f"https://github.com/{repo}"
+
+
+# --- ranking ---------------------------------------------------------------------------------------
+
+def focus_weight(ai: AnalysedItem, weights: dict[str, float]) -> float:
+    """The largest focus weight among the item's topics (1.0 per unweighted topic)."""
+    return max((weights.get(topic, 1.0) for topic in ai.analysis.topics), default=0.0)
+
+
+def rank(items: Iterable[AnalysedItem], weights: dict[str, float] | None = None) -> list[AnalysedItem]:
+    """Items by priority, then importance, insight and focus weight (highest first), then reference."""
+    weights = weights or {}
+
+    def key(ai: AnalysedItem) -> tuple:
+        a = ai.analysis
+        return (PRIORITY_ORDER.get(a.priority, 9), -a.importance, -a.insight, -focus_weight(ai, weights),
+                ai.item.repo, ai.item.number or 0, ai.item.key)
+
+    return sorted(items, key=key)
+
+
+# --- shared views ----------------------------------------------------------------------------------
+
+def lines(change: FileChange) -> int:
+    return (change.additions or 0) + (change.deletions or 0)
+
+
+def files_total(files: list[FileChange], t: dict[str, Any]) -> str:
+    """"+412/−88, 6 files" in the report language."""
+    add = sum(f.additions or 0 for f in files)
+    dele = sum(f.deletions or 0 for f in files)
+    key = "files_total_one" if len(files) == 1 else "files_total"
+    return t["common"][key].format(add=add, dele=dele, n=len(files))
+
+
+def top_files(files: list[FileChange], n: int = 5) -> list[str]:
+    """The `n` paths with the most changed lines."""
+    return [f.path for f in sorted(files, key=lambda f: (-lines(f), f.path))[:n]]
+
+
+def context_text(context: dict[str, str], t: dict[str, Any]) -> str:
+    order = ["model", "hardware", "batch", "concurrency", "config"]
+    keys = [k for k in order if context.get(k)] + sorted(k for k in context if k not in order and context[k])
+    fmt = t["context"]
+    return fmt["joiner"].join(fmt.get(k, fmt["other"]).format(k=k, v=context[k]) for k in keys)
+
+
+def change_text(claim: PerfClaim) -> str:
+    """"−42.0%", "2.45×" or both; an em dash when the author gave neither."""
+    parts = []
+    if claim.change_pct is not None:
+        parts.append(signed(claim.change_pct, 1, "%"))
+    if claim.ratio is not None:
+        parts.append(f"{format_number(claim.ratio)}×")
+    return " / ".join(parts) or "—"
+
+
+def claim_rows(claims: list[PerfClaim], t: dict[str, Any]) -> list[dict[str, str]]:
+    """One table row per reported figure."""
+    return [{"metric": c.metric, "before": with_unit(c.before, c.unit), "after": with_unit(c.after, c.unit),
+             "change": change_text(c), "context": context_text(c.context, t) or "—"} for c in claims]
+
+
+def claim_phrase(claim: PerfClaim) -> str:
+    """A reported figure in one phrase: "TTFT p50 0.88 s → 0.51 s (−42.0%)"."""
+    if claim.before is not None and claim.after is not None:
+        return f"{claim.metric} {with_unit(claim.before, claim.unit)} → {with_unit(claim.after, claim.unit)} " \
+               f"({change_text(claim)})"
+    return f"{claim.metric} {change_text(claim) if claim.after is None else with_unit(claim.after, claim.unit)}"
+
+
+def names(t: dict[str, Any], table: str, codes: list[str]) -> str:
+    """Display names of several codes, joined, or the word for none."""
+    return t["common"]["sep"].join(name(t, table, c) for c in codes) or t["common"]["none"]
+
+
+def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
+    """The facts every listing of an item shows."""
+    item, a, lang = ai.item, ai.analysis, t["lang"]
+    return {
+        "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": html.unescape(item.title),
+        "priority": a.priority, "state": name(t, "states", "draft" if item.draft else item.state),
+        "grade": a.grade, "grade_name": name(t, "grades", a.grade),
+        "grade_reason": pick(a.grade_reason, lang), "decision": name(t, "decisions", a.decision),
+        "decision_reason": pick(a.decision_reason, lang), "kind": name(t, "kinds", a.item_kind),
+        "topics": names(t, "topics", a.topics), "risks": [name(t, "risks", r) for r in a.risk_labels],
+        "summary": pick(a.summary, lang) or t["common"]["no_summary"],
+        "importance": a.importance, "insight": a.insight,
+        "checklist": [pick(step, lang) for step in a.checklist if pick(step, lang)],
+    }
+
+
+def link_views(links: Iterable[Link]) -> list[dict[str, str]]:
+    seen: dict[str, dict[str, str]] = {}
+    for link in links:
+        if link.ref and (not link.url or clickable(link.url)):
+            seen.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "detail": link.detail})
+    return list(seen.values())

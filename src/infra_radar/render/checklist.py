@@ -1,0 +1,196 @@
+"""Verification checklists specific to one item, from its own switches, env vars, models, parallel settings,
+metrics and kernels (the steps are data: `defaults/rules/checklists.toml`).
+
+A step is kept only when every placeholder it uses has a value for this item, so the same generic line
+does not land on most items of a report; the generic fallback steps name the item's own module.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..analyse.porting import Applied
+from ..models import AnalysedItem
+from .base import context_text
+from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
+
+
+@lru_cache(maxsize=1)
+def checklist_rules() -> dict[str, Any]:
+    """The packaged checklist rules, with the patterns they imply compiled once."""
+    text = (resources.files("infra_radar") / "defaults" / "rules" / "checklists.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    alt = "|".join(re.escape(m) for m in sorted(data["model_families"], key=len, reverse=True))
+    data["_model"] = re.compile(rf"\b(?:{alt})[\w.\-]*\d[\w.\-]*", re.I)
+    hw = "|".join(re.escape(h) for h in sorted(data["hardware"], key=len, reverse=True))
+    data["_hardware"] = re.compile(rf"(?<![\w-])(?:{hw})(?![\w-])")
+    par = "|".join(sorted(data["parallel"], key=len, reverse=True))
+    data["_parallel"] = re.compile(rf"\b(?:(?:{par})\s?=?\s?\d+|(?:{par.lower()})(?:_size)?\s?=\s?\d+|(?:{par})\d+)\b")
+    prefixes = "|".join(re.escape(p) for p in data["env_prefixes"])
+    # a known prefix, or any UPPER_SNAKE name given a value
+    data["_env"] = re.compile(rf"\b(?:(?:{prefixes})[A-Z0-9_]+(?:=[\w.-]+)?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){{2,}}=[\w.-]+)")
+    names = "|".join(re.escape(n) for n in sorted(data["version_names"], key=len, reverse=True))
+    data["_version"] = re.compile(rf"(?<![\w-])(?:{names})\s?(?:[<>]=?|==|v)?\s?\d+\.\d+(?:\.\d+)?\+?")
+    data["_graph"] = re.compile("|".join(re.escape(m) for m in data["graph_modes"]))
+    return data
+
+
+_BOOL = re.compile(r"(?<![\w.])([A-Za-z_]\w*[_.][\w.]{1,80}\s?[:=]\s?(?:True|False|true|false))\b")
+_FLAG = re.compile(r"(?<![\w.-])(--[a-z][\w-]{2,40}(?:[= ](?:True|False|true|false|\d+(?:\.\d+)?))?)")
+_NAMED = re.compile(r"`([\w.\-]{3,80})`\s+(?:flag|option|switch|knob|argument|parameter|config)\b", re.I)
+_SYMPTOM = re.compile(r"\b(error|fail|crash|hang|nan|wrong|incorrect|drop|oom|mismatch|exception|deadlock|leak|"
+                      r"regress|broken|accuracy|assert)\w*", re.I)
+
+
+def _code(values: list[str], sep: str) -> str:
+    return sep.join(f"`{v}`" for v in values)
+
+
+def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str, str]:
+    """The values the checklist placeholders take for this item ("" when the item gives none)."""
+    r = checklist_rules()
+    item, a = ai.item, ai.analysis
+    explained = explain_body(item.body)
+    # the change's own switches are named where it says what it does, not in its benchmark commands
+    own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
+    text = f"{item.title}\n{item.body[:20000]}"
+    sep = "、" if lang == "zh" else ", "
+    named = _NAMED.findall(own)
+    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
+             if b.split("=")[0].rsplit(".", 1)[-1] in own]
+    tooling = set(r["tool_flags"])
+    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
+    switches = list(dict.fromkeys(named + bools + flags))
+    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
+    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
+    envs = list(dict.fromkeys(r["_env"].findall(text)))
+    models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
+                                + [m.rstrip(".-") for m in r["_model"].findall(text)]))
+    parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
+    hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
+    metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
+    versions = list(dict.fromkeys(" ".join(v.split()) for v in r["_version"].findall(own)))
+    conditions = []
+    for c in a.perf_claims[:1]:
+        conditions = [context_text(c.context, {"context": _context_names(lang)})] if c.context else []
+    kernel_files = [f.path.rsplit("/", 1)[-1] for f in item.files if file_role(f.path) == "kernel"]
+    symptom = ""
+    for _, block in explained.motivation + explained.mechanism[:2]:
+        hit = next((s for s in sentences(block) if _SYMPTOM.search(s)), "")
+        if hit:
+            symptom = clip(hit, 110)
+            break
+    topics = set(a.topics)
+    training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
+    low = f"{item.title}\n{' '.join(t for _, t in explained.mechanism + explained.motivation)}".lower()
+    modes = list(dict.fromkeys(r["_graph"].findall(text)))
+    gpu = [p for p in porting if p.entry.id != "npu-native"]
+    facts = {
+        "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
+        "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
+        "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
+        "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
+        "versions": sep.join(versions[:3]) if len(versions) >= 1 else "",
+        "modes": _code(modes[:3], sep), "module": f"`{code_module(item.files)}`" if item.files else "",
+        "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
+        "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
+    }
+    flags = {"training": training, "serving": not training,
+             "kernel": bool(kernel_files) or "kernels" in topics,
+             "bugfix": a.item_kind in ("bugfix", "issue-bug"),
+             "weight-sync": any(w in low for w in r["weight_sync_words"]),
+             "graph": bool(modes) or any(p.entry.id == "cuda-graph" for p in porting),
+             "porting": bool(gpu), **{f"topic:{t}": True for t in topics}}
+    facts["_flags"] = flags  # type: ignore[assignment]
+    facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
+    return facts
+
+
+@lru_cache(maxsize=2)
+def _context_names(lang: str) -> dict[str, str]:
+    from .base import load_strings
+
+    return load_strings(lang)["context"]
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Applied]) -> list[str]:
+    """The verification steps of one item, specific first; generic fallbacks only when it gives too little."""
+    return checklist_options(ai, lang, target, porting)[0]
+
+
+def checklist_options(ai: AnalysedItem, lang: str, target: str,
+                      porting: list[Applied]) -> tuple[list[str], list[str]]:
+    """(steps, alternates): the item's steps, and the other fallbacks that also fit it (for a report that
+    would otherwise repeat one fallback on too many items)."""
+    r = checklist_rules()
+    facts = item_facts(ai, lang, porting)
+    flags = facts.pop("_flags")  # type: ignore[misc]
+    facts.pop("_ids")
+    values = {**facts, "target": target}
+
+    def usable(step: dict[str, Any]) -> bool:
+        if not all(flags.get(w) for w in step.get("when", [])):
+            return False
+        if any(values.get(k) for k in step.get("unless", [])):
+            return False
+        needed = set(_PLACEHOLDER.findall(step["text"]["en"])) | set(step.get("needs", []))
+        return all(values.get(k) for k in needed)
+
+    def text(step: dict[str, Any]) -> str:
+        return step["text"].get(lang, step["text"]["en"]).format(**values)
+
+    steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
+    fallbacks = [text(s) for s in r["fallback"] if usable(s)]
+    need = max(int(r["min_steps"]) - len(steps), 0)
+    steps += fallbacks[:need]
+    return list(dict.fromkeys(steps)), fallbacks[need:]
+
+
+_CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
+
+
+def shape(step: str) -> str:
+    """A step with its item-specific parts (code spans, quotes, parentheses, numbers) removed."""
+    return " ".join(_CODE.sub(" ", step).split())
+
+
+def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None = None) -> list[list[str]]:
+    """Checklists of one report where no step shape is on more than `max_share` of the items: an
+    over-used shape is dropped from items that have other steps, or swapped for another fallback that
+    fits the item; an item is never left empty."""
+    n = len(checklists)
+    if n < 2:
+        return checklists
+    alternates = alternates or [[] for _ in checklists]
+    limit = max(1, int(float(checklist_rules().get("max_share", 0.25)) * n))
+    counts: dict[str, int] = {}
+    for steps in checklists:
+        for sh in {shape(s) for s in steps}:
+            counts[sh] = counts.get(sh, 0) + 1
+    out = []
+    for steps, spare in zip(checklists, alternates, strict=True):
+        kept = []
+        for step in steps:
+            sh = shape(step)
+            if counts[sh] <= limit:
+                kept.append(step)
+                continue
+            others = [s for s in steps if s is not step and counts[shape(s)] <= limit]
+            swap = next((a for a in spare if counts.get(shape(a), 0) < limit and shape(a) not in
+                         {shape(k) for k in kept}), None)
+            if others or swap:
+                counts[sh] -= 1
+                if swap:
+                    counts[shape(swap)] = counts.get(shape(swap), 0) + 1
+                    kept.append(swap)
+            else:
+                kept.append(step)
+        out.append(list(dict.fromkeys(kept)))
+    return out
