@@ -335,8 +335,12 @@ def test_every_page_item_shows_in_export_daily_weekly_show_and_site(settings, th
     refs = {f"{p.stem.split('+')[0]}/{p.stem.split('+')[1]}#{p.stem.split('+')[2]}" for p in pages}
     code, out, err = _cli("export")  # no window: everything
     assert code == 0, err
-    exported = {f"{x['repo']}#{x['number']}" for x in json.loads(out)}
-    assert exported == refs
+    objects = {f"{x['repo']}#{x['number']}": x for x in json.loads(out)}
+    assert set(objects) == refs
+    assert objects["vllm-project/vllm-ascend#7756"]["imported_at"] is not None  # no date on that page
+    assert all(o["imported_at"] is None for r, o in objects.items() if "7756" not in r)  # thread pages are dated
+    assert all(not o["files"] for o in objects.values())  # named paths are not a diffstat
+    assert objects["vllm-project/vllm#46838"]["named_paths"] == ["tests/kernels/moe/test_flashinfer_moe.py"]
     until = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
     code, out, err = _cli("daily", "--since", "2026-06-01", "--until", until, "--lang", "en")
     assert code == 0, err
