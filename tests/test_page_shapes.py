@@ -369,3 +369,18 @@ def test_gh_pr_view_followed_by_its_comments_output():
     assert [(c.author, c.body, c.kind) for c in item.comments] == [("carol", "First comment.", "comment"),
                                                                    ("dave", "Ship it.", "review")]
     assert "carol" not in item.body and item.body.endswith("crashed when the cache was full.")
+
+
+def test_thread_variants_undated_turns_month_dates_and_other_kinds():
+    text = ("url: https://github.com/acme/engine/pull/88\ntitle: Add a paged allocator\nstate: draft\n\n"
+            "acme/engine · pull request #88 · draft · Python\n# Add a paged allocator\n\n"
+            "alice · description\nAllocator in engine/core/alloc.py.\n\n"
+            "bob · approved · Jul 3, 2026\nLooks right.\n\n"
+            "carol · comment · 2026-07-04T09:30:00Z\nOne question.\n")
+    item, report = parse_text(text)
+    assert report.shape == "thread" and (item.state, item.draft, item.author) == ("open", True, "alice")
+    assert item.body == "Allocator in engine/core/alloc.py." and item.named_paths == ["engine/core/alloc.py"]
+    assert [(c.author, c.kind, c.created_at) for c in item.comments] == [
+        ("bob", "review", datetime(2026, 7, 3, tzinfo=UTC)), ("carol", "comment", datetime(2026, 7, 4, 9, 30, tzinfo=UTC))]
+    assert item.created_at == datetime(2026, 7, 3, tzinfo=UTC) and item.updated_at == datetime(2026, 7, 4, 9, 30,
+                                                                                                tzinfo=UTC)
