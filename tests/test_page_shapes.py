@@ -384,3 +384,12 @@ def test_thread_variants_undated_turns_month_dates_and_other_kinds():
         ("bob", "review", datetime(2026, 7, 3, tzinfo=UTC)), ("carol", "comment", datetime(2026, 7, 4, 9, 30, tzinfo=UTC))]
     assert item.created_at == datetime(2026, 7, 3, tzinfo=UTC) and item.updated_at == datetime(2026, 7, 4, 9, 30,
                                                                                                 tzinfo=UTC)
+
+
+def test_browser_copy_of_an_issue_is_an_issue():
+    text = ("Crash in the scheduler when the queue is empty #501\nhttps://github.com/acme/engine/issues/501\nOpen\n"
+            "alice opened this issue on Jul 1, 2026 · 2 comments\nThe scheduler crashes.\n")
+    item, _ = parse_text(text)
+    assert (item.kind, item.number, item.repo) == ("issue", 501, "acme/engine")
+    pr, _ = parse_text("Faster scheduler #502\nhttps://github.com/acme/engine/pull/502\nOpen\nBody text here.\n")
+    assert pr.kind == "pr"
