@@ -336,8 +336,12 @@ def test_every_page_item_shows_in_export_daily_weekly_show_and_site(settings, th
     refs = {f"{p.stem.split('+')[0]}/{p.stem.split('+')[1]}#{p.stem.split('+')[2]}" for p in pages}
     code, out, err = _cli("export")  # no window: everything
     assert code == 0, err
-    exported = {f"{x['repo']}#{x['number']}" for x in json.loads(out)}
-    assert exported == refs
+    objects = {f"{x['repo']}#{x['number']}": x for x in json.loads(out)}
+    assert set(objects) == refs
+    assert objects["vllm-project/vllm-ascend#7756"]["imported_at"] is not None  # no date on that page
+    assert all(o["imported_at"] is None for r, o in objects.items() if "7756" not in r)  # thread pages are dated
+    assert all(not o["files"] for o in objects.values())  # named paths are not a diffstat
+    assert objects["vllm-project/vllm#46838"]["named_paths"] == ["tests/kernels/moe/test_flashinfer_moe.py"]
     until = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")
     code, out, err = _cli("daily", "--since", "2026-06-01", "--until", until, "--lang", "en")
     assert code == 0, err
@@ -366,3 +370,27 @@ def test_gh_pr_view_followed_by_its_comments_output():
     assert [(c.author, c.body, c.kind) for c in item.comments] == [("carol", "First comment.", "comment"),
                                                                    ("dave", "Ship it.", "review")]
     assert "carol" not in item.body and item.body.endswith("crashed when the cache was full.")
+
+
+def test_thread_variants_undated_turns_month_dates_and_other_kinds():
+    text = ("url: https://github.com/acme/engine/pull/88\ntitle: Add a paged allocator\nstate: draft\n\n"
+            "acme/engine · pull request #88 · draft · Python\n# Add a paged allocator\n\n"
+            "alice · description\nAllocator in engine/core/alloc.py.\n\n"
+            "bob · approved · Jul 3, 2026\nLooks right.\n\n"
+            "carol · comment · 2026-07-04T09:30:00Z\nOne question.\n")
+    item, report = parse_text(text)
+    assert report.shape == "thread" and (item.state, item.draft, item.author) == ("open", True, "alice")
+    assert item.body == "Allocator in engine/core/alloc.py." and item.named_paths == ["engine/core/alloc.py"]
+    assert [(c.author, c.kind, c.created_at) for c in item.comments] == [
+        ("bob", "review", datetime(2026, 7, 3, tzinfo=UTC)), ("carol", "comment", datetime(2026, 7, 4, 9, 30, tzinfo=UTC))]
+    assert item.created_at == datetime(2026, 7, 3, tzinfo=UTC) and item.updated_at == datetime(2026, 7, 4, 9, 30,
+                                                                                                tzinfo=UTC)
+
+
+def test_browser_copy_of_an_issue_is_an_issue():
+    text = ("Crash in the scheduler when the queue is empty #501\nhttps://github.com/acme/engine/issues/501\nOpen\n"
+            "alice opened this issue on Jul 1, 2026 · 2 comments\nThe scheduler crashes.\n")
+    item, _ = parse_text(text)
+    assert (item.kind, item.number, item.repo) == ("issue", 501, "acme/engine")
+    pr, _ = parse_text("Faster scheduler #502\nhttps://github.com/acme/engine/pull/502\nOpen\nBody text here.\n")
+    assert pr.kind == "pr"

@@ -40,6 +40,15 @@ def test_roles_of_one_story(settings):
     assert found["acme/x#21"].roles == {"acme/x#20": "original", "acme/x#21": "backport"}  # "(from #20)"
 
 
+def test_a_revert_found_by_the_commit_it_reverts(settings):
+    original = ai(40, "Enable the fused sampler by default")
+    original.item.merge_commit = "abcdef1234567890" * 2 + "abcdef12"
+    revert = ai(41, "Back out the sampler default", day=2)
+    revert.item.body = "This reverts commit abcdef1234567890abcdef1234567890abcdef12.\n\nIt broke greedy decoding."
+    found = stories([original, revert], load_relation_rules(settings))
+    assert found["acme/x#41"].roles == {"acme/x#40": "original", "acme/x#41": "revert"}
+
+
 def test_same_title_pair_on_main(settings):
     found = stories([ai(1, "Add FP8 support to the fused MoE kernel"), ai(2, "Add FP8 support to the fused MoE kernel",
                                                                         day=3)], load_relation_rules(settings))

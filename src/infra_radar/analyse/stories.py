@@ -5,11 +5,13 @@ two PRs with the same title: the report shows them together, the original first.
 the report's own items by
 - explicit links: a cherry-pick / backport reference from one to the other (refs, links.toml);
 - the title as the change it names (links.title_key: tags, branch and cherry-pick words removed), equal;
-- a revert ("Revert \"Title\"", links.toml [duplicates] undoes) whose inner title is another member's.
+- a revert ("Revert \"Title\"", links.toml [duplicates] undoes) whose inner title is another member's;
+- a revert naming the commit it reverts ("This reverts commit SHA", git revert's message).
 
-Roles: `revert` (the title undoes), `backport` (on a release branch only, or marked as a pick, while
+Roles: `revert` (the title undoes, or it names the reverted commit), `backport` (on a release branch only, or marked as a pick, while
 another member is on the default branch), `original` (the first member on the default branch), `same-title`
-(the rest). Pure: no store; thresholds and words come from links.toml.
+(the rest). Pure: no store. The undo words and title noise come from links.toml; the "(from #N)" and
+"This reverts commit" forms are the tools' own fixed output, kept here.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _PICK = re.compile(r"\bcherry[- ]?pick(?:ed)?\b|\bback[- ]?port(?:ed)?\b", re.I)
 # vllm-ascend's picks name their origin in the title: "[Cherry-pick][releases/v0.23.0] Fix x (from #14167)"
 _FROM = re.compile(r"\(\s*(?:from|of|cherry[- ]?picked from|backport of)\s+#(\d{1,10})\s*\)", re.I)
 _PICK_LINKS = ("cherry-pick", "backport")
+_REVERTS_SHA = re.compile(r"\bThis reverts commit ([0-9a-f]{7,40})\b")  # git revert's own message
 _MIN_KEY = 12  # shorter title keys ("fix typo") are not evidence of one change
 
 
@@ -45,8 +48,9 @@ def _on_default(ai: AnalysedItem) -> bool:
     return not ai.item.branches or any(b in DEFAULT_BRANCHES for b in ai.item.branches)
 
 
-def _role(ai: AnalysedItem, undoes: re.Pattern[str] | None, linked_pick: bool, any_default: bool) -> str:
-    if undoes is not None and undoes.search(ai.item.title):
+def _role(ai: AnalysedItem, undoes: re.Pattern[str] | None, linked_pick: bool, any_default: bool,
+          reverts: bool = False) -> str:
+    if reverts or (undoes is not None and undoes.search(ai.item.title)):
         return "revert"
     if any_default and (not _on_default(ai) or linked_pick or _PICK.search(ai.item.title)):
         return "backport"
@@ -71,13 +75,20 @@ def stories(items: list[AnalysedItem], rules: RelationRules) -> dict[str, Story]
             parent[rb] = ra
 
     picked: set[str] = set()
+    reverting: set[str] = set()
     by_key: dict[tuple[str, str], str] = {}
+    by_sha = {(ai.item.repo.lower(), ai.item.merge_commit[:7]): ref for ref, ai in by_ref.items() if ai.item.merge_commit}
     for ref, ai in by_ref.items():
         for link in ai.analysis.links:
             other = f"{link.repo}#{link.number}" if link.repo and link.number is not None else ""
             if link.kind in _PICK_LINKS and other in by_ref and other != ref:
                 join(other, ref)
                 picked.add(ref)
+        for m in _REVERTS_SHA.finditer(ai.item.body[:20_000]):
+            undone = by_sha.get((ai.item.repo.lower(), m.group(1)[:7]))
+            if undone is not None and undone != ref:
+                join(undone, ref)
+                reverting.add(ref)
         origin = _FROM.search(ai.item.title)
         other = f"{ai.item.repo}#{origin.group(1)}" if origin else ""
         if other in by_ref and other != ref:
@@ -98,7 +109,7 @@ def stories(items: list[AnalysedItem], rules: RelationRules) -> dict[str, Story]
         if len(members) < 2:
             continue
         any_default = any(_on_default(by_ref[r]) for r in members)
-        roles = {r: _role(by_ref[r], rules.undoes, r in picked, any_default) for r in members}
+        roles = {r: _role(by_ref[r], rules.undoes, r in picked, any_default, r in reverting) for r in members}
         firsts = sorted((r for r in members if roles[r] == "same-title"),
                         key=lambda r: (not _on_default(by_ref[r]), _when(by_ref[r]), r))
         if firsts:

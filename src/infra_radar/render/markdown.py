@@ -132,6 +132,8 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "created_at": iso(item.created_at) or None, "merged_at": iso(item.merged_at) or None,
         "closed_at": iso(item.closed_at) or None,
         "files": [{"path": f.path, "additions": f.additions, "deletions": f.deletions} for f in item.files],
+        "named_paths": list(item.named_paths),  # paths the text names: not a diffstat
+        "imported_at": (iso(item.updated_at) or None) if item.time_source == "import" else None,  # no own date
         "item_kind": a.item_kind, "topics": list(a.topics), "priority": a.priority,
         "importance": a.importance, "insight": a.insight, "grade": a.grade,
         "grade_reason": pick(a.grade_reason, "en"), "decision": a.decision,

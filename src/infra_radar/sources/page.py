@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError, SourceError
-from ..models import CLOSED, MERGED, OPEN, PR, Comment, Item, utc
+from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, Comment, Item, utc
 from .page_copies import _description_group, _format_score, _groups, _tidy, _unflatten
 from .page_rules import PageRules, _any, compile_page_rules, load_page_rules
 from .page_shapes import Shaped, finish, named_paths, read_shape
@@ -459,6 +459,8 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
         report.dropped["repeated description copies"] += len(desc or []) - 1
     comments = _comments([g for g in groups if g is not desc], blocks, report)
     item = _item(meta, body, desc_block, comments, report)
+    if _is_issue(text, meta, rules):
+        item.kind = ISSUE
     item.named_paths = named_paths(rules.shapes, body, report.review_paths)
     return item
 
@@ -509,6 +511,14 @@ def _comments(groups: list[list[int]], blocks: list[_Block], report: PageReport)
         b = blocks[g[0]]
         kept.append(Comment(b.author, _tidy(b.text), b.when, False, "review" if b.review else "comment"))
     return kept
+
+
+def _is_issue(text: str, meta: _Meta, rules: PageRules) -> bool:
+    """A browser copy of an issue: its own address says /issues/N, or the timeline says "opened this issue"."""
+    if meta.number is not None and re.search(rf"/(?:issues)/{meta.number}(?!\d)", text) and \
+            not re.search(rf"/(?:pull|pulls|merge_requests)/{meta.number}(?!\d)", text):
+        return True
+    return any(p.search(text) for p in rules.lists["issue_marks"])
 
 
 def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], report: PageReport) -> Item:

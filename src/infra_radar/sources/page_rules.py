@@ -42,6 +42,7 @@ def compile_page_rules(data: dict[str, Any]) -> PageRules:
         "chrome": drop["chrome"], "separators": blocks["separators"], "starts": blocks["starts"],
         "flat_marks": blocks["flat_marks"], "description_marks": blocks["description_marks"],
         "dates": data["dates"]["patterns"], "bot_patterns": data["bots"]["patterns"],
+        "issue_marks": meta.get("issue_marks", []),
     }
     for state, pattern in data["state"]["badges"].items():
         single[f"badge:{state}"] = pattern

@@ -32,6 +32,7 @@ class ShapeRules:
     separator: re.Pattern[str]
     marker: re.Pattern[str]
     turn: re.Pattern[str]
+    turn_undated: re.Pattern[str]
     title: re.Pattern[str]
     continued: re.Pattern[str]
     review_kinds: frozenset[str]
@@ -50,7 +51,8 @@ def compile_shape_rules(data: dict[str, Any]) -> ShapeRules:
     return ShapeRules(
         frozenset(k.lower() for k in s["header_keys"]), int(s["header_min"]),
         frozenset(k.lower() for k in s["pr_only_keys"]), re.compile(s["gh_separator"]),
-        re.compile(s["thread_marker"]), re.compile(s["turn"]), re.compile(s["title_line"]),
+        re.compile(s["thread_marker"]), re.compile(s["turn"]), re.compile(s["turn_undated"]),
+        re.compile(s["title_line"]),
         re.compile(s["continued"]), frozenset(s["review_kinds"]), frozenset(s["description_kinds"]),
         {k.lower(): v for k, v in s["states"].items()}, re.compile(s["issue_url"]),
         re.compile(p["in_text"]), re.compile(p["line"]), re.compile(p["files_heading"]), re.compile(p["urls"]),
@@ -297,9 +299,10 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
     lead: list[str] = []
     for line in lines[pos:]:
         s = line.strip()
-        t = rules.turn.match(s)
+        t = rules.turn.match(s) or rules.turn_undated.match(s)
         if t:
-            cur = (t["author"], t["kind"].strip(), _time(t["date"]) or parse_date(t["date"]), [])
+            date = t.groupdict().get("date")
+            cur = (t["author"], t["kind"].strip(), (_time(date) or parse_date(date)) if date else None, [])
             turns.append(cur)
             continue
         if cur is None:

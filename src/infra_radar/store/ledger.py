@@ -14,7 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..models import Link, Window
+from ..models import MAX_NUMBER, Link, Window
 from .db import from_db_time, to_db_time
 from .schema import files, item_terms, items, ledger, relation_scans, repos
 
@@ -124,7 +124,7 @@ def save_scans(engine: Engine, version: str, results: list[ScanResult]) -> None:
         return
     ids = [r.item_id for r in results]
     ledger_rows = [{"item_id": r.item_id, "up_repo": up, "up_number": n, "files": fs, "how": how}
-                   for r in results for up, n, fs, how in r.adaptations]
+                   for r in results for up, n, fs, how in r.adaptations if 0 < n <= MAX_NUMBER]
     term_rows = [{"item_id": r.item_id, "term": t[:120]} for r in results for t in dict.fromkeys(r.terms)]
     scan_rows = [{"item_id": r.item_id, "version": version, "content_hash": r.content_hash} for r in results]
     with engine.begin() as conn:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from .. import killpoint
 from ..errors import InputError
-from ..models import Analysis, Item, Window
+from ..models import MAX_NUMBER, Analysis, Item, Window
 from .db import analysis_data, item_hash, item_row, row_item, to_db_time
 from .merge import merge_items
 from .schema import analyses, comments, files, items, links, repos, runs, watch
@@ -189,7 +189,8 @@ def save_analyses(engine: Engine, results: list[tuple[int, str, Analysis]]) -> N
              "priority": a.priority, "grade": a.grade, "importance": a.importance, "insight": a.insight,
              "data": analysis_data(a)} for item_id, h, a in results]
     link_rows = [{"item_id": item_id, "kind": link.kind, "dst_repo": link.repo, "dst_number": link.number,
-                  "url": link.url, "detail": link.detail} for item_id, _, a in results for link in a.links]
+                  "url": link.url, "detail": link.detail} for item_id, _, a in results for link in a.links
+                 if link.number is None or 0 < link.number <= MAX_NUMBER]  # never a number no PR can have
     with engine.begin() as conn:
         for chunk in range(0, len(ids), 900):  # stay under SQLite's bound-parameter limit
             part = ids[chunk:chunk + 900]
