@@ -216,8 +216,9 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
     """Import history exports in JSON Lines (plain or .gz); broken lines are skipped and counted."""
     from .pipeline import import_jsonl
 
+    engine = obj.engine(write=True)  # the lock first: reading a pipe is part of the run
     with _spooled(list(files)) as (paths, names), _progress("importing") as tick:
-        results = import_jsonl(obj.settings(), obj.engine(write=True), paths, tick)
+        results = import_jsonl(obj.settings(), engine, paths, tick)
     for result in results:  # a spooled pipe is reported under its own name, not the temporary copy's
         result.source = names.get(result.source, result.source)
         result.skipped = [_renamed(line, names) for line in result.skipped]

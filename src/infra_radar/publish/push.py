@@ -105,7 +105,8 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
     """Executive summary, key PRs and recommendations of one repository's week."""
-    t, words = load_strings(settings.lang), load_limits()[settings.lang]
+    limits = load_limits()
+    t, words = load_strings(settings.lang), limits[settings.lang]
     window = iso_week(week)
     before = iso_week(week_of(window.since.date() - timedelta(days=1)))
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
@@ -114,9 +115,12 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
     lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]
+    most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
     lines += [Line(f"{q['title']}{dash}{q['summary']}", q["priority"], q["ref"],
-                   _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"]]
-    lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"])]
+                   _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
+    if len(ctx["quick"]) > most:
+        lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
+    lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"][:recs])]
     return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "")
 
 

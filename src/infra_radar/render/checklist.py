@@ -150,7 +150,8 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]
     need = max(int(r["min_steps"]) - len(steps), 0)
     steps += fallbacks[:need]
-    return list(dict.fromkeys(steps)), fallbacks[need:]
+    spares = [text(s) for s in r.get("spare", []) if usable(s)]
+    return list(dict.fromkeys(steps)), fallbacks[need:] + spares
 
 
 _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
