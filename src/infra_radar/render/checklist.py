@@ -166,7 +166,7 @@ def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None =
     """Checklists of one report where no step shape is on more than `max_share` of the items: an
     over-used shape is dropped from items that have other steps, or swapped for another fallback that
     fits the item; an item is never left empty."""
-    n = len(checklists)
+    n = sum(1 for steps in checklists if steps)  # the share is of the items that show a checklist
     if n < 2:
         return checklists
     alternates = alternates or [[] for _ in checklists]
