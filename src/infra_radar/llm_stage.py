@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -24,8 +25,8 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 from sqlalchemy.engine import Engine
 
-from .analyse.grounding import Grounds, claim_numbers, ground, language_ok
-from .analyse.llm import JSON_MODES, LlmClient, LlmConfig, LlmError, Reply, Request
+from .analyse.grounding import DROP_REASONS, Grounds, claim_numbers, ground_counted, language_ok
+from .analyse.llm import JSON_MODES, LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
 from .config import Settings
 from .errors import ConfigError
 from .models import AnalysedItem
@@ -36,7 +37,8 @@ __all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "card_text", "daily_llm"
            "load_prompt", "render_card_llm", "render_daily_llm", "render_weekly_llm", "settings_prompt", "weekly_llm"]
 
 _KEYS = {"base_url", "model", "api_key_env", "json_mode", "max_concurrency", "timeout", "token_budget",
-         "language", "prompts_dir"}
+         "language", "prompts_dir", "run_deadline", "max_reply_bytes"}
+FAILED = "__failed__"  # a cached reply holding only this key is a failure and its reason
 ITEM_FIELDS = ("summary", "mechanism", "why", "risks")
 _LANG_NAMES = {"zh": "Simplified Chinese", "en": "English"}
 
@@ -94,12 +96,19 @@ def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmC
     if language not in ("", "zh", "en"):
         raise ConfigError(f"[llm] language must be zh or en, not {language!r}")
     try:
-        return LlmConfig(base_url=str(base), model=str(model), api_key=key, json_mode=mode,
-                         max_concurrency=max(int(table.get("max_concurrency", 4)), 1),
-                         timeout=float(table.get("timeout", 60)), token_budget=int(table.get("token_budget", 200_000)),
-                         language=language)
+        config = LlmConfig(base_url=str(base), model=str(model), api_key=key, json_mode=mode,
+                           max_concurrency=max(int(table.get("max_concurrency", 4)), 1),
+                           timeout=float(table.get("timeout", 120)),
+                           token_budget=int(table.get("token_budget", 200_000)), language=language,
+                           run_deadline=float(table.get("run_deadline", 900)),
+                           max_reply_bytes=int(table.get("max_reply_bytes", 1_000_000)),
+                           retry_failed=env.get("RADAR_LLM_RETRY_FAILED", "") not in ("", "0"))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[llm]: {exc}") from None
+    if not (0 < config.timeout <= 3600 and 0 <= config.run_deadline <= 86400 and config.max_reply_bytes >= 1024):
+        raise ConfigError("[llm]: timeout must be in (0, 3600] s, run_deadline in [0, 86400] s (0: none), "
+                          "max_reply_bytes at least 1024")
+    return config
 
 
 def use_llm(settings: Settings, flag: bool | None) -> LlmConfig | None:
@@ -124,17 +133,22 @@ class Prompt:
     schema: dict[str, Any]
     texts: dict[str, dict[str, str]]
     source: str = ""  # the file it came from (packaged prompts: defaults/prompts/NAME.toml)
+    max_tokens: int = 0  # the completion cap sent with each request (0: the server's default)
 
 
 _PROMPT_KEYS = {"id", "version", "schema", "zh", "en"}
+_OPTIONAL_KEYS = {"max_tokens"}
 _ROLES = ("system", "user")
 
 
 def _prompt_problem(data: dict[str, Any], name: str) -> str | None:
     """What is wrong with a parsed prompt file, or None."""
-    unknown = sorted(set(data) - _PROMPT_KEYS)
+    unknown = sorted(set(data) - _PROMPT_KEYS - _OPTIONAL_KEYS)
     if unknown:
-        return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_PROMPT_KEYS))}"
+        return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_PROMPT_KEYS | _OPTIONAL_KEYS))}"
+    cap = data.get("max_tokens", 0)
+    if not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 32768:
+        return f"max_tokens must be an integer in [0, 32768], not {cap!r}"
     missing = sorted(_PROMPT_KEYS - set(data))
     if missing:
         return f"missing key(s) {', '.join(missing)}"
@@ -174,7 +188,8 @@ def parse_prompt(text: str, name: str, where: str) -> Prompt:
                 _template(data[lang][role])
             except TemplateSyntaxError as exc:
                 raise ConfigError(f"{where}: [{lang}] {role}, template line {exc.lineno}: {exc.message}") from None
-    return Prompt(data["id"], data["version"], data["schema"], {k: data[k] for k in ("zh", "en")}, where)
+    return Prompt(data["id"], data["version"], data["schema"], {k: data[k] for k in ("zh", "en")}, where,
+                  data.get("max_tokens", 0))
 
 
 @lru_cache(maxsize=8)
@@ -258,7 +273,10 @@ class LlmRunSummary:
     requests: int = 0
     cached: int = 0
     failed: int = 0
-    dropped: int = 0  # sentences removed by grounding
+    dropped: int = 0  # sentences removed by grounding (all reasons)
+    dropped_by: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (item ref or report, why it fell back)
+    notes: list[str] = field(default_factory=list)  # run-level events (json_schema refused)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prose: dict[str, dict[str, str]] = field(default_factory=dict)  # item ref -> summary/mechanism/why/risks
@@ -269,8 +287,19 @@ class LlmRunSummary:
 
     def line(self) -> str:
         """One line for stderr or the run record."""
+        by = ", ".join(f"{n} {k}" for k, n in self.dropped_by.items())
         return (f"llm {self.model}: {self.requests} request(s), {self.cached} cached, {self.failed} failed, "
-                f"{self.dropped} ungrounded sentence(s) dropped, tokens {self.prompt_tokens}+{self.completion_tokens}")
+                f"{self.dropped} sentence(s) dropped ({by}), tokens {self.prompt_tokens}+{self.completion_tokens}")
+
+    def lines(self) -> list[str]:
+        """The summary line, then one line per failure (rule text used instead) and per run-level note."""
+        return [self.line(), *(f"llm: {key}: rule text kept: {why}" for key, why in self.failures),
+                *(f"llm: {note}" for note in self.notes)]
+
+    def fail(self, key: str, why: str) -> None:
+        self.failed += 1
+        self.failures.append((key, why))
+        self.errors.append(f"{key}: {why}")
 
 
 @dataclass(slots=True)
@@ -300,21 +329,41 @@ def _prose_text(data: Any) -> str:
     return ""
 
 
+def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every prose string of a reply with its path (refs are keys, not prose)."""
+    if isinstance(data, str):
+        yield path, data
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            if k != "ref":
+                yield from _strings(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _strings(v, f"{path}[{i}]")
+
+
 def _checker(lang: str) -> Callable[[dict[str, Any]], str | None]:
+    """Each field on its own must be in `lang` (one Chinese field does not carry an English one)."""
     def check(data: dict[str, Any]) -> str | None:
-        return None if language_ok(_prose_text(data), lang) else f"the prose must be in {_LANG_NAMES[lang]}"
+        wrong = [path for path, text in _strings(data, "")
+                 if len(text.split()) >= 3 and not language_ok(text, lang)]
+        if not wrong:
+            return None
+        return f"{', '.join(wrong[:6])} must be written in {_LANG_NAMES[lang]}"
     return check
 
 
 def _request(job: _Job) -> Request:
-    return Request(job.key, job.messages, job.prompt.schema, job.prompt.id, _checker(job.lang))
+    return Request(job.key, job.messages, job.prompt.schema, job.prompt.id, _checker(job.lang),
+                   max_tokens=job.prompt.max_tokens)
 
 
 _Finish = Callable[[_Job, dict[str, Any]], None]  # what a stage does with a reply (grounding), as it arrives
 
 
 def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, summary: LlmRunSummary,
-             replies: dict[str, dict[str, Any]], seen: list[_Job], finish: _Finish | None = None) -> Iterator[Request]:
+             replies: dict[str, dict[str, Any]], seen: list[_Job], finish: _Finish | None = None,
+             retry_failed: bool = False) -> Iterator[Request]:
     """Requests for the jobs the cache cannot answer, prepared chunk by chunk while earlier ones are sent.
     Chunks grow 4, 4, 8, 16 up to 32 jobs: the first requests go out early, later ones batch the cache lookups."""
     chunk: list[_Job] = []
@@ -327,7 +376,10 @@ def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, su
         cached = llm_cache.get_many(engine, [j.cache_key(model) for j in chunk])
         for j in chunk:
             hit = cached.get(j.cache_key(model))
-            if hit is not None:
+            if hit is not None and FAILED in hit.reply and not retry_failed:
+                summary.cached += 1
+                summary.fail(j.key, f"{hit.reply[FAILED]} (cached; --retry-failed resends it)")
+            elif hit is not None and FAILED not in hit.reply:
                 replies[j.key], summary.cached = hit.reply, summary.cached + 1
                 if finish is not None:
                     finish(j, hit.reply)
@@ -352,17 +404,20 @@ class _Arrivals:
         self.last = time.monotonic()
 
     def add(self, key: str, answer: Reply | LlmError) -> None:
-        if isinstance(answer, LlmError):
-            return
+        if isinstance(answer, RunFailure):
+            return  # the server, the budget or the deadline failed, not this prompt: the next run sends it
         if key not in self.jobs:
             self.jobs.update((j.key, j) for j in self.seen[self.indexed:])
             self.indexed = len(self.seen)
         job = self.jobs[key]
-        self.rows.append((job.cache_key(self.model), Cached(answer.data, answer.prompt_tokens,
-                                                            answer.completion_tokens)))
+        if isinstance(answer, LlmError):  # the same prompt fails the same way at temperature 0: remember why
+            self.rows.append((job.cache_key(self.model), Cached({FAILED: str(answer)}, 0, 0)))
+        else:
+            self.rows.append((job.cache_key(self.model), Cached(answer.data, answer.prompt_tokens,
+                                                                answer.completion_tokens)))
         if len(self.rows) >= 32 or time.monotonic() - self.last >= 1.0:
             self.flush()
-        if self.finish is not None:
+        if self.finish is not None and not isinstance(answer, LlmError):
             self.finish(job, answer.data)
 
     def flush(self) -> None:
@@ -377,7 +432,7 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
     `finish(job, reply)`, when given, runs in this thread for every reply as soon as it is known."""
     replies: dict[str, dict[str, Any]] = {}
     seen: list[_Job] = []
-    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen, finish)
+    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen, finish, config.retry_failed)
     if dry_run:
         list(pending)
         return replies, seen
@@ -390,11 +445,11 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
         if own:
             client.close()
         arrivals.flush()
+    summary.notes.extend(client.notes)
     for job in (j for j in seen if j.key in answers):
         answer = answers[job.key]
         if isinstance(answer, LlmError):
-            summary.failed += 1
-            summary.errors.append(str(answer))
+            summary.fail(job.key, str(answer))
             continue
         summary.requests += 1
         summary.prompt_tokens += answer.prompt_tokens
@@ -403,9 +458,13 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
     return replies, seen
 
 
-def _grounded(text: Any, grounds: Grounds, summary: LlmRunSummary) -> str:
-    kept, dropped = ground(str(text or "").strip(), grounds)
-    summary.dropped += dropped
+def _grounded(text: Any, grounds: Grounds, summary: LlmRunSummary, filler: bool = True) -> str:
+    """`text` (any reply value: only a string is prose) without the sentences that must go, counted by reason.
+    `filler=False` for names (a theme's name is short and need not name an identifier)."""
+    kept, dropped = ground_counted(text.strip() if isinstance(text, str) else "", grounds, filler)
+    for reason, n in dropped.items():
+        summary.dropped_by[reason] += n
+        summary.dropped += n
     return kept
 
 
@@ -426,7 +485,7 @@ def _item_values(ai: AnalysedItem, lang: str, target: str) -> dict[str, Any]:
 def _item_job(ai: AnalysedItem, lang: str, target: str, prompt: Prompt | None = None) -> _Job:
     values = _item_values(ai, lang, target)
     refs = [ai.item.ref, *(lk.ref for lk in ai.analysis.links if lk.repo and lk.number is not None)]
-    grounds = _item_grounds(ai, (str(v) for v in values.values()), refs)
+    grounds = _item_grounds(ai, (str(v) for v in values.values()), refs, lang)
     prompt = prompt or load_prompt("item")
     return _Job(ai.item.ref, prompt, render_messages(prompt, lang, values), grounds, lang)
 
@@ -473,15 +532,26 @@ def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) ->
     prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]
-    return _Job("report", prompt, messages, Grounds.of(messages[1]["content"], refs, inp.repo), lang)
+    by_ref = {ai.item.ref: ai.item for ai in inp.items}
+    names = [by_ref[r].title for r in refs if r in by_ref] + [f.path for r in refs if r in by_ref
+                                                              for f in by_ref[r].files]
+    grounds = Grounds.of(messages[1]["content"], refs, inp.repo, names=names, lang=lang)
+    return _Job("report", prompt, messages, grounds, lang)
 
 
 def _report_prose(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary) -> dict[str, Any]:
-    themes = [{"name": str(th.get("name", "")), "text": _grounded(th.get("text"), grounds, summary)}
-              for th in reply.get("themes", []) if isinstance(th, dict)]
+    """Every string of the weekly reply grounded: the summary, each theme's name (numbers and references only)
+    and text, each recommendation; a theme whose name or text is left empty goes."""
+    themes = []
+    for th in reply.get("themes", []):
+        if isinstance(th, dict):
+            name, text = _grounded(th.get("name"), grounds, summary, filler=False), _grounded(th.get("text"),
+                                                                                               grounds, summary)
+            if name and text:
+                themes.append({"name": name, "text": text})
     recs = [_grounded(r, grounds, summary) for r in reply.get("recommendations", [])]
     return {"executive_summary": _grounded(reply.get("executive_summary"), grounds, summary),
-            "themes": [th for th in themes if th["text"]], "recommendations": [r for r in recs if r]}
+            "themes": themes, "recommendations": [r for r in recs if r]}
 
 
 def _weekly_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -531,13 +601,14 @@ def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
             "decision": decision, "excerpt": mechanism(ai.item.body, 2, 300) or "-"}
 
 
-def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str]) -> Grounds:
+def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang: str = "") -> Grounds:
     """What prose about one item may mention: its body, what the prompt showed of it, its claims' figures
-    and sources, and `refs`."""
+    and sources, and `refs`; its title and files make a sentence specific."""
     claims = ai.analysis.perf_claims
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
     source = "\n".join([ai.item.body, *shown, *(c.source for c in claims)])
-    return Grounds.of(source, refs, ai.item.repo, extra)
+    names = [ai.item.title, *(f.path for f in ai.item.files)]
+    return Grounds.of(source, refs, ai.item.repo, extra, names, lang)
 
 
 def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
@@ -555,7 +626,7 @@ def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows]
     # a conclusion may mention its own item's text and figures, and the items of the prompt
-    per_item = {r["ref"].lower(): _item_grounds(by_ref[r["ref"]], it.values(), refs)
+    per_item = {r["ref"].lower(): _item_grounds(by_ref[r["ref"]], it.values(), refs, lang)
                 for r, it in zip(rows, items, strict=True)}
     repos = {by_ref[r].item.repo for r in refs}
     numbers = [r.rsplit("#", 1)[1] for r in refs]
@@ -563,7 +634,8 @@ def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     bare = [f"#{n}" for n in numbers if numbers.count(n) == 1] if len(repos) > 1 else []
     source = "\n".join([messages[1]["content"], *(by_ref[r].item.body for r in refs)])
     extra = set().union(*(g.numbers for g in per_item.values()))
-    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra)
+    names = [by_ref[r].item.title for r in refs] + [f.path for r in refs for f in by_ref[r].item.files]
+    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang)
     return _Job("daily", prompt, messages, head, lang), per_item
 
 
@@ -631,9 +703,21 @@ def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
                                           for th in report.get("themes", []))
         space = "" if lang == "zh" else " "
         ctx["summary"] = space.join(x for x in (report["executive_summary"], themes) if x)
-    if report.get("recommendations"):
-        ctx["recommendations"] = report["recommendations"][:5]
+    ctx["recommendations"] = merge_recommendations(ctx["recommendations"], report.get("recommendations", []))
     return _render("weekly.md.j2", ctx, t, None)
+
+
+def merge_recommendations(rules: list[str], model: list[str], extra: int = 3) -> list[str]:
+    """The rule recommendations, every one kept, then up to `extra` grounded model recommendations that do not
+    repeat one of them (the model rewords, it never replaces)."""
+    seen = {" ".join(r.lower().split()) for r in rules}
+    added = []
+    for rec in model:
+        norm = " ".join(rec.lower().split())
+        if norm not in seen and len(added) < extra:
+            seen.add(norm)
+            added.append(rec)
+    return [*rules, *added]
 
 
 def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
@@ -684,4 +768,8 @@ def card_text(settings: Settings, engine: Engine, inp: Any, flag: bool | None = 
     if config is None or not inp.known:
         return render_card(inp, settings.lang)
     prose = apply_llm(settings, engine, [inp.item], settings.lang, config=config)
+    if not prose.prose.get(inp.item.item.ref):  # say why the card shows the rule text
+        why = prose.failures[0][1] if prose.failures else "every sentence of the reply was dropped " + ", ".join(
+            f"{n} {k}" for k, n in prose.dropped_by.items() if n)
+        print(f"llm: {inp.item.item.ref}: rule text kept: {why}", file=sys.stderr)
     return render_card_llm(inp, settings.lang, prose)
