@@ -2,7 +2,8 @@
 
 By default it answers every prompt with valid JSON in the prompt's language, built only from what the
 prompt says (so it is grounded), plus one sentence with an invented number and one with an invented
-`#N` (so grounding has something to drop); `GET /v1/models` lists `models`. `script` is a queue of
+`#N` (so grounding has something to drop), and an unspecific filler sentence in `why`; `GET /v1/models`
+lists `models`. `script` is a queue of
 one-off behaviours consumed in order: ("invalid",) a reply that is not JSON; ("status", 429, seconds) an
 error with Retry-After; ("slow", s) an answer after s seconds; ("wrong_lang",) prose in the other
 language; ("content", text) a fixed reply; ("close",) a reply with `Connection: close`; ("drop",) a
@@ -34,12 +35,12 @@ def _item_reply(user: str, zh: bool) -> dict[str, str]:
     words = (title.group(1).strip() if title else "the change")[:60]
     if zh:
         return {"summary": f"该变更涉及「{words}」，对推理路径有直接影响。它把吞吐提升了 {INVENTED_NUMBER} 倍。",
-                "mechanism": f"改动调整了相关模块的实现。详见 {INVENTED_REF}。",
-                "why": "昇腾平台需要评估是否跟进该改动。", "risks": "需要回归测试覆盖相关路径。"}
+                "mechanism": f"改动调整了「{words}」的实现。详见 {INVENTED_REF}。",
+                "why": "昇腾平台需要评估是否跟进该改动。", "risks": f"需要回归测试覆盖「{words}」。"}
     return {"summary": f"This change covers \"{words}\" and touches the serving path. "
                        f"It makes throughput {INVENTED_NUMBER} times higher.",
-            "mechanism": f"The change reworks the affected module. See {INVENTED_REF} for details.",
-            "why": "The NPU team should check whether to follow it.", "risks": "Regression tests should cover it."}
+            "mechanism": f"The change reworks \"{words}\". See {INVENTED_REF} for details.",
+            "why": "The NPU team should check whether to follow it.", "risks": f"Regression tests should cover \"{words}\"."}
 
 
 def _report_reply(user: str, zh: bool) -> dict[str, Any]:

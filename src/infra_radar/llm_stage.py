@@ -25,7 +25,7 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 from sqlalchemy.engine import Engine
 
-from .analyse.grounding import DROP_REASONS, Grounds, claim_numbers, ground_counted, language_ok
+from .analyse.grounding import DROP_REASONS, Grounds, claim_numbers, field_language_ok, ground_counted
 from .analyse.llm import JSON_MODES, LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
 from .config import Settings
 from .errors import ConfigError
@@ -345,8 +345,7 @@ def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
 def _checker(lang: str) -> Callable[[dict[str, Any]], str | None]:
     """Each field on its own must be in `lang` (one Chinese field does not carry an English one)."""
     def check(data: dict[str, Any]) -> str | None:
-        wrong = [path for path, text in _strings(data, "")
-                 if len(text.split()) >= 3 and not language_ok(text, lang)]
+        wrong = [path for path, text in _strings(data, "") if not field_language_ok(text, lang)]
         if not wrong:
             return None
         return f"{', '.join(wrong[:6])} must be written in {_LANG_NAMES[lang]}"

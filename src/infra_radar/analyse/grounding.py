@@ -165,6 +165,15 @@ def ground(text: str, grounds: Grounds, filler: bool = False) -> tuple[str, int]
     return kept, sum(dropped.values())
 
 
+def field_language_ok(text: str, lang: str) -> bool:
+    """One reply field on its own: zh fails when it is English (three Latin words, no Chinese; quoting an English
+    title in Chinese prose is fine), en when it holds Chinese."""
+    cjk = _CJK.search(text) is not None
+    if lang == "zh":
+        return cjk or len(_LATIN_WORD.findall(text)) < 3
+    return not cjk if lang == "en" else True
+
+
 def language_ok(text: str, lang: str) -> bool:
     """Whether prose is in `lang`: zh needs Chinese characters to dominate words, en needs none of them."""
     cjk = len(_CJK.findall(text))
