@@ -72,15 +72,33 @@ def _daily_reply(user: str, zh: bool) -> dict[str, Any]:
                                                  f"It is {INVENTED_NUMBER} times faster."} for ref in listed]}
 
 
-def default_reply(messages: list[dict[str, str]], flip_lang: bool = False) -> dict[str, Any]:
-    """A valid reply to a radar prompt, in its language (or the other one when `flip_lang`)."""
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[。！？])|(?<=[.!?])\s+", text, maxsplit=1)[0]
+
+
+def _salted(data: Any, zh: bool) -> Any:
+    """Every string (names and list items too, refs excepted): its first, grounded sentence, then an invented one."""
+    if isinstance(data, dict):
+        return {k: v if k == "ref" else _salted(v, zh) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_salted(v, zh) for v in data]
+    invented = (f"它比 {INVENTED_REF} 快 {INVENTED_NUMBER} 倍。" if zh
+                else f"It is {INVENTED_NUMBER} times faster than {INVENTED_REF}.")
+    return f"{_first_sentence(data)}{'' if zh else ' '}{invented}"
+
+
+def default_reply(messages: list[dict[str, str]], flip_lang: bool = False, every_field: bool = False) -> dict[str, Any]:
+    """A valid reply to a radar prompt, in its language (or the other one when `flip_lang`); with `every_field`,
+    every string of it is one grounded sentence and one with an invented number and reference."""
     zh = _zh(messages) != flip_lang
     user = messages[1]["content"]
     if "headline" in messages[0]["content"]:
-        return _daily_reply(user, zh)
-    if "executive_summary" in messages[0]["content"]:
-        return _report_reply(user, zh)
-    return _item_reply(user, zh)
+        reply = _daily_reply(user, zh)
+    elif "executive_summary" in messages[0]["content"]:
+        reply = _report_reply(user, zh)
+    else:
+        reply = _item_reply(user, zh)
+    return _salted(reply, zh) if every_field else reply
 
 
 class LlmStub:
@@ -94,6 +112,8 @@ class LlmStub:
         self.connections = 0  # TCP connections accepted
         self.gets: list[tuple[str, str]] = []  # (path, Authorization) of every GET
         self.models = ["stub-model"]
+        self.every_field = False  # every string of every reply: a grounded sentence and an invented one
+        self.reject_schema = False  # answer HTTP 500 to json_schema requests (llama-cpp-python's server)
         self._lock = threading.Lock()
         stub = self
 
@@ -136,6 +156,8 @@ class LlmStub:
     def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], step: tuple) -> None:
         if urlsplit(h.path).path != "/v1/chat/completions":
             return self._send(h, 404, {"error": "not found"})
+        if self.reject_schema and body.get("response_format", {}).get("type") == "json_schema":
+            return self._send(h, 500, {"error": {"message": "response_format json_schema is not supported"}})
         if step[0] == "status":
             return self._send(h, step[1], {"error": {"message": "slow down"}}, {"Retry-After": str(step[2])})
         time.sleep(step[1] if step[0] == "slow" else self.latency)
@@ -144,7 +166,8 @@ class LlmStub:
         elif step[0] == "content":
             content = step[1]
         else:
-            content = json.dumps(default_reply(body["messages"], step[0] == "wrong_lang"), ensure_ascii=False)
+            content = json.dumps(default_reply(body["messages"], step[0] == "wrong_lang", self.every_field),
+                                 ensure_ascii=False)
         self._send(h, 200, {"id": "stub", "object": "chat.completion", "model": body["model"],
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                                          "finish_reason": "stop"}],
