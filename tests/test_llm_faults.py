@@ -4,6 +4,7 @@ invented sentence in every field of every schema."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -258,3 +259,20 @@ def test_an_invented_sentence_in_every_field_of_every_schema_reaches_no_output(r
         assert INVENTED_NUMBER not in out + err and INVENTED_REF not in out + err
     dropped = re.search(r"\((\d+) ungrounded", outputs[0][2])
     assert dropped and int(dropped.group(1)) > 0
+
+
+def test_doctor_calls_a_busy_server_reachable_and_names_the_local_model_server(tmp_path):
+    from infra_radar.doctor import OK, check_llm
+
+    def busy(server: Hostile, conn: socket.socket) -> None:  # accepts, reads, answers nothing (generating)
+        threading.Event().wait(5)
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "server-0.5b.pid").write_text(str(os.getpid()))  # a live pid: as scripts/model_server.sh leaves it
+    with Hostile(busy) as server:
+        env = {"RADAR_LLM_BASE_URL": server.base_url, "RADAR_LLM_MODEL": "m", "RADAR_MODEL_CACHE": str(tmp_path)}
+        check = check_llm(None, env, network=True)
+    assert check.status == OK and "busy" in check.detail
+    skipped = check_llm(None, {"RADAR_MODEL_CACHE": str(tmp_path)}, network=True)
+    assert "0.5b on :8765" in skipped.fix and "model_server.sh start" in skipped.fix
