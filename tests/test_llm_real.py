@@ -24,11 +24,11 @@ from infra_radar.cli import main
 URL, MODEL = os.environ.get("RADAR_TEST_LLM_URL", ""), os.environ.get("RADAR_TEST_LLM_MODEL", "")
 pytestmark = pytest.mark.skipif(not (URL and MODEL), reason="real-model pass: RADAR_TEST_LLM_URL/MODEL not set "
                                                             "(scripts/test.sh starts scripts/model_server.sh)")
-FILES = ("vllm-project+vllm-ascend.jsonl.gz", "THUDM+slime.jsonl.gz")
-# the vllm-ascend part of the team's 2026-07-02 day (the daily prompt and 2 deep dives), and slime's week of that
-# day (3 items and the weekly prompt): 7 prompts
+FILES = ("vllm-project+vllm-ascend.jsonl.gz", "vllm-project+vllm-omni.jsonl.gz")
+# the vllm-ascend part of the team's 2026-07-02 day (the daily prompt and one deep dive) and vllm-omni's week of
+# that day (the weekly prompt): 3 prompts, a few minutes at worst on a loaded 2-core machine
 DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z", "--repo", "vllm-project/vllm-ascend")
-WEEK = ("--repo", "THUDM/slime", "--week", "2026-W27")
+WEEK = ("--repo", "vllm-project/vllm-omni", "--week", "2026-W27")
 SUMMARY = re.compile(r"^llm (\S+): (\d+) request\(s\), (\d+) cached, (\d+) failed, (\d+) sentence\(s\) dropped "
                      r"\((\d+) ungrounded, (\d+) filler, (\d+) language\)", re.M)
 
@@ -64,7 +64,7 @@ def home(radar_home: Path, shared_data: Path, tmp_path: Path) -> str:
     radar_home.mkdir(parents=True, exist_ok=True)
     # generous: a loaded 2-core machine may take minutes per prompt; nothing asserts speed
     (radar_home / "radar.toml").write_text(
-        f'deep_dive_limit = 2\n[llm]\nbase_url = "{URL}"\nmodel = "{MODEL}"\nmax_concurrency = 2\n'
+        f'deep_dive_limit = 1\n[llm]\nbase_url = "{URL}"\nmodel = "{MODEL}"\nmax_concurrency = 2\n'
         'timeout = 600\nrun_deadline = 3600\n')
     texts = []
     for i, name in enumerate(FILES):
