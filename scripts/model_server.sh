@@ -3,6 +3,7 @@
 #   scripts/model_server.sh start   build llama.cpp's llama-server once (from the llama-cpp-python sdist on PyPI),
 #                                   fetch the pinned Qwen2.5-Coder Instruct Q4_K_M weights once, start the server;
 #                                   the last line is `export RADAR_LLM_BASE_URL=... RADAR_LLM_MODEL=...` for eval
+#                                   (with RADAR_LLM_CONCURRENCY = its slots and RADAR_LLM_TIMEOUT = 900 s)
 #   scripts/model_server.sh stop    end the server started for this size
 #   scripts/model_server.sh prepare build and fetch only (CI starts it in the background while other tests run)
 #   scripts/model_server.sh status
@@ -107,7 +108,9 @@ start() {
     if [ $SECONDS -ge $deadline ]; then say "no /health answer in time"; return 1; fi
     sleep 1
   done
-  echo "export RADAR_LLM_BASE_URL=http://127.0.0.1:$PORT/v1 RADAR_LLM_MODEL=$MODEL"
+  # one request per slot (more would queue in the server, their clocks running), minutes per request on 2 cores
+  echo "export RADAR_LLM_BASE_URL=http://127.0.0.1:$PORT/v1 RADAR_LLM_MODEL=$MODEL" \
+    "RADAR_LLM_CONCURRENCY=${RADAR_MODEL_SLOTS:-2} RADAR_LLM_TIMEOUT=${RADAR_MODEL_REQUEST_TIMEOUT:-900}"
 }
 
 stop() {

@@ -76,8 +76,9 @@ def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmC
         raise ConfigError(f"[llm] language must be zh or en, not {language!r}")
     try:
         config = LlmConfig(base_url=str(base), model=str(model), api_key=key, json_mode=mode,
-                           max_concurrency=max(int(table.get("max_concurrency", 4)), 1),
-                           timeout=float(table.get("timeout", 120)),
+                           max_concurrency=max(int(env.get("RADAR_LLM_CONCURRENCY") or
+                                                   table.get("max_concurrency", 4)), 1),
+                           timeout=float(env.get("RADAR_LLM_TIMEOUT") or table.get("timeout", 120)),
                            token_budget=int(table.get("token_budget", 200_000)), language=language,
                            run_deadline=float(table.get("run_deadline", 900)),
                            max_reply_bytes=int(table.get("max_reply_bytes", 1_000_000)),
