@@ -276,3 +276,41 @@ def test_doctor_calls_a_busy_server_reachable_and_names_the_local_model_server(t
     assert check.status == OK and "busy" in check.detail
     skipped = check_llm(None, {"RADAR_MODEL_CACHE": str(tmp_path)}, network=True)
     assert "0.5b on :8765" in skipped.fix and "model_server.sh start" in skipped.fix
+
+
+def _gguf(path, meta: dict[str, object], magic: bytes = b"GGUF") -> None:
+    """A GGUF header with string metadata and one string array (skipped), no tensors."""
+    import struct
+
+    def s(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    kv = b"".join(s(k) + struct.pack("<I", 8) + s(str(v)) for k, v in meta.items())
+    kv += s("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 2) + s("a") + s("b")
+    path.write_bytes(magic + struct.pack("<IQQ", 3, 0, len(meta) + 1) + kv)
+
+
+def test_the_weights_header_check_refuses_a_base_model_or_another_file(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gguf_header.py"
+
+    def check(path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(script), str(path), "--arch", "qwen2", "--name-contains", "Qwen2.5",
+                               "--chat-template"], capture_output=True, text=True)
+
+    good = {"general.architecture": "qwen2", "general.name": "Qwen2.5 Coder 0.5B Instruct",
+            "tokenizer.chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}
+    _gguf(tmp_path / "ok.gguf", good)
+    assert check(tmp_path / "ok.gguf").returncode == 0
+    _gguf(tmp_path / "base.gguf", {k: v for k, v in good.items() if k != "tokenizer.chat_template"})
+    assert "chat_template" in check(tmp_path / "base.gguf").stderr
+    _gguf(tmp_path / "gemma.gguf", {**good, "general.architecture": "gemma3"})
+    assert "architecture is 'gemma3'" in check(tmp_path / "gemma.gguf").stderr
+    _gguf(tmp_path / "zip.gguf", good, magic=b"PK\x03\x04")
+    assert "bad magic" in check(tmp_path / "zip.gguf").stderr
+    (tmp_path / "short.gguf").write_bytes((tmp_path / "ok.gguf").read_bytes()[:40])
+    assert "truncated" in check(tmp_path / "short.gguf").stderr
