@@ -314,3 +314,25 @@ def test_the_weights_header_check_refuses_a_base_model_or_another_file(tmp_path)
     assert "bad magic" in check(tmp_path / "zip.gguf").stderr
     (tmp_path / "short.gguf").write_bytes((tmp_path / "ok.gguf").read_bytes()[:40])
     assert "truncated" in check(tmp_path / "short.gguf").stderr
+
+
+def test_cli_prints_why_each_item_fell_back_and_retry_failed_resends(radar_home, monkeypatch):
+    monkeypatch.setenv("RADAR_LLM_RETRY_FAILED", "0")  # restored after the test (--retry-failed sets it to 1)
+    day = ("daily", "--since", "2026-07-28", "--until", "2026-08-04", "--lang", "en", "--repo", "acme/infer-npu")
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        result = CliRunner().invoke(main, list(args))
+        return result.exit_code, result.stdout, result.stderr
+
+    assert cli("import-jsonl", *map(str, sample_files()))[0] == 0
+    with LlmStub() as stub:
+        monkeypatch.setenv("RADAR_LLM_BASE_URL", stub.base_url)
+        monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
+        stub.script.extend([("invalid",), ("invalid",)])  # the daily prompt goes first: it fails for good
+        code, _, err = cli(*day)
+        sent = len(stub.requests)
+        assert code == 0 and "llm: daily: rule text kept: invalid reply after one repair: not JSON" in err, err
+        code, _, err = cli(*day)
+        assert code == 0 and len(stub.requests) == sent and "(cached; --retry-failed resends it)" in err
+        code, _, err = cli(*day, "--retry-failed")
+        assert code == 0 and len(stub.requests) == sent + 1 and "rule text kept" not in err, err
