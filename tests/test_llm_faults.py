@@ -328,6 +328,7 @@ def test_cli_prints_why_each_item_fell_back_and_retry_failed_resends(radar_home,
     with LlmStub() as stub:
         monkeypatch.setenv("RADAR_LLM_BASE_URL", stub.base_url)
         monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
+        monkeypatch.setenv("RADAR_LLM_CONCURRENCY", "1")  # one at a time: the script's replies go to the daily prompt
         stub.script.extend([("invalid",), ("invalid",)])  # the daily prompt goes first: it fails for good
         code, _, err = cli(*day)
         sent = len(stub.requests)
