@@ -24,23 +24,23 @@ from infra_radar.cli import main
 URL, MODEL = os.environ.get("RADAR_TEST_LLM_URL", ""), os.environ.get("RADAR_TEST_LLM_MODEL", "")
 pytestmark = pytest.mark.skipif(not (URL and MODEL), reason="real-model pass: RADAR_TEST_LLM_URL/MODEL not set "
                                                             "(scripts/test.sh starts scripts/model_server.sh)")
-FILES = ("vllm-project+vllm-ascend.jsonl.gz", "vllm-project+vllm-omni.jsonl.gz")
-# the vllm-ascend part of the team's 2026-07-02 day (the daily prompt and one deep dive) and vllm-omni's week of
-# that day (the weekly prompt): 3 prompts, a few minutes at worst on a loaded 2-core machine
+FILES = ("vllm-project+vllm-ascend.jsonl.gz", "THUDM+slime.jsonl.gz")
+# the vllm-ascend part of the team's 2026-07-02 day (the daily prompt and one deep dive) and a small slime week
+# (one listed item and the weekly prompt): 4 prompts
 DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z", "--repo", "vllm-project/vllm-ascend")
-WEEK = ("--repo", "vllm-project/vllm-omni", "--week", "2026-W27")
+WEEK = ("--repo", "THUDM/slime", "--week", "2026-W25")
 SUMMARY = re.compile(r"^llm (\S+): (\d+) request\(s\), (\d+) cached, (\d+) failed, (\d+) sentence\(s\) dropped "
                      r"\((\d+) ungrounded, (\d+) filler, (\d+) language\)", re.M)
 
 
 def _slice(src: Path, dest: Path) -> tuple[Path, str]:
-    """The repo line and the commits of 2026-06-22..07-05 (read at test time, never committed); and their text."""
+    """The repo line and the commits of 2026-06-08..07-05 (read at test time, never committed); and their text."""
     texts = []
     with gzip.open(src, "rt", encoding="utf-8") as fh, open(dest, "w", encoding="utf-8") as out:
         for line in fh:
             rec = json.loads(line)
             when = (rec.get("committed_at") or rec.get("authored_at") or rec.get("date") or "")[:10]
-            if rec.get("kind") == "repo" or (rec.get("kind") == "commit" and "2026-06-22" <= when < "2026-07-06"):
+            if rec.get("kind") == "repo" or (rec.get("kind") == "commit" and "2026-06-08" <= when < "2026-07-06"):
                 out.write(line)
                 texts.append(json.dumps(rec, ensure_ascii=False))
     return dest, "\n".join(texts)
