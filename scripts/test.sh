@@ -71,7 +71,7 @@ if [ "$real" = 1 ]; then
   if [ "$real_status" = 0 ]; then
     eval "$exports"
     RADAR_TEST_LLM_URL=$RADAR_LLM_BASE_URL RADAR_TEST_LLM_MODEL=$RADAR_LLM_MODEL \
-      env -u RADAR_TEST_DB_URL -u RADAR_LLM_BASE_URL -u RADAR_LLM_MODEL \
+      env -u RADAR_TEST_DB_URL -u RADAR_LLM_BASE_URL -u RADAR_LLM_MODEL -u RADAR_LLM_CONCURRENCY -u RADAR_LLM_TIMEOUT \
       "$PY" -m pytest -p no:cacheprovider -q -rs -s tests/test_llm_real.py || real_status=$?
   else
     echo "real-model pass: the server could not be built or started (exit $real_status):"
