@@ -38,16 +38,15 @@ def generic_words() -> frozenset[str]:
     return frozenset(w.lower() for w in tomllib.loads(text).get("generic", []))
 
 
-def _identifier(word: str) -> bool:
-    """Shaped like a name of code or a model: has a digit, _ . / : -, or a capital after its first letter."""
-    return any(c in "_./:-" or c.isdigit() for c in word) or any(c.isupper() for c in word[1:])
+# Shaped like a name of code or a model: a digit, one of _ . / : -, or a capital after the first letter.
+_IDENTIFIER = re.compile(r"[\d_./:-]|.[A-Z]")
 
 
 def terms(source: str, names: Iterable[str] = ()) -> set[str]:
     """What makes a sentence specific: the identifiers of `source` and every word of `names` (titles, file
     paths, with the parts of a path and a file's stem), lowercase, generic words left out."""
     generic = generic_words()
-    found = {m.group().lower() for m in _WORD.finditer(source) if _identifier(m.group())}
+    found = {w.lower() for w in set(_WORD.findall(source)) if _IDENTIFIER.search(w)}
     for name in names:
         for m in _WORD.finditer(name):
             word = m.group().lower()

@@ -7,6 +7,7 @@ bytes) and in reply size. Redirects are never followed: an answer is what the co
 from __future__ import annotations
 
 import base64
+import heapq
 import http.client
 import os
 import select
@@ -15,6 +16,7 @@ import ssl
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from email.message import Message
 from urllib.parse import SplitResult, unquote, urlsplit
 
@@ -38,6 +40,57 @@ class BudgetExhausted(RunFailure):
 
 class RequestTimeout(LlmError):
     """The server did not answer one request within its deadline; it is not resent in this run."""
+
+
+class _Watchdog:
+    """One thread for every request's deadline: `arm(deadline, fn)` runs `fn` at `deadline` (time.monotonic())
+    unless `disarm`ed first. Arming is a heap push (a thread per request would cost a thread start each)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._due: dict[int, Callable[[], None]] = {}
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float, fn: Callable[[], None]) -> int:
+        with self._cond:
+            self._next += 1
+            heapq.heappush(self._heap, (deadline, self._next))
+            self._due[self._next] = fn
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="llm-watchdog", daemon=True)
+                self._thread.start()
+            if self._heap[0][1] == self._next:
+                self._cond.notify()
+            return self._next
+
+    def disarm(self, token: int) -> None:
+        with self._cond:
+            self._due.pop(token, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][1] not in self._due:
+                    heapq.heappop(self._heap)  # disarmed
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, token = self._heap[0]
+                wait = deadline - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                fn = self._due.pop(token)
+            try:
+                fn()
+            except Exception:  # noqa: BLE001  (the watchdog must outlive any one request)
+                pass
+
+
+_WATCHDOG = _Watchdog()
 
 
 class _TooLarge(Exception):
@@ -169,9 +222,7 @@ class _Connections:
                 except OSError:
                     pass
 
-        watchdog = threading.Timer(left, cut)
-        watchdog.daemon = True
-        watchdog.start()
+        alarm = _WATCHDOG.arm(deadline, cut)
         try:  # a closed connection (sock None) reconnects itself here
             conn.request("POST", self.target, body=payload, headers={**headers, **self.headers})
             response = conn.getresponse()
@@ -194,7 +245,7 @@ class _Connections:
                 raise TimeoutError from None
             raise
         finally:
-            watchdog.cancel()
+            _WATCHDOG.disarm(alarm)
 
     def close(self) -> None:
         with self._lock:
