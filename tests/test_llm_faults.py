@@ -337,3 +337,19 @@ def test_cli_prints_why_each_item_fell_back_and_retry_failed_resends(radar_home,
         assert code == 0 and len(stub.requests) == sent and "(cached; --retry-failed resends it)" in err
         code, _, err = cli(*day, "--retry-failed")
         assert code == 0 and len(stub.requests) == sent + 1 and "rule text kept" not in err, err
+
+
+def test_the_watchdog_fires_due_alarms_in_order_and_never_a_disarmed_one():
+    import time
+
+    from infra_radar.analyse.llm_transport import _Watchdog
+
+    dog, fired, done = _Watchdog(), [], threading.Event()
+    now = time.monotonic()
+    dog.arm(now + 0.3, lambda: (fired.append("late"), done.set()))
+    dog.arm(now + 0.1, lambda: fired.append("early"))
+    skipped = dog.arm(now + 0.2, lambda: fired.append("disarmed"))
+    dog.arm(now + 0.15, lambda: 1 / 0)  # a failing alarm does not stop the others
+    dog.disarm(skipped)
+    assert done.wait(30)
+    assert fired == ["early", "late"]
