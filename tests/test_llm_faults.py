@@ -353,3 +353,15 @@ def test_the_watchdog_fires_due_alarms_in_order_and_never_a_disarmed_one():
     dog.disarm(skipped)
     assert done.wait(30)
     assert fired == ["early", "late"]
+
+
+def test_a_request_cut_by_the_run_deadline_is_a_run_failure_not_cached(tmp_path):
+    from infra_radar.analyse.llm import RunFailure
+
+    with Hostile(_trickle) as server:
+        client = _client(server.base_url, timeout=60, run_deadline=0.5)
+        out, ended = _finishes(lambda: client.complete(Request("k", MESSAGES, SCHEMA)))
+    assert ended and isinstance(out.get("error"), RunFailure) and "run deadline of 0.5s" in str(out["error"])
+    with pytest.raises(RunFailure, match="not sent"):
+        client.complete(Request("k2", MESSAGES, SCHEMA))  # the deadline has passed: nothing more is sent
+    assert server.requests == 1

@@ -216,6 +216,9 @@ class LlmClient:
             try:
                 answer = self._conns.exchange(payload, self._headers, timeout, self.config.max_reply_bytes)
             except TimeoutError:
+                if timeout < self.config.timeout:  # cut short by the run deadline: the run's limit, not the prompt's
+                    raise RunFailure(f"run deadline of {self.config.run_deadline:g}s reached after {timeout:.0f}s "
+                                     "of this request") from None
                 raise RequestTimeout(f"no complete answer within {timeout:g}s (not resent: the server may "
                                      "still be working on it)") from None
             except _TooLarge as exc:
