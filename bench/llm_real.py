@@ -76,13 +76,15 @@ def main() -> int:
     report = daily(settings, engine, since, until, llm=True)
     seconds = time.monotonic() - t0
     run = report.llm
-    rule_rows, model_rows = _rows(plain), _rows(report.text)
-    conclusions = sum(1 for ref in rule_rows if model_rows.get(ref, ("", ""))[1] != rule_rows[ref][1])
+    rule_rows = _rows(_section(plain, "P0 / P1"))
+    kept = run.report.get("conclusions", {})  # the model's one-line conclusions that survived grounding
+    copied = sum(1 for ref, text in kept.items() if ref in rule_rows and text[:40] == rule_rows[ref][1][:40])
+    conclusions = f"{len(kept)}/{len(rule_rows)} ({copied} copying the rule text)"
     deep = [ref for ref in rule_rows if ref in _section(plain, "重点机制" if args.lang == "zh" else "Deep dives")]
     mech = sum(1 for ref in run.prose if run.prose[ref].get("mechanism"))
     headline = bool(run.report.get("headline"))
-    print(f"model {run.model}: {run.requests + run.failed} prompt(s) answered or failed, {run.cached} cached; "
-          f"prose kept: headline {'yes' if headline else 'no'}, P0/P1 conclusions {conclusions}/{len(rule_rows)}, "
+    print(f"model {run.model}: {run.requests} prompt(s) answered, {run.cached} from the cache; "
+          f"prose kept: headline {'yes' if headline else 'no'}, P0/P1 conclusions {conclusions}, "
           f"deep-dive mechanisms {mech}/{len(deep) or len(run.prose) + sum(1 for k, _ in run.failures if k != 'daily')}; "
           f"sentences dropped {run.dropped} ({', '.join(f'{n} {k}' for k, n in run.dropped_by.items())}); "
           f"failed {run.failed}; tokens {run.prompt_tokens}+{run.completion_tokens}; {seconds:.0f}s")
@@ -97,7 +99,7 @@ def main() -> int:
     for ref, (title, rule) in rule_rows.items():
         prose = run.prose.get(ref, {})
         lines += [f"## {ref} {title}", "", f"- rule: {rule}",
-                  f"- model conclusion: {run.report.get('conclusions', {}).get(ref) or '(rule text kept)'}"]
+                  f"- model conclusion: {kept.get(ref) or '(rule text kept)'}"]
         lines += [f"- model {k}: {v}" for k, v in prose.items()]
         lines.append("")
     args.out.write_text("\n".join(lines), encoding="utf-8")
