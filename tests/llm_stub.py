@@ -2,7 +2,8 @@
 
 By default it answers every prompt with valid JSON in the prompt's language, built only from what the
 prompt says (so it is grounded), plus one sentence with an invented number and one with an invented
-`#N` (so grounding has something to drop); `GET /v1/models` lists `models`. `script` is a queue of
+`#N` (so grounding has something to drop), and an unspecific filler sentence in `why`; `GET /v1/models`
+lists `models`. `script` is a queue of
 one-off behaviours consumed in order: ("invalid",) a reply that is not JSON; ("status", 429, seconds) an
 error with Retry-After; ("slow", s) an answer after s seconds; ("wrong_lang",) prose in the other
 language; ("content", text) a fixed reply; ("close",) a reply with `Connection: close`; ("drop",) a
@@ -34,12 +35,12 @@ def _item_reply(user: str, zh: bool) -> dict[str, str]:
     words = (title.group(1).strip() if title else "the change")[:60]
     if zh:
         return {"summary": f"该变更涉及「{words}」，对推理路径有直接影响。它把吞吐提升了 {INVENTED_NUMBER} 倍。",
-                "mechanism": f"改动调整了相关模块的实现。详见 {INVENTED_REF}。",
-                "why": "昇腾平台需要评估是否跟进该改动。", "risks": "需要回归测试覆盖相关路径。"}
+                "mechanism": f"改动调整了「{words}」的实现。详见 {INVENTED_REF}。",
+                "why": "昇腾平台需要评估是否跟进该改动。", "risks": f"需要回归测试覆盖「{words}」。"}
     return {"summary": f"This change covers \"{words}\" and touches the serving path. "
                        f"It makes throughput {INVENTED_NUMBER} times higher.",
-            "mechanism": f"The change reworks the affected module. See {INVENTED_REF} for details.",
-            "why": "The NPU team should check whether to follow it.", "risks": "Regression tests should cover it."}
+            "mechanism": f"The change reworks \"{words}\". See {INVENTED_REF} for details.",
+            "why": "The NPU team should check whether to follow it.", "risks": f"Regression tests should cover \"{words}\"."}
 
 
 def _report_reply(user: str, zh: bool) -> dict[str, Any]:
@@ -71,15 +72,33 @@ def _daily_reply(user: str, zh: bool) -> dict[str, Any]:
                                                  f"It is {INVENTED_NUMBER} times faster."} for ref in listed]}
 
 
-def default_reply(messages: list[dict[str, str]], flip_lang: bool = False) -> dict[str, Any]:
-    """A valid reply to a radar prompt, in its language (or the other one when `flip_lang`)."""
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[。！？])|(?<=[.!?])\s+", text, maxsplit=1)[0]
+
+
+def _salted(data: Any, zh: bool) -> Any:
+    """Every string (names and list items too, refs excepted): its first, grounded sentence, then an invented one."""
+    if isinstance(data, dict):
+        return {k: v if k == "ref" else _salted(v, zh) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_salted(v, zh) for v in data]
+    invented = (f"它比 {INVENTED_REF} 快 {INVENTED_NUMBER} 倍。" if zh
+                else f"It is {INVENTED_NUMBER} times faster than {INVENTED_REF}.")
+    return f"{_first_sentence(data)}{'' if zh else ' '}{invented}"
+
+
+def default_reply(messages: list[dict[str, str]], flip_lang: bool = False, every_field: bool = False) -> dict[str, Any]:
+    """A valid reply to a radar prompt, in its language (or the other one when `flip_lang`); with `every_field`,
+    every string of it is one grounded sentence and one with an invented number and reference."""
     zh = _zh(messages) != flip_lang
     user = messages[1]["content"]
     if "headline" in messages[0]["content"]:
-        return _daily_reply(user, zh)
-    if "executive_summary" in messages[0]["content"]:
-        return _report_reply(user, zh)
-    return _item_reply(user, zh)
+        reply = _daily_reply(user, zh)
+    elif "executive_summary" in messages[0]["content"]:
+        reply = _report_reply(user, zh)
+    else:
+        reply = _item_reply(user, zh)
+    return _salted(reply, zh) if every_field else reply
 
 
 class LlmStub:
@@ -93,6 +112,8 @@ class LlmStub:
         self.connections = 0  # TCP connections accepted
         self.gets: list[tuple[str, str]] = []  # (path, Authorization) of every GET
         self.models = ["stub-model"]
+        self.every_field = False  # every string of every reply: a grounded sentence and an invented one
+        self.reject_schema = False  # answer HTTP 500 to json_schema requests (llama-cpp-python's server)
         self._lock = threading.Lock()
         stub = self
 
@@ -135,6 +156,8 @@ class LlmStub:
     def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], step: tuple) -> None:
         if urlsplit(h.path).path != "/v1/chat/completions":
             return self._send(h, 404, {"error": "not found"})
+        if self.reject_schema and body.get("response_format", {}).get("type") == "json_schema":
+            return self._send(h, 500, {"error": {"message": "response_format json_schema is not supported"}})
         if step[0] == "status":
             return self._send(h, step[1], {"error": {"message": "slow down"}}, {"Retry-After": str(step[2])})
         time.sleep(step[1] if step[0] == "slow" else self.latency)
@@ -143,7 +166,8 @@ class LlmStub:
         elif step[0] == "content":
             content = step[1]
         else:
-            content = json.dumps(default_reply(body["messages"], step[0] == "wrong_lang"), ensure_ascii=False)
+            content = json.dumps(default_reply(body["messages"], step[0] == "wrong_lang", self.every_field),
+                                 ensure_ascii=False)
         self._send(h, 200, {"id": "stub", "object": "chat.completion", "model": body["model"],
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                                          "finish_reason": "stop"}],

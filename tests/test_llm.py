@@ -108,10 +108,11 @@ def test_5xx_retries_then_gives_up_with_a_scrubbed_message(stub):
     assert "HTTP 503" in str(err.value) and KEY not in str(err.value) and len(stub.requests) == 4
 
 
-def test_timeout_is_retried(stub):
+def test_a_timed_out_request_is_not_resent(stub):
     stub.script.append(("slow", 0.6))
-    reply = client(stub, timeout=0.2).complete(request())
-    assert reply.data and len(stub.requests) == 2
+    with pytest.raises(LlmError, match="not resent"):
+        client(stub, timeout=0.2).complete(request())
+    assert len(stub.requests) == 1  # the server may still be working on it: no second copy queued behind it
 
 
 def test_wrong_language_is_repaired(stub):
@@ -158,6 +159,12 @@ def test_config_from_file_and_env(tmp_path, monkeypatch):
     assert KEY not in repr(config)
     config = llm_config(settings, {"RADAR_LLM_MODEL": "other", "RADAR_LLM_API_KEY": "k2"})
     assert config and config.model == "other" and config.api_key == "k2"
+    assert config.timeout == 120 and config.run_deadline == 900 and not config.retry_failed
+    config = llm_config(settings, {"RADAR_LLM_CONCURRENCY": "2", "RADAR_LLM_TIMEOUT": "900",
+                                   "RADAR_LLM_RETRY_FAILED": "1"})  # what scripts/model_server.sh start exports
+    assert config and config.max_concurrency == 2 and config.timeout == 900 and config.retry_failed
+    with pytest.raises(ConfigError, match="timeout"):
+        llm_config(settings, {"RADAR_LLM_TIMEOUT": "-1"})
     assert llm_config(Settings(home=tmp_path, db_url="sqlite://"), {}) is None
     path.write_text('[llm]\nmodel = "m"\nbase_url = "u"\ntemprature = 1\n')
     with pytest.raises(ConfigError, match="temprature"):
@@ -189,8 +196,9 @@ def test_apply_llm_grounds_caches_and_dry_runs(tmp_path, stub):
     run = apply_llm(settings, engine, [_item()], "en", config=config)
     prose = run.prose["acme/infer-npu#77"]
     assert "Fuse rope" in prose["summary"] and INVENTED_NUMBER not in prose["summary"]
-    assert prose["mechanism"] == "The change reworks the affected module."  # the sentence citing #9999999 went
-    assert run.dropped == 2 and run.requests == 1 and run.cached == 0
+    assert prose["mechanism"] == 'The change reworks "Fuse rope into attention kernel".'  # the sentence citing #9999999 went
+    assert "why" not in prose  # "The NPU team should check whether to follow it." names nothing of the item
+    assert run.dropped_by == {"ungrounded": 2, "filler": 1, "language": 0} and run.requests == 1 and run.cached == 0
     again = apply_llm(settings, engine, [_item()], "en", config=config)
     assert len(stub.requests) == 1 and again.cached == 1 and again.prose == run.prose
 
@@ -269,7 +277,7 @@ def test_cli_llm_flags_dry_run_and_cache(monkeypatch):
         monkeypatch.setenv("RADAR_LLM_API_KEY", KEY)
         assert invoke(*week, "--no-llm")[1] == plain
         code, out, err = invoke("llm", "--repo", "acme/infer-npu", "--week", "2026-W31", "--lang", "en", "--dry-run")
-        assert code == 0 and "=== weekly v1 report ===" in out and not server.requests
+        assert code == 0 and "=== weekly v2 report ===" in out and not server.requests
         code, out, err = invoke(*week)
         assert code == 0 and "The period merged" in out and "request(s)" in err and server.requests
         sent = len(server.requests)
@@ -322,7 +330,7 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     assert run.report == {"headline": "Rope got faster: TTFT 512 ms. Start with #12.",
                           "conclusions": {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms.",
                                           "acme/infer#12": "Throughput rose to 22.1 req/s with acme/infer-npu#77."}}
-    assert run.dropped == 2 + 2 + 2 * 2  # headline, #77's conclusion, two sentences of each item reply
+    assert run.dropped_by["ungrounded"] == 2 + 2 + 2 * 2  # headline, #77's conclusion, two sentences of each item reply
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
     assert "| TTFT fell from 1,048.64 ms to 512 ms. |" in text and INVENTED_NUMBER not in text
@@ -368,8 +376,8 @@ def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(m
     assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {len(top)} " in text
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
     # every daily conclusion and the headline lost one sentence; each item reply two
-    assert report.llm.dropped == len(top) + 1 + 2 * deep and report.llm.failed == 0
-    mechanism = "The change reworks the affected module." if lang == "en" else "改动调整了相关模块的实现。"
+    assert report.llm.dropped_by["ungrounded"] == len(top) + 1 + 2 * deep and report.llm.failed == 0
+    mechanism = "The change reworks \"" if lang == "en" else "改动调整了「"
     assert _section(text, "Deep dives" if lang == "en" else "重点机制").count(mechanism) == deep
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
     assert KEY not in text and KEY not in report.llm.line()
@@ -395,7 +403,7 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
     for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "daily.toml").read_text(encoding="utf-8")
-    assert 'version = 1\n' in packaged and "You write the daily" in packaged
+    assert 'version = 2\n' in packaged and "You write the daily" in packaged
     mine = radar_home / "my-prompts"
     mine.mkdir(parents=True)
     override = mine / "daily.toml"
@@ -412,18 +420,18 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
         first = next(i for i, s in enumerate(systems) if s.startswith("OVERRIDE-7f3a."))
         sent = len(server.requests)
         assert _cli(*day)[0] == 0 and len(server.requests) == sent  # cached
-        override.write_text(override.read_text().replace("version = 1\n", "version = 2\n"))
+        override.write_text(override.read_text().replace("version = 2\n", "version = 3\n"))
         code, out2, err = _cli(*day)
         assert code == 0 and len(server.requests) == sent + 1 and "1 request(s)" in err  # only the daily prompt
         assert server.requests[-1]["messages"] == server.requests[first]["messages"]  # same text, new version
         code, dry, _ = _cli(*day, "--dry-run")
-        assert code == 0 and len(server.requests) == sent + 1 and "=== daily v2" not in dry  # cached: nothing to show
-        override.write_text(override.read_text().replace("version = 2\n", "version = 3\n"))
+        assert code == 0 and len(server.requests) == sent + 1 and "=== daily v3" not in dry  # cached: nothing to show
+        override.write_text(override.read_text().replace("version = 3\n", "version = 4\n"))
         code, dry, _ = _cli(*day, "--dry-run")
-        assert code == 0 and "=== daily v3 daily ===" in dry and "OVERRIDE-7f3a." in dry
+        assert code == 0 and "=== daily v4 daily ===" in dry and "OVERRIDE-7f3a." in dry
         assert len(server.requests) == sent + 1  # a dry run sends nothing
         errors: list[str] = []
-        for broken, needle in [("version = 3\n", "version = \"three\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
+        for broken, needle in [("version = 4\n", "version = \"four\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
                                ("id = \"daily\"", "id = \"daily"), ("{{ date }}", "{{ date }")]:
             override.write_text(override.read_text().replace(broken, needle, 1))
             code, _, err = _cli(*day)

@@ -17,8 +17,21 @@ from .config import Settings, load_settings
 from .errors import RadarError, redact
 
 LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
-LLM = click.option("--llm/--no-llm", "llm", default=None,
-                   help="Model prose from the [llm] server (default: on when a model is configured).")
+_LLM_FLAG = click.option("--llm/--no-llm", "llm", default=None,
+                         help="Model prose from the [llm] server (default: on when a model is configured).")
+
+
+def _retry_failed(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:  # read by llm_stage.llm_config, as the other RADAR_LLM_* settings
+        os.environ["RADAR_LLM_RETRY_FAILED"] = "1"
+
+
+_RETRY = click.option("--retry-failed", is_flag=True, expose_value=False, callback=_retry_failed,
+                      help="Resend model prompts whose failure is cached (by default a rerun sends nothing for them).")
+
+
+def LLM(f):  # noqa: N802  (a decorator, used like the option constants above)
+    return _LLM_FLAG(_RETRY(f))
 OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
                    help="Write the report under this directory instead of printing it.")
 
@@ -274,7 +287,8 @@ def analyze(obj: Context) -> None:
 
 def _emit(report) -> None:
     if report.llm is not None:
-        click.echo(report.llm.line(), err=True)
+        for line in report.llm.lines():
+            click.echo(line, err=True)
     if report.path:
         click.echo(str(report.path))
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .cli import Context, _progress, main, pass_ctx
@@ -15,14 +17,17 @@ from .errors import ConfigError
 @click.option("--until", help="Range end (exclusive).")
 @click.option("--lang", type=click.Choice(["zh", "en"]), help="Prose language (default from config).")
 @click.option("--dry-run", is_flag=True, help="Print the prompts that are not cached; send nothing.")
+@click.option("--retry-failed", is_flag=True, help="Resend prompts whose failure is cached.")
 @pass_ctx
 def llm_cmd(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
-            dry_run: bool) -> None:
+            dry_run: bool, retry_failed: bool) -> None:
     """Write (and cache) the model prose of a weekly report and print the run summary."""
     from .llm_stage import use_llm, weekly_llm
     from .pipeline import weekly_input
     from .windows import iso_week, make_window, parse_when
 
+    if retry_failed:
+        os.environ["RADAR_LLM_RETRY_FAILED"] = "1"
     settings = obj.settings(lang)
     if not use_llm(settings, None):
         raise ConfigError("no model configured: set [llm] base_url and model, or RADAR_LLM_BASE_URL/RADAR_LLM_MODEL")
@@ -33,4 +38,5 @@ def llm_cmd(obj: Context, repo: str, week: str | None, since: str | None, until:
         summary = weekly_llm(settings, engine, inp, settings.lang, dry_run, tick=tick)
     for text in summary.prompts:
         click.echo(text + "\n")
-    click.echo(summary.line(), err=True)
+    for line in summary.lines():
+        click.echo(line, err=True)

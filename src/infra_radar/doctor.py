@@ -163,6 +163,24 @@ def probe_models(base_url: str, key: str, timeout: float = TIMEOUT) -> tuple[int
     return response.status_code, ids, ""
 
 
+MODEL_SERVER_PORTS = {8765: "0.5b", 8766: "1.5b"}  # scripts/model_server.sh's default ports by model size
+
+
+def local_model_server(env: dict[str, str]) -> str:
+    """`scripts/model_server.sh` servers running on this machine (by their pid files), e.g. "0.5b on :8765"."""
+    run = Path(env.get("RADAR_MODEL_CACHE") or Path.home() / ".cache" / "infra-radar") / "run"
+    found = []
+    for pidfile in sorted(run.glob("server-*.pid")) if run.is_dir() else []:
+        try:
+            os.kill(int(pidfile.read_text().strip()), 0)
+        except (OSError, ValueError):
+            continue
+        size = pidfile.stem.removeprefix("server-")
+        port = next((p for p, s in MODEL_SERVER_PORTS.items() if s == size), None)
+        found.append(f"{size}" + (f" on :{port}" if port else ""))
+    return ", ".join(found)
+
+
 def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> Check:
     """The optional LLM endpoint as the stage resolves it (radar.toml [llm], RADAR_LLM_* overrides): set, key
     present (by variable name), and answering GET {base_url}/models within 3 s."""
@@ -172,11 +190,20 @@ def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> 
         point = llm_endpoint(settings, env)
     except RadarError as exc:
         return Check("llm", FAIL, str(exc), "fix the [llm] table of radar.toml")
+    local = local_model_server(env)
     if not point.base_url:
+        hint = (f"a local model server runs ({local}): eval \"$(scripts/model_server.sh start)\" sets both"
+                if local else "set [llm] base_url and model in radar.toml (or RADAR_LLM_BASE_URL / RADAR_LLM_MODEL)")
         return Check("llm", SKIP, f"no [llm] base_url in radar.toml and {LLM_URL_ENV} not set "
-                                  "(optional; rules work without it)",
-                     "set [llm] base_url and model in radar.toml (or RADAR_LLM_BASE_URL / RADAR_LLM_MODEL)")
+                                  "(optional; rules work without it)", hint)
     where = f"{safe_url(point.base_url)} (from {point.base_from})"
+    parts = urllib.parse.urlsplit(point.base_url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.hostname in ("127.0.0.1", "localhost") and port in MODEL_SERVER_PORTS and local:
+        where += f", scripts/model_server.sh {MODEL_SERVER_PORTS[port]}"
     model = f"model {point.model}" if point.model else "no model set"
     key_value = env.get(point.key_env, "") if point.key_env else ""
     key = (f"key: {point.key_env} {'set' if key_value else 'not set'}" if point.key_env else "no key configured")
@@ -185,6 +212,11 @@ def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> 
         return Check("llm", OK if point.model else MISSING, f"{where}; {facts}; reachability not checked",
                      "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
     status, served, reason = probe_models(point.base_url, key_value)
+    if status is None and reason.startswith("no answer") and reachable(point.base_url) is None:
+        # the port accepts connections but the server is busy generating (llama.cpp answers between tokens)
+        return Check("llm", OK if point.model else MISSING,
+                     f"{where} reachable but busy (GET /models unanswered within {TIMEOUT:g}s); {facts}",
+                     "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
     if status is None:
         return Check("llm", FAIL, f"{where} unreachable: {reason}; {facts}",
                      "check [llm] base_url (or RADAR_LLM_BASE_URL) and that the server runs")

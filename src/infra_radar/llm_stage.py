@@ -1,251 +1,52 @@
 """The optional LLM stage: model prose for items and reports, grounded, cached, over any OpenAI-compatible server.
 
 Rules give the facts; this stage only adds wording. It never changes the item set, states, numbers,
-files or grades: it returns prose keyed by item ref (and report-level prose) that the renderers here
-lay over the rule-based text. A sentence holding a number or a `#N` the prompt's sources do not hold
-is dropped and counted. No `[llm]` model configured means this stage is never entered.
+files or grades: it returns prose keyed by item ref (and report-level prose) that llm_render lays over
+the rule-based text. Every string of a reply is grounded (analyse/grounding.py): a sentence holding a
+number or a `#N` the prompt's sources do not hold, one that names nothing of its item (filler) or one in
+the wrong language is dropped and counted. A reply that fails for good is cached with its reason, so a
+rerun sends nothing (unless --retry-failed). No `[llm]` model configured means this stage is never entered.
+Configuration and prompts: llm_prompts.py; rendering: llm_render.py (both re-exported here).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
-import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from itertools import chain
-from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, StrictUndefined
 from sqlalchemy.engine import Engine
 
-from .analyse.grounding import Grounds, claim_numbers, ground, language_ok
-from .analyse.llm import JSON_MODES, LlmClient, LlmConfig, LlmError, Reply, Request
+from .analyse.grounding import DROP_REASONS, Grounds, claim_numbers, field_language_ok, ground_counted
+from .analyse.llm import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
 from .config import Settings
-from .errors import ConfigError
+from .llm_prompts import (
+    LlmEndpoint,
+    Prompt,
+    llm_config,
+    llm_endpoint,
+    load_prompt,
+    parse_prompt,
+    prompts_dir,
+    render_messages,
+    settings_prompt,
+    use_llm,
+)
 from .models import AnalysedItem
 from .store import llm_cache
 from .store.llm_cache import Cached, CacheKey
 
 __all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "card_text", "daily_llm", "llm_config", "llm_endpoint",
-           "load_prompt", "render_card_llm", "render_daily_llm", "render_weekly_llm", "settings_prompt", "weekly_llm"]
+           "load_prompt", "merge_recommendations", "parse_prompt", "prompts_dir", "render_card_llm",
+           "render_daily_llm", "render_messages", "render_weekly_llm", "settings_prompt", "use_llm", "weekly_llm"]
 
-_KEYS = {"base_url", "model", "api_key_env", "json_mode", "max_concurrency", "timeout", "token_budget",
-         "language", "prompts_dir"}
+FAILED = "__failed__"  # a cached reply holding only this key is a failure and its reason
 ITEM_FIELDS = ("summary", "mechanism", "why", "risks")
 _LANG_NAMES = {"zh": "Simplified Chinese", "en": "English"}
-
-
-# --- configuration ---------------------------------------------------------------------------------
-
-def _llm_table(settings: Settings) -> dict[str, Any]:
-    path = settings.config_path
-    if path is None or not path.exists():
-        return {}
-    with open(path, "rb") as fh:
-        table = tomllib.load(fh).get("llm", {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [llm] must be a table")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: [llm] unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_KEYS))}")
-    return table
-
-
-@dataclass(frozen=True, slots=True)
-class LlmEndpoint:
-    """Where the model is, as radar.toml `[llm]` and the RADAR_LLM_* overrides resolve it; no key value."""
-
-    base_url: str
-    model: str
-    base_from: str  # "RADAR_LLM_BASE_URL" or "radar.toml [llm]" ("" when unset)
-    key_env: str  # the env var the key is read from ("" when no key is configured)
-
-
-def llm_endpoint(settings: Settings | None, env: Mapping[str, str] | None = None) -> LlmEndpoint:
-    """The endpoint, model and key variable name (`radar doctor` shows these; the key value is never read here)."""
-    env = os.environ if env is None else env
-    table = _llm_table(settings) if settings is not None else {}
-    base_env = env.get("RADAR_LLM_BASE_URL") or ""
-    base = base_env or str(table.get("base_url") or "")
-    key_env = "RADAR_LLM_API_KEY" if env.get("RADAR_LLM_API_KEY") else str(table.get("api_key_env") or "")
-    return LlmEndpoint(base, str(env.get("RADAR_LLM_MODEL") or table.get("model") or ""),
-                       "RADAR_LLM_BASE_URL" if base_env else "radar.toml [llm]" if base else "", key_env)
-
-
-def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmConfig | None:
-    """The `[llm]` table of radar.toml with RADAR_LLM_* overrides; None when no model is configured."""
-    env = os.environ if env is None else env
-    table = _llm_table(settings)
-    point = llm_endpoint(settings, env)
-    base, model = point.base_url, point.model
-    if not model or not base:
-        return None
-    key = env.get(point.key_env, "") if point.key_env else ""
-    mode = table.get("json_mode", "json_object")
-    if mode not in JSON_MODES:
-        raise ConfigError(f"[llm] json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
-    language = table.get("language", "")
-    if language not in ("", "zh", "en"):
-        raise ConfigError(f"[llm] language must be zh or en, not {language!r}")
-    try:
-        return LlmConfig(base_url=str(base), model=str(model), api_key=key, json_mode=mode,
-                         max_concurrency=max(int(table.get("max_concurrency", 4)), 1),
-                         timeout=float(table.get("timeout", 60)), token_budget=int(table.get("token_budget", 200_000)),
-                         language=language)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[llm]: {exc}") from None
-
-
-def use_llm(settings: Settings, flag: bool | None) -> LlmConfig | None:
-    """The config to use: None for --no-llm or no model; an error for --llm without a model."""
-    if flag is False:
-        return None
-    config = llm_config(settings)
-    if flag and config is None:
-        raise ConfigError("--llm needs a model: set [llm] base_url and model in radar.toml, "
-                          "or RADAR_LLM_BASE_URL and RADAR_LLM_MODEL")
-    return config
-
-
-# --- prompts ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Prompt:
-    """A versioned prompt file: system and user templates per language and the reply schema."""
-
-    id: str
-    version: int
-    schema: dict[str, Any]
-    texts: dict[str, dict[str, str]]
-    source: str = ""  # the file it came from (packaged prompts: defaults/prompts/NAME.toml)
-
-
-_PROMPT_KEYS = {"id", "version", "schema", "zh", "en"}
-_ROLES = ("system", "user")
-
-
-def _prompt_problem(data: dict[str, Any], name: str) -> str | None:
-    """What is wrong with a parsed prompt file, or None."""
-    unknown = sorted(set(data) - _PROMPT_KEYS)
-    if unknown:
-        return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_PROMPT_KEYS))}"
-    missing = sorted(_PROMPT_KEYS - set(data))
-    if missing:
-        return f"missing key(s) {', '.join(missing)}"
-    if data["id"] != name:
-        return f"id must be {name!r} (the file name), not {data['id']!r}"
-    version = data["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        return f"version must be an integer >= 1, not {version!r}"
-    schema = data["schema"]
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return '[schema] must be a table with type = "object"'
-    if not isinstance(schema.get("properties", {}), dict) or not all(
-            isinstance(k, str) for k in schema.get("required", [])):
-        return "[schema] properties must be a table and required a list of names"
-    for lang in ("zh", "en"):
-        texts = data[lang]
-        if not isinstance(texts, dict) or set(texts) != set(_ROLES) or not all(
-                isinstance(v, str) for v in texts.values()):
-            return f"[{lang}] must hold exactly the strings system and user"
-    return None
-
-
-def parse_prompt(text: str, name: str, where: str) -> Prompt:
-    """A prompt file's text, validated (keys, id, version, schema, templates); ConfigError naming `where`."""
-    from jinja2 import TemplateSyntaxError
-
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
-    problem = _prompt_problem(data, name)
-    if problem:
-        raise ConfigError(f"{where}: {problem}")
-    for lang in ("zh", "en"):
-        for role in _ROLES:
-            try:
-                _template(data[lang][role])
-            except TemplateSyntaxError as exc:
-                raise ConfigError(f"{where}: [{lang}] {role}, template line {exc.lineno}: {exc.message}") from None
-    return Prompt(data["id"], data["version"], data["schema"], {k: data[k] for k in ("zh", "en")}, where)
-
-
-@lru_cache(maxsize=8)
-def _packaged_prompt(name: str) -> Prompt:
-    text = (resources.files("infra_radar") / "defaults" / "prompts" / f"{name}.toml").read_text(encoding="utf-8")
-    return parse_prompt(text, name, f"defaults/prompts/{name}.toml")
-
-
-@lru_cache(maxsize=16)
-def _user_prompt(path: str, name: str, stamp: tuple[int, int]) -> Prompt:  # stamp: re-read once the file changes
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    return parse_prompt(text, name, path)
-
-
-def load_prompt(name: str, directory: Path | None = None) -> Prompt:
-    """Prompt `name`: the user's `directory/NAME.toml` when it exists, else the packaged `defaults/prompts/NAME.toml`."""
-    if directory is not None:
-        path = directory / f"{name}.toml"
-        try:
-            st = path.stat()
-        except OSError:
-            st = None
-        if st is not None:
-            return _user_prompt(str(path), name, (st.st_mtime_ns, st.st_size))
-    return _packaged_prompt(name)
-
-
-def prompts_dir(settings: Settings) -> Path | None:
-    """Where user prompts override the packaged ones: `[llm] prompts_dir` (relative to radar.toml's folder),
-    else `$RADAR_HOME/prompts`; None when neither exists."""
-    raw = _llm_table(settings).get("prompts_dir", "")
-    if not isinstance(raw, str):
-        raise ConfigError(f"{settings.config_path}: [llm] prompts_dir must be a path string")
-    if raw:
-        path = Path(raw).expanduser()
-        if not path.is_absolute() and settings.config_path is not None:
-            path = settings.config_path.parent / path
-        if not path.is_dir():
-            raise ConfigError(f"{settings.config_path}: [llm] prompts_dir {path} is not a directory")
-        return path
-    home = settings.home / "prompts"
-    return home if home.is_dir() else None
-
-
-def settings_prompt(settings: Settings, name: str) -> Prompt:
-    """Prompt `name` as this configuration sees it (the user's override wins)."""
-    return load_prompt(name, prompts_dir(settings))
-
-
-_ENV = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
-
-
-@lru_cache(maxsize=32)
-def _template(source: str):
-    return _ENV.from_string(source)  # compiling costs ~5 ms; every item of a run shares the template
-
-
-def render_messages(prompt: Prompt, lang: str, values: dict[str, Any]) -> list[dict[str, str]]:
-    """System and user messages of `prompt` in `lang`, rendered with StrictUndefined."""
-    from jinja2 import UndefinedError
-
-    texts = prompt.texts[lang]
-    try:
-        return [{"role": role, "content": _template(texts[role]).render(**values)} for role in _ROLES]
-    except UndefinedError as exc:
-        if not prompt.source.startswith("defaults/"):  # a user's prompt names a variable the stage does not give
-            raise ConfigError(f"{prompt.source}: [{lang}]: {exc.message}") from None
-        raise
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -258,7 +59,10 @@ class LlmRunSummary:
     requests: int = 0
     cached: int = 0
     failed: int = 0
-    dropped: int = 0  # sentences removed by grounding
+    dropped: int = 0  # sentences removed by grounding (all reasons)
+    dropped_by: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (item ref or report, why it fell back)
+    notes: list[str] = field(default_factory=list)  # run-level events (json_schema refused)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prose: dict[str, dict[str, str]] = field(default_factory=dict)  # item ref -> summary/mechanism/why/risks
@@ -269,8 +73,19 @@ class LlmRunSummary:
 
     def line(self) -> str:
         """One line for stderr or the run record."""
+        by = ", ".join(f"{n} {k}" for k, n in self.dropped_by.items())
         return (f"llm {self.model}: {self.requests} request(s), {self.cached} cached, {self.failed} failed, "
-                f"{self.dropped} ungrounded sentence(s) dropped, tokens {self.prompt_tokens}+{self.completion_tokens}")
+                f"{self.dropped} sentence(s) dropped ({by}), tokens {self.prompt_tokens}+{self.completion_tokens}")
+
+    def lines(self) -> list[str]:
+        """The summary line, then one line per failure (rule text used instead) and per run-level note."""
+        return [self.line(), *(f"llm: {key}: rule text kept: {why}" for key, why in self.failures),
+                *(f"llm: {note}" for note in self.notes)]
+
+    def fail(self, key: str, why: str) -> None:
+        self.failed += 1
+        self.failures.append((key, why))
+        self.errors.append(f"{key}: {why}")
 
 
 @dataclass(slots=True)
@@ -300,21 +115,40 @@ def _prose_text(data: Any) -> str:
     return ""
 
 
+def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every prose string of a reply with its path (refs are keys, not prose)."""
+    if isinstance(data, str):
+        yield path, data
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            if k != "ref":
+                yield from _strings(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _strings(v, f"{path}[{i}]")
+
+
 def _checker(lang: str) -> Callable[[dict[str, Any]], str | None]:
+    """Each field on its own must be in `lang` (one Chinese field does not carry an English one)."""
     def check(data: dict[str, Any]) -> str | None:
-        return None if language_ok(_prose_text(data), lang) else f"the prose must be in {_LANG_NAMES[lang]}"
+        wrong = [path for path, text in _strings(data, "") if not field_language_ok(text, lang)]
+        if not wrong:
+            return None
+        return f"{', '.join(wrong[:6])} must be written in {_LANG_NAMES[lang]}"
     return check
 
 
 def _request(job: _Job) -> Request:
-    return Request(job.key, job.messages, job.prompt.schema, job.prompt.id, _checker(job.lang))
+    return Request(job.key, job.messages, job.prompt.schema, job.prompt.id, _checker(job.lang),
+                   max_tokens=job.prompt.max_tokens)
 
 
 _Finish = Callable[[_Job, dict[str, Any]], None]  # what a stage does with a reply (grounding), as it arrives
 
 
 def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, summary: LlmRunSummary,
-             replies: dict[str, dict[str, Any]], seen: list[_Job], finish: _Finish | None = None) -> Iterator[Request]:
+             replies: dict[str, dict[str, Any]], seen: list[_Job], finish: _Finish | None = None,
+             retry_failed: bool = False) -> Iterator[Request]:
     """Requests for the jobs the cache cannot answer, prepared chunk by chunk while earlier ones are sent.
     Chunks grow 4, 4, 8, 16 up to 32 jobs: the first requests go out early, later ones batch the cache lookups."""
     chunk: list[_Job] = []
@@ -327,7 +161,10 @@ def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, su
         cached = llm_cache.get_many(engine, [j.cache_key(model) for j in chunk])
         for j in chunk:
             hit = cached.get(j.cache_key(model))
-            if hit is not None:
+            if hit is not None and FAILED in hit.reply and not retry_failed:
+                summary.cached += 1
+                summary.fail(j.key, f"{hit.reply[FAILED]} (cached; --retry-failed resends it)")
+            elif hit is not None and FAILED not in hit.reply:
                 replies[j.key], summary.cached = hit.reply, summary.cached + 1
                 if finish is not None:
                     finish(j, hit.reply)
@@ -352,17 +189,20 @@ class _Arrivals:
         self.last = time.monotonic()
 
     def add(self, key: str, answer: Reply | LlmError) -> None:
-        if isinstance(answer, LlmError):
-            return
+        if isinstance(answer, RunFailure):
+            return  # the server, the budget or the deadline failed, not this prompt: the next run sends it
         if key not in self.jobs:
             self.jobs.update((j.key, j) for j in self.seen[self.indexed:])
             self.indexed = len(self.seen)
         job = self.jobs[key]
-        self.rows.append((job.cache_key(self.model), Cached(answer.data, answer.prompt_tokens,
-                                                            answer.completion_tokens)))
+        if isinstance(answer, LlmError):  # the same prompt fails the same way at temperature 0: remember why
+            self.rows.append((job.cache_key(self.model), Cached({FAILED: str(answer)}, 0, 0)))
+        else:
+            self.rows.append((job.cache_key(self.model), Cached(answer.data, answer.prompt_tokens,
+                                                                answer.completion_tokens)))
         if len(self.rows) >= 32 or time.monotonic() - self.last >= 1.0:
             self.flush()
-        if self.finish is not None:
+        if self.finish is not None and not isinstance(answer, LlmError):
             self.finish(job, answer.data)
 
     def flush(self) -> None:
@@ -377,7 +217,7 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
     `finish(job, reply)`, when given, runs in this thread for every reply as soon as it is known."""
     replies: dict[str, dict[str, Any]] = {}
     seen: list[_Job] = []
-    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen, finish)
+    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen, finish, config.retry_failed)
     if dry_run:
         list(pending)
         return replies, seen
@@ -390,11 +230,11 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
         if own:
             client.close()
         arrivals.flush()
+    summary.notes.extend(client.notes)
     for job in (j for j in seen if j.key in answers):
         answer = answers[job.key]
         if isinstance(answer, LlmError):
-            summary.failed += 1
-            summary.errors.append(str(answer))
+            summary.fail(job.key, str(answer))
             continue
         summary.requests += 1
         summary.prompt_tokens += answer.prompt_tokens
@@ -403,9 +243,13 @@ def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool,
     return replies, seen
 
 
-def _grounded(text: Any, grounds: Grounds, summary: LlmRunSummary) -> str:
-    kept, dropped = ground(str(text or "").strip(), grounds)
-    summary.dropped += dropped
+def _grounded(text: Any, grounds: Grounds, summary: LlmRunSummary, filler: bool = True) -> str:
+    """`text` (any reply value: only a string is prose) without the sentences that must go, counted by reason.
+    `filler=False` for names (a theme's name is short and need not name an identifier)."""
+    kept, dropped = ground_counted(text.strip() if isinstance(text, str) else "", grounds, filler)
+    for reason, n in dropped.items():
+        summary.dropped_by[reason] += n
+        summary.dropped += n
     return kept
 
 
@@ -426,7 +270,7 @@ def _item_values(ai: AnalysedItem, lang: str, target: str) -> dict[str, Any]:
 def _item_job(ai: AnalysedItem, lang: str, target: str, prompt: Prompt | None = None) -> _Job:
     values = _item_values(ai, lang, target)
     refs = [ai.item.ref, *(lk.ref for lk in ai.analysis.links if lk.repo and lk.number is not None)]
-    grounds = _item_grounds(ai, (str(v) for v in values.values()), refs)
+    grounds = _item_grounds(ai, (str(v) for v in values.values()), refs, lang)
     prompt = prompt or load_prompt("item")
     return _Job(ai.item.ref, prompt, render_messages(prompt, lang, values), grounds, lang)
 
@@ -473,15 +317,26 @@ def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) ->
     prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]
-    return _Job("report", prompt, messages, Grounds.of(messages[1]["content"], refs, inp.repo), lang)
+    by_ref = {ai.item.ref: ai.item for ai in inp.items}
+    names = [by_ref[r].title for r in refs if r in by_ref] + [f.path for r in refs if r in by_ref
+                                                              for f in by_ref[r].files]
+    grounds = Grounds.of(messages[1]["content"], refs, inp.repo, names=names, lang=lang)
+    return _Job("report", prompt, messages, grounds, lang)
 
 
 def _report_prose(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary) -> dict[str, Any]:
-    themes = [{"name": str(th.get("name", "")), "text": _grounded(th.get("text"), grounds, summary)}
-              for th in reply.get("themes", []) if isinstance(th, dict)]
+    """Every string of the weekly reply grounded: the summary, each theme's name (numbers and references only)
+    and text, each recommendation; a theme whose name or text is left empty goes."""
+    themes = []
+    for th in reply.get("themes", []):
+        if isinstance(th, dict):
+            name, text = _grounded(th.get("name"), grounds, summary, filler=False), _grounded(th.get("text"),
+                                                                                               grounds, summary)
+            if name and text:
+                themes.append({"name": name, "text": text})
     recs = [_grounded(r, grounds, summary) for r in reply.get("recommendations", [])]
     return {"executive_summary": _grounded(reply.get("executive_summary"), grounds, summary),
-            "themes": [th for th in themes if th["text"]], "recommendations": [r for r in recs if r]}
+            "themes": themes, "recommendations": [r for r in recs if r]}
 
 
 def _weekly_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -531,13 +386,14 @@ def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
             "decision": decision, "excerpt": mechanism(ai.item.body, 2, 300) or "-"}
 
 
-def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str]) -> Grounds:
+def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang: str = "") -> Grounds:
     """What prose about one item may mention: its body, what the prompt showed of it, its claims' figures
-    and sources, and `refs`."""
+    and sources, and `refs`; its title and files make a sentence specific."""
     claims = ai.analysis.perf_claims
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
     source = "\n".join([ai.item.body, *shown, *(c.source for c in claims)])
-    return Grounds.of(source, refs, ai.item.repo, extra)
+    names = [ai.item.title, *(f.path for f in ai.item.files)]
+    return Grounds.of(source, refs, ai.item.repo, extra, names, lang)
 
 
 def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
@@ -555,7 +411,7 @@ def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows]
     # a conclusion may mention its own item's text and figures, and the items of the prompt
-    per_item = {r["ref"].lower(): _item_grounds(by_ref[r["ref"]], it.values(), refs)
+    per_item = {r["ref"].lower(): _item_grounds(by_ref[r["ref"]], it.values(), refs, lang)
                 for r, it in zip(rows, items, strict=True)}
     repos = {by_ref[r].item.repo for r in refs}
     numbers = [r.rsplit("#", 1)[1] for r in refs]
@@ -563,7 +419,8 @@ def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     bare = [f"#{n}" for n in numbers if numbers.count(n) == 1] if len(repos) > 1 else []
     source = "\n".join([messages[1]["content"], *(by_ref[r].item.body for r in refs)])
     extra = set().union(*(g.numbers for g in per_item.values()))
-    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra)
+    names = [by_ref[r].item.title for r in refs] + [f.path for r in refs for f in by_ref[r].item.files]
+    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang)
     return _Job("daily", prompt, messages, head, lang), per_item
 
 
@@ -608,80 +465,4 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     return summary
 
 
-# --- rendering with prose laid over the rule-based text --------------------------------------------
-
-def _overlay_rows(rows: Iterable[dict[str, Any]], prose: dict[str, dict[str, str]]) -> None:
-    for r in rows:
-        text = prose.get(r["ref"], {}).get("summary")
-        if text:
-            r["summary"] = text
-
-
-def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
-                      focus_weights: dict[str, float] | None = None) -> str:
-    """The weekly report with model prose where it survived grounding, rule text elsewhere."""
-    from .render.markdown import _render
-
-    ctx, t = _weekly_ctx(inp, lang, focus_weights)
-    _overlay_rows(ctx["quick"], summary.prose)
-    _overlay_rows((m for th in ctx["themes"] for m in th["members"]), summary.prose)
-    report = summary.report
-    if report.get("executive_summary"):
-        themes = t["common"]["semi"].join(f"{th['name']}{t['common']['colon']}{th['text']}"
-                                          for th in report.get("themes", []))
-        space = "" if lang == "zh" else " "
-        ctx["summary"] = space.join(x for x in (report["executive_summary"], themes) if x)
-    if report.get("recommendations"):
-        ctx["recommendations"] = report["recommendations"][:5]
-    return _render("weekly.md.j2", ctx, t, None)
-
-
-def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
-                     focus_weights: dict[str, float] | None = None) -> str:
-    """The daily radar with the daily prompt's headline and one-line conclusions and the item prompt's
-    mechanisms where they survived grounding; rule text wherever they did not."""
-    from .render.context import daily_context, load_strings
-    from .render.markdown import _render
-
-    t = load_strings(lang)
-    ctx = daily_context(inp, t, focus_weights)
-    for d in ctx["deep"]:
-        p = summary.prose.get(d["ref"], {})
-        if p.get("mechanism"):
-            d["mechanism"] = " ".join(x for x in (p["mechanism"], p.get("why", "")) if x)
-    _overlay_daily(ctx, summary.report)
-    return _render("daily.md.j2", ctx, t, None)
-
-
-def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any]) -> None:
-    """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title."""
-    conclusions = report.get("conclusions", {})
-    for r in ctx["top"]:
-        if conclusions.get(r["ref"]):
-            r["summary"] = conclusions[r["ref"]]
-    if report.get("headline"):
-        ctx["headline"] = report["headline"]
-
-
-def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
-    """The item card with the model's summary, mechanism, why and risks when they survived grounding."""
-    from .render.context import card_context, load_strings
-    from .render.markdown import _render
-
-    t = load_strings(lang)
-    ctx = card_context(inp, t)
-    p = summary.prose.get(ctx["ref"], {})
-    if p:
-        ctx["summary"] = " ".join(p[k] for k in ITEM_FIELDS if p.get(k))
-    return _render("card.md.j2", ctx, t, None)
-
-
-def card_text(settings: Settings, engine: Engine, inp: Any, flag: bool | None = None) -> str:
-    """The card of a CardInput, with model prose when a model is configured and `flag` is not False."""
-    from .render.markdown import render_card
-
-    config = use_llm(settings, flag)
-    if config is None or not inp.known:
-        return render_card(inp, settings.lang)
-    prose = apply_llm(settings, engine, [inp.item], settings.lang, config=config)
-    return render_card_llm(inp, settings.lang, prose)
+from .llm_render import card_text, merge_recommendations, render_card_llm, render_daily_llm, render_weekly_llm  # noqa: E402

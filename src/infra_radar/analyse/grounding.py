@@ -1,16 +1,23 @@
-"""Grounding of generated prose: a sentence survives only if its numbers and references are known.
+"""Grounding of generated prose: a sentence survives only if its numbers and references are known and it
+says something specific.
 
 A number counts as grounded when it occurs (after normalisation: 1,048.64 = 1048.64 = 1048.640) in the
 source text the prompt was built from (item bodies, titles, extracted claims, counts). A reference
-`#N` or `owner/name#N` counts when it names an item of the prompt's context. Everything else in a
-sentence is the model's wording and is not checked here.
+`#N` or `owner/name#N` counts when it names an item of the prompt's context. A sentence is *filler*
+when it names nothing of its item: no grounded number or reference, and none of the item's terms
+(identifiers, files, APIs, models and the words of its title, minus the generic words of
+defaults/prompts/grounding.toml). A sentence in the wrong language is dropped too. Each check is one
+regular-expression pass: linear in the text.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 
 _REF = re.compile(r"(?<![\w/.-])(?:([A-Za-z0-9][\w.-]*/[\w.-]+))?#(\d+)\b")
 # A number: digits with optional thousands commas and decimals; not part of a longer digit run.
@@ -19,6 +26,35 @@ _NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\d.,]
 _SENTENCE = re.compile(r"(?<=[。！？；])|(?<=[.!?;])\s+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
+# A word or identifier: letters, digits, _ and inner . / - : (vllm_ascend/ops/mla.py, Qwen3-30B, torch.npu).
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[./:-][A-Za-z0-9_]+)*")
+DROP_REASONS = ("ungrounded", "filler", "language")
+
+
+@lru_cache(maxsize=1)
+def generic_words() -> frozenset[str]:
+    """The packaged list of words that never make a sentence specific (defaults/prompts/grounding.toml)."""
+    text = (resources.files("infra_radar") / "defaults" / "prompts" / "grounding.toml").read_text(encoding="utf-8")
+    return frozenset(w.lower() for w in tomllib.loads(text).get("generic", []))
+
+
+# Shaped like a name of code or a model: a digit, one of _ . / : -, or a capital after the first letter.
+_IDENTIFIER = re.compile(r"[\d_./:-]|.[A-Z]")
+
+
+def terms(source: str, names: Iterable[str] = ()) -> set[str]:
+    """What makes a sentence specific: the identifiers of `source` and every word of `names` (titles, file
+    paths, with the parts of a path and a file's stem), lowercase, generic words left out."""
+    generic = generic_words()
+    found = {w.lower() for w in set(_WORD.findall(source)) if _IDENTIFIER.search(w)}
+    for name in names:
+        for m in _WORD.finditer(name):
+            word = m.group().lower()
+            found.add(word)
+            parts = re.split(r"[/:]", word)
+            found.update(parts)
+            found.update(p.rsplit(".", 1)[0] for p in parts if "." in p)
+    return {t for t in found if t not in generic and len(t) >= 2}
 
 
 def normalise(number: str) -> str:
@@ -56,13 +92,16 @@ class Grounds:
     numbers: set[str]
     refs: set[str]  # lowercase owner/name#N
     default_repo: str
+    terms: set[str] = field(default_factory=set)  # lowercase identifiers and title words (see `terms`)
+    lang: str = ""  # the prose language ("" = not checked)
 
     @classmethod
     def of(cls, source: str, item_refs: Iterable[str], default_repo: str,
-           extra_numbers: Iterable[str] = ()) -> Grounds:
-        """Grounds from the prompt's source text, the refs of its items and extra (claim) numbers."""
+           extra_numbers: Iterable[str] = (), names: Iterable[str] = (), lang: str = "") -> Grounds:
+        """Grounds from the prompt's source text, the refs of its items, extra (claim) numbers and the
+        names (titles, files) whose words make a sentence specific."""
         allowed = {r.lower() for r in item_refs}
-        return cls(numbers(source) | set(extra_numbers), allowed, default_repo.lower())
+        return cls(numbers(source) | set(extra_numbers), allowed, default_repo.lower(), terms(source, names), lang)
 
 
 def sentences(text: str) -> list[str]:
@@ -77,13 +116,61 @@ def sentence_ok(sentence: str, grounds: Grounds) -> bool:
     return numbers(sentence) <= grounds.numbers
 
 
-def ground(text: str, grounds: Grounds) -> tuple[str, int]:
-    """`text` without its ungrounded sentences, and how many were dropped."""
-    parts = sentences(text)
-    kept = [s for s in parts if sentence_ok(s, grounds)]
+def specific(sentence: str, grounds: Grounds) -> bool:
+    """Whether `sentence` names something of its item: a reference, a number or one of its terms."""
+    if _REF.search(sentence) or numbers(sentence):
+        return True  # (sentence_ok has already required them grounded)
+    return any(m.group().lower() in grounds.terms for m in _WORD.finditer(sentence))
+
+
+def sentence_language_ok(sentence: str, lang: str) -> bool:
+    """zh: not an English sentence (four Latin words and no Chinese); en: no Chinese."""
+    cjk = _CJK.search(sentence) is not None
+    if lang == "zh":
+        return cjk or len(_LATIN_WORD.findall(sentence)) < 4
+    return not cjk if lang == "en" else True
+
+
+def judge(sentence: str, grounds: Grounds, filler: bool = True) -> str | None:
+    """Why `sentence` must go (one of DROP_REASONS), or None to keep it."""
+    if not sentence_ok(sentence, grounds):
+        return "ungrounded"
+    if grounds.lang and not sentence_language_ok(sentence, grounds.lang):
+        return "language"
+    if filler and not specific(sentence, grounds):
+        return "filler"
+    return None
+
+
+def ground_counted(text: str, grounds: Grounds, filler: bool = True) -> tuple[str, dict[str, int]]:
+    """`text` without the sentences that must go, and how many went for each reason."""
+    kept: list[str] = []
+    dropped = dict.fromkeys(DROP_REASONS, 0)
+    for s in sentences(text):
+        reason = judge(s, grounds, filler)
+        if reason is None:
+            kept.append(s)
+        else:
+            dropped[reason] += 1
     joined = "".join(s if i == 0 or kept[i - 1].endswith(("。", "！", "？", "；")) else f" {s}"
                      for i, s in enumerate(kept))
-    return joined, len(parts) - len(kept)
+    return joined, dropped
+
+
+def ground(text: str, grounds: Grounds, filler: bool = False) -> tuple[str, int]:
+    """`text` without its ungrounded (and, with `filler`, unspecific or wrong-language) sentences, and how many
+    were dropped."""
+    kept, dropped = ground_counted(text, grounds, filler)
+    return kept, sum(dropped.values())
+
+
+def field_language_ok(text: str, lang: str) -> bool:
+    """One reply field on its own: zh fails when it is English (three Latin words, no Chinese; quoting an English
+    title in Chinese prose is fine), en when it holds Chinese."""
+    cjk = _CJK.search(text) is not None
+    if lang == "zh":
+        return cjk or len(_LATIN_WORD.findall(text)) < 3
+    return not cjk if lang == "en" else True
 
 
 def language_ok(text: str, lang: str) -> bool:

@@ -1,0 +1,106 @@
+"""The reports with model prose laid over the rule-based text: weekly, daily, item card."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from .config import Settings
+from .llm_prompts import use_llm
+from .llm_stage import ITEM_FIELDS, LlmRunSummary, _weekly_ctx, apply_llm
+
+
+def _overlay_rows(rows: Iterable[dict[str, Any]], prose: dict[str, dict[str, str]]) -> None:
+    for r in rows:
+        text = prose.get(r["ref"], {}).get("summary")
+        if text:
+            r["summary"] = text
+
+
+def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
+                      focus_weights: dict[str, float] | None = None) -> str:
+    """The weekly report with model prose where it survived grounding, rule text elsewhere."""
+    from .render.markdown import _render
+
+    ctx, t = _weekly_ctx(inp, lang, focus_weights)
+    _overlay_rows(ctx["quick"], summary.prose)
+    _overlay_rows((m for th in ctx["themes"] for m in th["members"]), summary.prose)
+    report = summary.report
+    if report.get("executive_summary"):
+        themes = t["common"]["semi"].join(f"{th['name']}{t['common']['colon']}{th['text']}"
+                                          for th in report.get("themes", []))
+        space = "" if lang == "zh" else " "
+        ctx["summary"] = space.join(x for x in (report["executive_summary"], themes) if x)
+    ctx["recommendations"] = merge_recommendations(ctx["recommendations"], report.get("recommendations", []))
+    return _render("weekly.md.j2", ctx, t, None)
+
+
+def merge_recommendations(rules: list[str], model: list[str], extra: int = 3) -> list[str]:
+    """The rule recommendations, every one kept, then up to `extra` grounded model recommendations that do not
+    repeat one of them (the model rewords, it never replaces)."""
+    seen = {" ".join(r.lower().split()) for r in rules}
+    added = []
+    for rec in model:
+        norm = " ".join(rec.lower().split())
+        if norm not in seen and len(added) < extra:
+            seen.add(norm)
+            added.append(rec)
+    return [*rules, *added]
+
+
+def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
+                     focus_weights: dict[str, float] | None = None) -> str:
+    """The daily radar with the daily prompt's headline and one-line conclusions and the item prompt's
+    mechanisms where they survived grounding; rule text wherever they did not."""
+    from .render.context import daily_context, load_strings
+    from .render.markdown import _render
+
+    t = load_strings(lang)
+    ctx = daily_context(inp, t, focus_weights)
+    for d in ctx["deep"]:
+        p = summary.prose.get(d["ref"], {})
+        if p.get("mechanism"):
+            d["mechanism"] = " ".join(x for x in (p["mechanism"], p.get("why", "")) if x)
+    _overlay_daily(ctx, summary.report)
+    return _render("daily.md.j2", ctx, t, None)
+
+
+def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any]) -> None:
+    """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title."""
+    conclusions = report.get("conclusions", {})
+    for r in ctx["top"]:
+        if conclusions.get(r["ref"]):
+            r["summary"] = conclusions[r["ref"]]
+    if report.get("headline"):
+        ctx["headline"] = report["headline"]
+
+
+def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
+    """The item card with the model's summary, mechanism, why and risks when they survived grounding."""
+    from .render.context import card_context, load_strings
+    from .render.markdown import _render
+
+    t = load_strings(lang)
+    ctx = card_context(inp, t)
+    p = summary.prose.get(ctx["ref"], {})
+    if p:
+        ctx["summary"] = " ".join(p[k] for k in ITEM_FIELDS if p.get(k))
+    return _render("card.md.j2", ctx, t, None)
+
+
+def card_text(settings: Settings, engine: Engine, inp: Any, flag: bool | None = None) -> str:
+    """The card of a CardInput, with model prose when a model is configured and `flag` is not False."""
+    from .render.markdown import render_card
+
+    config = use_llm(settings, flag)
+    if config is None or not inp.known:
+        return render_card(inp, settings.lang)
+    prose = apply_llm(settings, engine, [inp.item], settings.lang, config=config)
+    if not prose.prose.get(inp.item.item.ref):  # say why the card shows the rule text
+        why = prose.failures[0][1] if prose.failures else "every sentence of the reply was dropped " + ", ".join(
+            f"{n} {k}" for k, n in prose.dropped_by.items() if n)
+        print(f"llm: {inp.item.item.ref}: rule text kept: {why}", file=sys.stderr)
+    return render_card_llm(inp, settings.lang, prose)
