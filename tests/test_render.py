@@ -479,7 +479,14 @@ def test_weekly_renders_real_history() -> None:
     text = render_weekly(WeeklyInput("vllm-project/vllm-ascend", window, None, items, [], 5), "en")
     merged = sum(1 for ai in items if ai.item.kind == PR)
     assert f"merged PRs: {merged}" in text and merged > 0
-    daily = render_daily(DailyInput(window, ["vllm-project/vllm-ascend"], items, [], 5, False, GENERATED), "en")
+    daily = render_daily(DailyInput(window, ["vllm-project/vllm-ascend"], items, [], 5, False, GENERATED,
+                                    short_p2_limit=len(items)), "en")
     rows = table_rows(daily, "Short table")
     assert len(rows) == len(items) + 1  # every P2 item listed under the header row
     assert {len(r) for r in rows} == {4}  # whatever the real titles hold, every row keeps its shape
+    folded = render_daily(DailyInput(window, ["vllm-project/vllm-ascend"], items, [], 5, False, GENERATED,
+                                     short_p2_limit=3), "en")
+    assert len(table_rows(folded, "Short table")) == 3 + 1  # the first three P2 rows in full
+    rest = next(ln for ln in folded.splitlines() if "more P2 items" in ln)
+    assert rest.startswith(f"{len(items) - 3} more P2 items")
+    assert rest.count("](https://github.com/vllm-project/vllm-ascend/") == len(items) - 3  # the rest, linked

@@ -126,8 +126,13 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     spread = spread_out([r["checklist"] for r in top_rows], [r.pop("alternates") for r in top_rows])
     for r, steps in zip(top_rows, spread, strict=True):
         r["checklist"] = steps
+    # the short table: every P0/P1 row and the first P2 rows in full; further P2 items by reference only
+    p2 = [ai for ai in short if ai.analysis.priority == "P2"]
+    rest = p2[max(inp.short_p2_limit, 0):]
+    folded = {id(ai) for ai in rest}
     short_rows = [{**row(ai, t), "note": short_note(ai, t, target), "story": _story_text(ai, inp, t)}
-                  for ai in short]
+                  for ai in short if id(ai) not in folded]
+    short_rest = [row(ai, t) for ai in rest]
     deep_views = [{**deep_view(ai, t, _porting(ai, target), tname),
                    "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
     with_data = {ai.item.repo.lower() for ai in inp.items}
@@ -142,6 +147,6 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": n_ranked,
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
-        "watch": watch, "short": short_rows, "checks": [r for r in top_rows if r["checklist"]],
+        "watch": watch, "short": short_rows, "short_rest": short_rest, "checks": [r for r in top_rows if r["checklist"]],
         "refs": _references(top_rows + short_rows, deep, watch, inp.related),
     }

@@ -40,6 +40,7 @@ class DailyInput:
     related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
     stories: dict[str, Any] = field(default_factory=dict)  # by item ref: analyse.stories.Story (one change)
     target: str = "ascend"  # the target platform profile (settings.target)
+    short_p2_limit: int = 10  # P2 rows the short table shows in full; the rest are listed by reference
 
 
 @dataclass
