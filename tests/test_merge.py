@@ -70,3 +70,23 @@ def test_import_time_gives_way_to_a_real_date(settings):
     with engine.connect() as conn:
         stored = _items(conn, _base_query())[0][0]
     assert stored.time_source == "" and stored.updated_at == T3 and stored.when == T3
+
+
+def test_two_versions_of_one_pr_in_separate_batches_settle_on_the_newer(settings):
+    """Two records of one PR in one file, far apart (other batches): the newer wins whatever the order, and a
+    reimport reports them unchanged instead of "2 updated" every time."""
+    engine = open_store(settings)
+
+    def older() -> Item:
+        return item("jsonl", body="Older body.", updated_at=T1, merged_at=T1, closed_at=T1)
+
+    def newer() -> Item:
+        return item("jsonl", body="Newer body.", updated_at=T2, merged_at=T2, closed_at=T2)
+
+    first = save.save_items(engine, [older(), newer()], batch_size=1)
+    assert (first.inserted, first.updated) == (1, 1)
+    for records in ([older(), newer()], [newer(), older()]):
+        again = save.save_items(engine, records, batch_size=1)
+        assert (again.updated, again.unchanged) == (0, 2)
+        with engine.connect() as conn:
+            assert _items(conn, _base_query())[0][0].body == "Newer body."

@@ -44,7 +44,11 @@ def _union_comments(old: list[Comment], new: list[Comment]) -> list[Comment]:
 def merge_items(old: Item, new: Item) -> Item:
     """`new` made never weaker than `old` (the stored item); returns `new`, changed in place."""
     weaker = _rank(new.source) < _rank(old.source)
-    keep_old = weaker  # for title, body, author, files: the stored value stands unless it is empty
+    # an older record of the same standing (two records of one PR in one file, read in any order) does not
+    # replace a newer one: the newest version wins whatever the order, so a reimport changes nothing
+    older = (not weaker and _rank(new.source) == _rank(old.source) and old.time_source != "import"
+             and new.updated_at is not None and old.updated_at is not None and new.updated_at < old.updated_at)
+    keep_old = weaker or older  # for title, body, author, files: the stored value stands unless it is empty
 
     if (keep_old and old.title) or not new.title or (new.title.endswith("(pasted page)") and old.title):
         new.title = old.title  # a page's stand-in title never replaces a real one
