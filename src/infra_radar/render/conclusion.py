@@ -118,9 +118,9 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
         if lead:
             parts.append(e["what_quote"].format(text=clip(lead, int(limits["conclusion_mechanism"]))))
         else:  # no description: the files it changes say what it touches
-            names = [f.path.rsplit("/", 1)[-1] for f in sorted(
-                (f for f in item.files if file_role(f.path) not in ("tests", "docs", "config")),
-                key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
+            code = [f for f in item.files if file_role(f.path) not in ("tests", "docs", "config")]
+            names = [f.path.rsplit("/", 1)[-1] for f in sorted(  # a version bump touches only config: name it
+                code or item.files, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
             if names:
                 parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{n}`" for n in names)))
     module = code_module(item.files) if item.files else ""
