@@ -131,7 +131,7 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
         parts.append(e["number"].format(claim=claim_text(claim, t)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     action = e["action"].format(decision=name(t, "decisions", a.decision))
-    if gpu:
+    if gpu and not a.native:  # a change already made for the target has no GPU mechanism left to port
         caveat = pick(gpu[0].caveat, t["lang"])
         first = re.split(r"[;；]", caveat, maxsplit=1)[0]
         action += c["paren"].format(f"{pick(gpu[0].entry.name, t['lang'])}{c['colon']}{first}")
