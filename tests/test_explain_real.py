@@ -8,6 +8,7 @@ One store is imported and analysed once for the module (~1-2 min: the whole hist
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from importlib import resources
@@ -172,3 +173,36 @@ def test_real_item_explained(reports, ref: str) -> None:
                 assert word in checks, f"{ref}: checklist lacks {word!r}: {checks}"
         assert ("  > - " in mech) == want["bullets"], f"{lang} {ref}: bullets kept? {mech}"
         assert conclusion.strip() and "…" not in conclusion.split("“")[0]
+
+
+# --- golden cards of real items, author text masked ------------------------------------------------
+# The cards of the real items above, whole, as golden files reviewed as diffs. Whatever the author wrote
+# (the title, quoted blocks, quoted sentences, the validation paragraph) is replaced by a marker, so the
+# golden files hold our own output only (structure, identifiers, figures, porting view, checklist, grade):
+# no PR text is copied into the repository. RADAR_UPDATE_GOLDEN=1 rewrites them on purpose.
+
+GOLDEN_REAL = Path(__file__).parent / "golden" / "real"
+_QUOTED_BLOCK = re.compile(r"^(\s*)>.*$(?:\n\1>.*$)*", re.M)
+_QUOTE = re.compile(r"“[^”\n]*”|\"[^\"\n]{12,}\"")
+_HEADING = re.compile(r"^(# \[[^\]]+\]\([^)]+\)) .*?( · [^·\n]+)$", re.M)
+_VALIDATION = re.compile(r"^(- (?:作者的验证：|The author's validation: )).*$", re.M)
+
+
+def masked(card: str) -> str:
+    """A card with the author's own text replaced by ⟨author⟩ markers."""
+    card = _HEADING.sub(r"\1 ⟨title⟩\2", card)
+    card = _QUOTED_BLOCK.sub(lambda m: f"{m.group(1)}> ⟨author⟩", card)
+    card = _VALIDATION.sub(r"\1⟨author⟩", card)
+    return _QUOTE.sub("“⟨author⟩”", card)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("ref", sorted(EXPECT))
+def test_real_item_card_golden(reports, ref: str, lang: str) -> None:
+    text = masked(reports[f"card {lang} {ref}"])
+    path = GOLDEN_REAL / f"{ref.replace('/', '+').replace('#', '+')}.{lang}.md"
+    if os.environ.get("RADAR_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"{path} missing: run with RADAR_UPDATE_GOLDEN=1 and review the diff"
+    assert text == path.read_text(encoding="utf-8"), f"{ref} {lang}: the card differs from {path.name}"
