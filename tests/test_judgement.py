@@ -54,20 +54,9 @@ def store(tmp_path_factory):
         from infra_radar.store import queries
 
         engine = open_store(settings)
-        analysed = [queries.analysed_item(engine, *key) for key in _keys(engine)]
+        analysed = [a for a in queries.analysed_in_window(engine, None) if a.item.number is not None]  # one read
         engine.dispose()
         yield url, settings, [a for a in analysed if a is not None], home
-
-
-def _keys(engine) -> list[tuple[str, int]]:
-    import sqlalchemy as sa
-
-    from infra_radar.store.schema import items, repos
-
-    query = (sa.select(repos.c.name, items.c.number).join(repos, repos.c.id == items.c.repo_id)
-             .where(items.c.number.is_not(None)))
-    with engine.connect() as conn:
-        return [(name, number) for name, number in conn.execute(query)]
 
 
 def test_labelled_set_and_team_part_pass_their_floors(store):
