@@ -14,7 +14,7 @@ from infra_radar.analyse.grounding import Grounds, ground, language_ok, normalis
 from infra_radar.analyse.llm import LlmClient, LlmConfig, LlmError, Request, parse_reply
 from infra_radar.config import Settings, load_settings
 from infra_radar.errors import ConfigError
-from infra_radar.llm_stage import apply_llm, llm_config, load_prompt, render_messages
+from infra_radar.llm_stage import apply_llm, llm_config, load_prompt, render_messages, settings_prompt
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item, PerfClaim
 from infra_radar.pipeline import import_jsonl, open_store, weekly
 from infra_radar.windows import make_window
@@ -367,16 +367,19 @@ def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(m
     top = re.findall(r"^\| (?:P[0-2]|none) \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
     text = report.text
     deep = min(len(top), settings.deep_dive_limit)
-    assert len(top) > deep >= 2 and sent == deep + 1  # the daily prompt, an item prompt per deep dive
+    per = settings_prompt(settings, "daily").items_per_request or len(top)
+    parts = -(-len(top) // per)  # the daily prompt goes in parts of `items_per_request` P0/P1 items
+    assert len(top) > deep >= 2 and sent == deep + parts  # the daily prompt's parts, an item prompt per deep dive
     assert len(server.requests) == sent and again.llm.cached == sent and _daily_plain(again.text) == _daily_plain(text)
     marker = "模型结论" if lang == "zh" else "Model conclusion"
     rows = [line for line in _section(text, "P0 / P1").splitlines() if re.match(r"\| (?:P[0-2]|none) \|", line)]
     assert len(rows) == len(top) and all(marker in row for row in rows)
     headline = "**今日要点**：" if lang == "zh" else "**Headline:** "
-    assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {len(top)} " in text
+    # the headline comes from the first part (the stub counts the items listed in it)
+    assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {min(len(top), per)} " in text
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
     # every daily conclusion and the headline lost one sentence; each item reply two
-    assert report.llm.dropped_by["ungrounded"] == len(top) + 1 + 2 * deep and report.llm.failed == 0
+    assert report.llm.dropped_by["ungrounded"] == len(top) + parts + 2 * deep and report.llm.failed == 0
     mechanism = "The change reworks \"" if lang == "en" else "改动调整了「"
     assert _section(text, "Deep dives" if lang == "en" else "重点机制").count(mechanism) == deep
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
@@ -403,7 +406,7 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
     for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "daily.toml").read_text(encoding="utf-8")
-    assert 'version = 2\n' in packaged and "You write the daily" in packaged
+    assert 'version = 3\n' in packaged and "You write the daily" in packaged
     mine = radar_home / "my-prompts"
     mine.mkdir(parents=True)
     override = mine / "daily.toml"
@@ -416,29 +419,31 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
         code, out, err = _cli(*day)
         assert code == 0 and "**Headline:**" in out, err
         systems = [r["messages"][0]["content"] for r in server.requests]
-        assert sum(s.startswith("OVERRIDE-7f3a. You write the daily") for s in systems) == 1
+        parts = sum(s.startswith("OVERRIDE-7f3a. You write the daily") for s in systems)
+        assert parts == -(-len(re.findall(r"^\| P[01] \|", _section(out, "P0 / P1"), re.M)) // 8) >= 1
         first = next(i for i, s in enumerate(systems) if s.startswith("OVERRIDE-7f3a."))
         sent = len(server.requests)
         assert _cli(*day)[0] == 0 and len(server.requests) == sent  # cached
-        override.write_text(override.read_text().replace("version = 2\n", "version = 3\n"))
-        code, out2, err = _cli(*day)
-        assert code == 0 and len(server.requests) == sent + 1 and "1 request(s)" in err  # only the daily prompt
-        assert server.requests[-1]["messages"] == server.requests[first]["messages"]  # same text, new version
-        code, dry, _ = _cli(*day, "--dry-run")
-        assert code == 0 and len(server.requests) == sent + 1 and "=== daily v3" not in dry  # cached: nothing to show
         override.write_text(override.read_text().replace("version = 3\n", "version = 4\n"))
+        code, out2, err = _cli(*day)
+        assert code == 0 and len(server.requests) == sent + parts and f"{parts} request(s)" in err  # the daily parts
+        again = [r["messages"] for r in server.requests[sent:]]
+        assert server.requests[first]["messages"] in again  # same text, new version
         code, dry, _ = _cli(*day, "--dry-run")
-        assert code == 0 and "=== daily v4 daily ===" in dry and "OVERRIDE-7f3a." in dry
-        assert len(server.requests) == sent + 1  # a dry run sends nothing
+        assert code == 0 and len(server.requests) == sent + parts and "=== daily v4" not in dry  # cached: nothing
+        override.write_text(override.read_text().replace("version = 4\n", "version = 5\n"))
+        code, dry, _ = _cli(*day, "--dry-run")
+        assert code == 0 and "=== daily v5 daily ===" in dry and "OVERRIDE-7f3a." in dry
+        assert len(server.requests) == sent + parts  # a dry run sends nothing
         errors: list[str] = []
-        for broken, needle in [("version = 4\n", "version = \"four\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
+        for broken, needle in [("version = 5\n", "version = \"five\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
                                ("id = \"daily\"", "id = \"daily"), ("{{ date }}", "{{ date }")]:
             override.write_text(override.read_text().replace(broken, needle, 1))
             code, _, err = _cli(*day)
             assert code == 1 and str(override) in err and len(err.strip().splitlines()) == 1, err
             errors.append(err)
             override.write_text(override.read_text().replace(needle, broken, 1))
-        assert len(server.requests) == sent + 1
+        assert len(server.requests) == sent + parts
     assert "version must be an integer" in errors[0] and "invalid TOML" in errors[2] and "template line" in errors[3]
 
 
@@ -523,10 +528,11 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
         monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
         report = daily(settings, engine, since, until)
         sent = len(server.requests)
-        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + 1
+        per = settings_prompt(settings, "daily").items_per_request or len(top)
+        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + -(-len(top) // per)
         assert len(server.requests) == sent
     text = report.text
-    assert f"**今日要点**：今日 P0 / P1 条目共 {len(top)} 项。首先关注 {top[0]}。\n" in text
+    assert f"**今日要点**：今日 P0 / P1 条目共 {min(len(top), per)} 项。首先关注 {top[0]}。\n" in text
     assert _section(text, "P0 / P1").count("模型结论") == len(top) >= 3
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))

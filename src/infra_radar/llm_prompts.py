@@ -114,10 +114,11 @@ class Prompt:
     texts: dict[str, dict[str, str]]
     source: str = ""  # the file it came from (packaged prompts: defaults/prompts/NAME.toml)
     max_tokens: int = 0  # the completion cap sent with each request (0: the server's default)
+    items_per_request: int = 0  # a prompt over many items is sent in parts of this many (0: all at once)
 
 
 _PROMPT_KEYS = {"id", "version", "schema", "zh", "en"}
-_OPTIONAL_KEYS = {"max_tokens"}
+_OPTIONAL_KEYS = {"max_tokens", "items_per_request"}
 _ROLES = ("system", "user")
 
 
@@ -126,9 +127,10 @@ def _prompt_problem(data: dict[str, Any], name: str) -> str | None:
     unknown = sorted(set(data) - _PROMPT_KEYS - _OPTIONAL_KEYS)
     if unknown:
         return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_PROMPT_KEYS | _OPTIONAL_KEYS))}"
-    cap = data.get("max_tokens", 0)
-    if not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 32768:
-        return f"max_tokens must be an integer in [0, 32768], not {cap!r}"
+    for key, top in (("max_tokens", 32768), ("items_per_request", 1000)):
+        cap = data.get(key, 0)
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= top:
+            return f"{key} must be an integer in [0, {top}], not {cap!r}"
     missing = sorted(_PROMPT_KEYS - set(data))
     if missing:
         return f"missing key(s) {', '.join(missing)}"
@@ -169,7 +171,7 @@ def parse_prompt(text: str, name: str, where: str) -> Prompt:
             except TemplateSyntaxError as exc:
                 raise ConfigError(f"{where}: [{lang}] {role}, template line {exc.lineno}: {exc.message}") from None
     return Prompt(data["id"], data["version"], data["schema"], {k: data[k] for k in ("zh", "en")}, where,
-                  data.get("max_tokens", 0))
+                  data.get("max_tokens", 0), data.get("items_per_request", 0))
 
 
 @lru_cache(maxsize=8)

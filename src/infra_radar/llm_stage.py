@@ -396,17 +396,26 @@ def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang:
     return Grounds.of(source, refs, ai.item.repo, extra, names, lang)
 
 
-def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
-               ) -> tuple[_Job, dict[str, Grounds]] | None:
-    """The daily prompt over the window's P0/P1 items, with the grounds of the headline (the job's) and of each
-    item's conclusion (by lowercase ref); None when the window has no P0/P1 item."""
+def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
+                ) -> list[tuple[_Job, dict[str, Grounds]]]:
+    """The daily prompt over the window's P0/P1 items, in parts of the prompt's `items_per_request` (keys
+    "daily", "daily-2", …; the first part's headline is the day's), each with the grounds of its headline
+    (the job's) and of each item's conclusion (by lowercase ref); none when the window has no P0/P1 item."""
     by_ref = {ai.item.ref: ai for ai in inp.items}
     rows = [r for r in ctx["top"] if r["ref"] in by_ref]
-    if not rows:
-        return None
+    size = settings_prompt(settings, "daily").items_per_request or len(rows) or 1
+    parts = [rows[i:i + size] for i in range(0, len(rows), size)]
+    return [_daily_job(settings, by_ref, ctx, lang, part, "daily" if n == 0 else f"daily-{n + 1}")
+            for n, part in enumerate(parts)]
+
+
+def _daily_job(settings: Settings, by_ref: dict[str, AnalysedItem], ctx: dict[str, Any], lang: str,
+               rows: list[dict[str, Any]], key: str) -> tuple[_Job, dict[str, Grounds]]:
+    """One part of the daily prompt (see _daily_jobs)."""
     items = [_daily_item(r, by_ref[r["ref"]]) for r in rows]
     values = {"target": settings.target, "date": ctx["date"], "repos": ", ".join(ctx["repos"]) or "-",
-              "scanned": ctx["scanned"], "ranked": ctx["ranked"], "by_priority": ctx["by_priority"], "items": items}
+              "scanned": ctx["scanned"], "ranked": ctx["ranked"], "by_priority": ctx["by_priority"], "items": items,
+              "total": len(ctx["top"])}
     prompt = settings_prompt(settings, "daily")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows]
@@ -421,7 +430,7 @@ def _daily_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     extra = set().union(*(g.numbers for g in per_item.values()))
     names = [by_ref[r].item.title for r in refs] + [f.path for r in refs for f in by_ref[r].item.files]
     head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang)
-    return _Job("daily", prompt, messages, head, lang), per_item
+    return _Job(key, prompt, messages, head, lang), per_item
 
 
 def _daily_prose(reply: dict[str, Any], head: Grounds, per_item: dict[str, Grounds],
@@ -452,15 +461,20 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     by_ref = {ai.item.ref: ai for ai in inp.items}
     prompt = settings_prompt(settings, "item")
     jobs = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
-    day = _daily_job(settings, inp, ctx, lang)
-    if day is not None:
-        jobs.insert(0, day[0])  # the longest prompt goes out first
+    days = _daily_jobs(settings, inp, ctx, lang)
+    jobs[:0] = [job for job, _ in days]  # the longest prompts go out first
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
     refs = {r["ref"].lower(): r["ref"] for r in ctx["top"]}
+    for job, per_item in days:
+        if job.key in replies:
+            part = _daily_prose(replies[job.key], job.grounds, per_item, refs, summary)
+            if not summary.report:
+                summary.report = {"headline": "", "conclusions": {}}
+            if job.key == "daily":  # the day's headline comes from the part holding the top items
+                summary.report["headline"] = part["headline"]
+            summary.report["conclusions"].update(part["conclusions"])
     for job in jobs:
-        if job.key == "daily" and day is not None and "daily" in replies:
-            summary.report = _daily_prose(replies["daily"], job.grounds, day[1], refs, summary)
-        elif job.key in replies:
+        if job.key in replies and not job.key.startswith("daily"):
             summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
     return summary
 
