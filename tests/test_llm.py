@@ -459,6 +459,7 @@ def test_doctor_reads_llm_from_radar_toml_and_never_prints_the_key(radar_home, m
     for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MY_LLM_KEY", KEY)
+    monkeypatch.setenv("RADAR_DOCTOR_TIMEOUT", "60")  # the stub answers at once, however loaded the machine
     assert _cli("init")[0] == 0
     config = radar_home / "radar.toml"
     base = config.read_text()

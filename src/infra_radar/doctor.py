@@ -18,7 +18,16 @@ from .errors import RadarError
 OK, MISSING, FAIL, SKIP = "OK", "missing", "FAIL", "skipped"
 TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
 LLM_URL_ENV, LLM_KEY_ENV = "RADAR_LLM_BASE_URL", "RADAR_LLM_API_KEY"
-TIMEOUT = 3.0
+TIMEOUT = 3.0  # seconds a probe waits; RADAR_DOCTOR_TIMEOUT changes it (a slow link, a loaded machine)
+
+
+def probe_timeout() -> float:
+    """The probe timeout: RADAR_DOCTOR_TIMEOUT when it is a number of seconds in (0, 600], else TIMEOUT."""
+    try:
+        value = float(os.environ.get("RADAR_DOCTOR_TIMEOUT", TIMEOUT))
+    except ValueError:
+        return TIMEOUT
+    return value if 0 < value <= 600 else TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +117,9 @@ def check_token(env: dict[str, str]) -> Check:
                  "export GITHUB_TOKEN=... (needed by fetch; imports work without)")
 
 
-def reachable(url: str, timeout: float = TIMEOUT) -> str | None:
+def reachable(url: str, timeout: float | None = None) -> str | None:
     """None when a TCP connection to the URL's host and port opens within `timeout`, else the reason."""
+    timeout = probe_timeout() if timeout is None else timeout
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "not an http(s) URL"
@@ -129,7 +139,7 @@ def _failure(exc: BaseException) -> str:
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {TIMEOUT:g}s"
+        return f"no answer within {probe_timeout():g}s"
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, OSError) and seen.strerror:
@@ -138,8 +148,9 @@ def _failure(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def probe_models(base_url: str, key: str, timeout: float = TIMEOUT) -> tuple[int | None, list[str], str]:
+def probe_models(base_url: str, key: str, timeout: float | None = None) -> tuple[int | None, list[str], str]:
     """GET {base_url}/models once: (status or None, model ids served, why it failed)."""
+    timeout = probe_timeout() if timeout is None else timeout
     import httpx
 
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -215,7 +226,7 @@ def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> 
     if status is None and reason.startswith("no answer") and reachable(point.base_url) is None:
         # the port accepts connections but the server is busy generating (llama.cpp answers between tokens)
         return Check("llm", OK if point.model else MISSING,
-                     f"{where} reachable but busy (GET /models unanswered within {TIMEOUT:g}s); {facts}",
+                     f"{where} reachable but busy (GET /models unanswered within {probe_timeout():g}s); {facts}",
                      "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
     if status is None:
         return Check("llm", FAIL, f"{where} unreachable: {reason}; {facts}",
