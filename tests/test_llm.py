@@ -537,3 +537,21 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
     assert _section(text, "P0 / P1").count("模型结论") == len(top) >= 3
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
+
+
+def test_a_model_line_that_only_repeats_the_rule_conclusion_leaves_the_rule_text():
+    """A small model shown the rule conclusion tends to copy it; grounding then cuts its figures. The copy
+    (whole, cut short, or nearly the same) never replaces the rule text; a line of its own does."""
+    from infra_radar.llm_render import _overlay_daily
+
+    rule = "作者：“This PR adds X.”；涉及 `forced_max_seqlen`；Total Step Time 534.13 s → 397.71 s；建议先验证"
+    refs = ["a/b#1", "a/b#2", "a/b#3", "a/b#4"]
+    ctx = {"top": [{"ref": ref, "summary": rule} for ref in refs]}
+    report = {"conclusions": {
+        "a/b#1": "作者：“This PR adds X.”；涉及 `forced_max_seqlen`；",  # cut short
+        "a/b#2": rule,  # whole
+        "a/b#3": "作者：“This PR adds X。”；涉及 `forced_max_seqlen`；Total Step Time 534.13 s → 397.71 s；建议验证",  # near
+        "a/b#4": "`forced_max_seqlen` 统一 micro-batch 的 s_q，Total Step Time 534.13 s → 397.71 s，NPU 上需 A/B。",
+    }}
+    _overlay_daily(ctx, report)
+    assert [r["summary"] == rule for r in ctx["top"]] == [True, True, True, False]

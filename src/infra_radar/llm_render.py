@@ -72,10 +72,26 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any]) -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title."""
     conclusions = report.get("conclusions", {})
     for r in ctx["top"]:
-        if conclusions.get(r["ref"]):
+        if conclusions.get(r["ref"]) and not _copies(conclusions[r["ref"]], r["summary"]):
             r["summary"] = conclusions[r["ref"]]
     if report.get("headline"):
         ctx["headline"] = report["headline"]
+
+
+_PUNCT = "；;。.，,：: \t"
+
+
+def _copies(model: str, rule: str) -> bool:
+    """True when the model's line only repeats the rule text it was shown (whole, or cut short by grounding):
+    it would replace the rule conclusion with less of itself, so the rule text stands."""
+    a, b = model.strip(_PUNCT), rule.strip(_PUNCT)
+    if not a:
+        return True
+    if a in b:
+        return True
+    from difflib import SequenceMatcher
+
+    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.85
 
 
 def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
