@@ -403,20 +403,20 @@ def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     (the job's) and of each item's conclusion (by lowercase ref); none when the window has no P0/P1 item."""
     by_ref = {ai.item.ref: ai for ai in inp.items}
     rows = [r for r in ctx["top"] if r["ref"] in by_ref]
-    size = settings_prompt(settings, "daily").items_per_request or len(rows) or 1
+    prompt = settings_prompt(settings, "daily")  # read once: a user's prompt file is parsed on each call
+    size = prompt.items_per_request or len(rows) or 1
     parts = [rows[i:i + size] for i in range(0, len(rows), size)]
-    return [_daily_job(settings, by_ref, ctx, lang, part, "daily" if n == 0 else f"daily-{n + 1}")
+    return [_daily_job(settings, prompt, by_ref, ctx, lang, part, "daily" if n == 0 else f"daily-{n + 1}")
             for n, part in enumerate(parts)]
 
 
-def _daily_job(settings: Settings, by_ref: dict[str, AnalysedItem], ctx: dict[str, Any], lang: str,
-               rows: list[dict[str, Any]], key: str) -> tuple[_Job, dict[str, Grounds]]:
+def _daily_job(settings: Settings, prompt: Prompt, by_ref: dict[str, AnalysedItem], ctx: dict[str, Any],
+               lang: str, rows: list[dict[str, Any]], key: str) -> tuple[_Job, dict[str, Grounds]]:
     """One part of the daily prompt (see _daily_jobs)."""
     items = [_daily_item(r, by_ref[r["ref"]]) for r in rows]
     values = {"target": settings.target, "date": ctx["date"], "repos": ", ".join(ctx["repos"]) or "-",
               "scanned": ctx["scanned"], "ranked": ctx["ranked"], "by_priority": ctx["by_priority"], "items": items,
               "total": len(ctx["top"])}
-    prompt = settings_prompt(settings, "daily")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows]
     # a conclusion may mention its own item's text and figures, and the items of the prompt

@@ -207,7 +207,6 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
         "topics": names(t, "topics", a.topics), "risks": [name(t, "risks", r) for r in a.risk_labels],
         "summary": pick(a.summary, lang) or t["common"]["no_summary"],
         "importance": a.importance, "insight": a.insight,
-        "checklist": [pick(step, lang) for step in a.checklist if pick(step, lang)],
     }
 
 
