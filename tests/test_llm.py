@@ -406,7 +406,9 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
     for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "daily.toml").read_text(encoding="utf-8")
-    assert 'version = 3\n' in packaged and "You write the daily" in packaged
+    v = int(re.search(r"^version = (\d+)$", packaged, re.M).group(1))
+    per = int(re.search(r"^items_per_request = (\d+)$", packaged, re.M).group(1))
+    assert "You write the daily" in packaged
     mine = radar_home / "my-prompts"
     mine.mkdir(parents=True)
     override = mine / "daily.toml"
@@ -420,23 +422,23 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
         assert code == 0 and "**Headline:**" in out, err
         systems = [r["messages"][0]["content"] for r in server.requests]
         parts = sum(s.startswith("OVERRIDE-7f3a. You write the daily") for s in systems)
-        assert parts == -(-len(re.findall(r"^\| P[01] \|", _section(out, "P0 / P1"), re.M)) // 8) >= 1
+        assert parts == -(-len(re.findall(r"^\| P[01] \|", _section(out, "P0 / P1"), re.M)) // per) >= 1
         first = next(i for i, s in enumerate(systems) if s.startswith("OVERRIDE-7f3a."))
         sent = len(server.requests)
         assert _cli(*day)[0] == 0 and len(server.requests) == sent  # cached
-        override.write_text(override.read_text().replace("version = 3\n", "version = 4\n"))
+        override.write_text(override.read_text().replace(f"version = {v}\n", f"version = {v + 1}\n"))
         code, out2, err = _cli(*day)
         assert code == 0 and len(server.requests) == sent + parts and f"{parts} request(s)" in err  # the daily parts
         again = [r["messages"] for r in server.requests[sent:]]
         assert server.requests[first]["messages"] in again  # same text, new version
         code, dry, _ = _cli(*day, "--dry-run")
-        assert code == 0 and len(server.requests) == sent + parts and "=== daily v4" not in dry  # cached: nothing
-        override.write_text(override.read_text().replace("version = 4\n", "version = 5\n"))
+        assert code == 0 and len(server.requests) == sent + parts and f"=== daily v{v + 1}" not in dry  # cached: nothing
+        override.write_text(override.read_text().replace(f"version = {v + 1}\n", f"version = {v + 2}\n"))
         code, dry, _ = _cli(*day, "--dry-run")
-        assert code == 0 and "=== daily v5 daily ===" in dry and "OVERRIDE-7f3a." in dry
+        assert code == 0 and f"=== daily v{v + 2} daily ===" in dry and "OVERRIDE-7f3a." in dry
         assert len(server.requests) == sent + parts  # a dry run sends nothing
         errors: list[str] = []
-        for broken, needle in [("version = 5\n", "version = \"five\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
+        for broken, needle in [(f"version = {v + 2}\n", "version = \"five\"\n"), ("[en]\n", "[en]\nsytem = 'x'\n"),
                                ("id = \"daily\"", "id = \"daily"), ("{{ date }}", "{{ date }")]:
             override.write_text(override.read_text().replace(broken, needle, 1))
             code, _, err = _cli(*day)

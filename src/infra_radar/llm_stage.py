@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -377,13 +378,15 @@ def _daily_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> dict[st
 
 
 def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
-    from .render.context import claim_phrase, mechanism
+    from .render.context import claim_phrase, mechanism, top_files
 
     decision = row["decision"] + (f" ({row['decision_reason']})" if row["decision_reason"] else "")
+    # "summary" (the rule conclusion) stays available to a user's prompt file; the packaged one leaves it out
     return {"ref": row["ref"], "priority": row["priority"], "state": row["state"], "grade": row["grade"],
             "kind": row["kind"], "topics": row["topics"], "title": row["title"], "summary": row["summary"],
+            "files": ", ".join(top_files(ai.item.files, 5)) or "-",
             "claims": "; ".join(claim_phrase(c) for c in ai.analysis.perf_claims) or "-",
-            "decision": decision, "excerpt": mechanism(ai.item.body, 2, 300) or "-"}
+            "decision": decision, "excerpt": mechanism(ai.item.body, 2, 400) or "-"}
 
 
 def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang: str = "") -> Grounds:
@@ -445,7 +448,15 @@ def _daily_prose(reply: dict[str, Any], head: Grounds, per_item: dict[str, Groun
         text = _grounded(entry.get("conclusion"), grounds, summary)
         if text:
             conclusions[ref] = text
-    return {"headline": _grounded(reply.get("headline"), head, summary), "conclusions": conclusions}
+    headline = _grounded(reply.get("headline"), head, summary)
+    if headline and not _NAMES_ITEM.search(headline):  # "…: today's highlights" names no change of the day
+        summary.dropped_by["filler"] += 1
+        summary.dropped += 1
+        headline = ""
+    return {"headline": headline, "conclusions": conclusions}
+
+
+_NAMES_ITEM = re.compile(r"#\d")  # a headline must point at an item of the day (refs are grounded already)
 
 
 def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: bool = False, *,
