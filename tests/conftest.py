@@ -44,6 +44,32 @@ def radar_home(tmp_path, monkeypatch, request) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def full_store(tmp_path_factory) -> tuple[Path, str]:
+    """(RADAR_HOME, store URL) of one store holding all shared history and every page under ../shared/data/pages,
+    analysed: built once per session for the modules that read the whole history (explain_real, judgement).
+    They only add to it (a watch entry), never change what is stored."""
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    if not (SHARED / "git").is_dir():
+        pytest.skip("../shared/data is not available")
+    home = tmp_path_factory.mktemp("full") / "home"
+    home.mkdir()
+    url = _fresh_schema("full-store-session") if TEST_DB_URL else f"sqlite:///{home / 'radar.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RADAR_HOME", str(home))
+        mp.delenv("RADAR_DB_URL", raising=False)
+        runner = CliRunner()
+        for args in (["import-jsonl", *sorted(str(p) for p in (SHARED / "git").glob("*.jsonl.gz"))],
+                     *(["import-page", str(page)] for page in sorted((SHARED / "pages").rglob("*.txt"))),
+                     ["analyze"]):
+            result = runner.invoke(main, ["--db", url, *args])
+            assert result.exit_code == 0, result.output
+    return home, url
+
+
 @pytest.fixture
 def settings(radar_home):
     return load_settings()

@@ -3,7 +3,7 @@ conclusion that only echoes its title, nothing cut inside a word, no checklist s
 HTML entity, no local or token link, no weekly theme over 40% of the week, and a watched PR never
 reported in a state it reached after the window. Also the explained view of seven real items.
 
-One store is imported and analysed once for the module (~1-2 min: the whole history and 25 pages).
+The store of all history and the 25 pages is the session's (conftest.full_store), built once.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-from .conftest import SHARED, TEST_DB_URL, _fresh_schema
+from .conftest import SHARED
 from .report_checks import (
     ENTITY,
     WORD,
@@ -46,22 +46,14 @@ def radar(*args: str, code: int = 0) -> str:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict[str, str]:
-    if not (SHARED / "git").is_dir():
-        pytest.skip("../shared/data is not available")
-    root = tmp_path_factory.mktemp("explain")
-    env = {"RADAR_HOME": str(root / "home")}
-    if TEST_DB_URL:
-        env["RADAR_DB_URL"] = _fresh_schema(f"{__name__}-all")
-    out = root / "out"
+def reports(full_store, tmp_path_factory) -> dict[str, str]:
+    home, url = full_store  # the session's store of all shared history and the 25 pages, analysed
+    env = {"RADAR_HOME": str(home), "RADAR_DB_URL": url}
+    out = tmp_path_factory.mktemp("explain") / "out"
     texts: dict[str, str] = {}
     with pytest.MonkeyPatch.context() as mp:
         for var, value in env.items():
             mp.setenv(var, value)
-        radar("import-jsonl", *sorted(str(p) for p in (SHARED / "git").glob("*.jsonl.gz")))
-        for page in sorted((SHARED / "pages").rglob("*.txt")):
-            radar("import-page", str(page))
-        radar("analyze")
         radar("watch", "add", WATCHED, "--reason", "waiting for the merge")
         for lang in ("zh", "en"):
             for since, until in WINDOWS:

@@ -20,10 +20,7 @@ from click.testing import CliRunner
 from infra_radar.cli import main
 from infra_radar.config import load_settings
 
-from .conftest import SHARED, TEST_DB_URL, _fresh_schema
-
 DEV_SET = Path(__file__).resolve().parents[1] / "data" / "labels" / "dev.jsonl"
-PAGES = SHARED / "pages" / "threads-2026-07-02"
 HOUSEKEEPING = {"docs", "ci", "test"}
 LIGHT_PHRASES = ("docs/tests/CI/config only", "documentation only", "CI / build images only",
                  "configuration files only", "tests only")
@@ -31,24 +28,12 @@ CODE_SUFFIXES = (".py", ".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh")
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """(db url, settings, analysed items) of a store holding all shared history and the 2026-07-02 pages."""
-    if not (SHARED / "git").is_dir():
-        pytest.skip("../shared/data is not available")
-    home = tmp_path_factory.mktemp("judgement")
-    url = _fresh_schema("judgement-module") if TEST_DB_URL else f"sqlite:///{home / 'radar.db'}"
+def store(full_store):
+    """(db url, settings, analysed items, home) of the session's store of all shared history and pages."""
+    home, url = full_store
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(home))
         mp.delenv("RADAR_DB_URL", raising=False)
-        runner = CliRunner()
-        exports = sorted(str(p) for p in (SHARED / "git").glob("*.jsonl.gz"))
-        result = runner.invoke(main, ["--db", url, "import-jsonl", *exports])
-        assert result.exit_code == 0, result.output
-        for page in sorted(PAGES.glob("*.txt")):
-            result = runner.invoke(main, ["--db", url, "import-page", str(page)])
-            assert result.exit_code == 0, result.output
-        result = runner.invoke(main, ["--db", url, "analyze"])
-        assert result.exit_code == 0, result.output
         settings = load_settings(db_url=url)
         from infra_radar.pipeline import open_store
         from infra_radar.store import queries

@@ -333,7 +333,9 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     assert run.dropped_by["ungrounded"] == 2 + 2 + 2 * 2  # headline, #77's conclusion, two sentences of each item reply
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
-    assert "| TTFT fell from 1,048.64 ms to 512 ms. |" in text and INVENTED_NUMBER not in text
+    # the model's line, then the rules' module and decision (its figure is the model's already)
+    assert "| TTFT fell from 1,048.64 ms to 512 ms; in `infer_npu/ops/`; track only |" in text
+    assert INVENTED_NUMBER not in text
     again = daily_llm(settings, engine, inp, "en", config=config)
     assert len(stub.requests) == 3 and again.cached == 3 and again.report == run.report
 
@@ -548,12 +550,20 @@ def test_a_model_line_that_only_repeats_the_rule_conclusion_leaves_the_rule_text
 
     rule = "作者：“This PR adds X.”；涉及 `forced_max_seqlen`；Total Step Time 534.13 s → 397.71 s；建议先验证"
     refs = ["a/b#1", "a/b#2", "a/b#3", "a/b#4"]
-    ctx = {"top": [{"ref": ref, "summary": rule} for ref in refs]}
+    rest = ["位于 `verl/models/mcore/`", "Total Step Time 534.13 s → 397.71 s", "建议先验证"]
+    refs = ["a/b#1", "a/b#2", "a/b#3", "a/b#4", "a/b#5", "a/b#6"]
+    title = "[megatron, perf] feat: pad BSHD micro-batches to mini-batch max seq_len"
+    ctx = {"top": [{"ref": ref, "summary": rule, "summary_rest": rest, "title": title} for ref in refs]}
+    own = "`forced_max_seqlen` 让同一 mini-batch 的 micro-batch 共用 s_q 形状，cuDNN 图不再反复构建。"
     report = {"conclusions": {
         "a/b#1": "作者：“This PR adds X.”；涉及 `forced_max_seqlen`；",  # cut short
         "a/b#2": rule,  # whole
         "a/b#3": "作者：“This PR adds X。”；涉及 `forced_max_seqlen`；Total Step Time 534.13 s → 397.71 s；建议验证",  # near
-        "a/b#4": "`forced_max_seqlen` 统一 micro-batch 的 s_q，Total Step Time 534.13 s → 397.71 s，NPU 上需 A/B。",
+        "a/b#4": own,
+        "a/b#5": "将 BSHD micro-batches 填充到 mini-batch max seq_len。",  # the title translated: nothing new
+        "a/b#6": "",
     }}
     _overlay_daily(ctx, report)
-    assert [r["summary"] == rule for r in ctx["top"]] == [True, True, True, False]
+    assert [r["summary"] == rule for r in ctx["top"]] == [True, True, True, False, True, True]
+    # the model's own line says what changed; the rules' figure and decision follow it
+    assert ctx["top"][3]["summary"] == "；".join([own.rstrip("。"), *rest])

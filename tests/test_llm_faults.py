@@ -169,7 +169,10 @@ def test_max_tokens_comes_from_the_prompt_and_the_repair_says_which_field_is_wro
         english = '{"summary": "This reworks rope.", "mechanism": "融合 rope 算子。", "why": "昇腾需要。", "risks": "无。"}'
         stub.script.append(("content", english))
         apply_llm(settings, open_store(settings), [_item()], "zh", config=LlmConfig(stub.base_url, "stub-model"))
-    assert stub.requests[0]["max_tokens"] == 512  # defaults/prompts/item.toml
+    from importlib import resources
+
+    packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "item.toml").read_text(encoding="utf-8")
+    assert stub.requests[0]["max_tokens"] == int(re.search(r"^max_tokens = (\d+)$", packaged, re.M).group(1))
     repair = stub.requests[1]["messages"][-1]["content"]
     assert "summary" in repair and "mechanism" not in repair and "Chinese" in repair
 

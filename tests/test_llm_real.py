@@ -24,10 +24,10 @@ from infra_radar.cli import main
 URL, MODEL = os.environ.get("RADAR_TEST_LLM_URL", ""), os.environ.get("RADAR_TEST_LLM_MODEL", "")
 pytestmark = pytest.mark.skipif(not (URL and MODEL), reason="real-model pass: RADAR_TEST_LLM_URL/MODEL not set "
                                                             "(scripts/test.sh starts scripts/model_server.sh)")
-FILES = ("vllm-project+vllm-ascend.jsonl.gz", "THUDM+slime.jsonl.gz")
-# the vllm-ascend part of the team's 2026-07-02 day (the daily prompt and one deep dive) and a small slime week
-# (one listed item and the weekly prompt): 4 prompts
-DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z", "--repo", "vllm-project/vllm-ascend")
+FILES = ("ByteDance-Seed+VeOmni.jsonl.gz", "THUDM+slime.jsonl.gz")
+# the VeOmni part of the team's 2026-07-02 day (its three P0/P1 items: one daily prompt, no deep dive) and a small
+# slime week (one listed item and the weekly prompt): 3 prompts, about a minute with the 0.5B on 2 cores
+DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z", "--repo", "ByteDance-Seed/VeOmni")
 WEEK = ("--repo", "THUDM/slime", "--week", "2026-W25")
 SUMMARY = re.compile(r"^llm (\S+): (\d+) request\(s\), (\d+) cached, (\d+) failed, (\d+) sentence\(s\) dropped "
                      r"\((\d+) ungrounded, (\d+) filler, (\d+) language\)", re.M)
@@ -69,7 +69,7 @@ def home(radar_home: Path, shared_data: Path, tmp_path: Path) -> str:
     radar_home.mkdir(parents=True, exist_ok=True)
     # generous: a loaded 2-core machine may take minutes per prompt; nothing asserts speed
     (radar_home / "radar.toml").write_text(
-        f'deep_dive_limit = 1\n[llm]\nbase_url = "{URL}"\nmodel = "{MODEL}"\nmax_concurrency = 2\n'
+        f'deep_dive_limit = 0\n[llm]\nbase_url = "{URL}"\nmodel = "{MODEL}"\nmax_concurrency = 2\n'
         'timeout = 600\nrun_deadline = 3600\n')
     texts = []
     for i, name in enumerate(FILES):

@@ -64,16 +64,24 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
         p = summary.prose.get(d["ref"], {})
         if p.get("mechanism"):
             d["mechanism"] = " ".join(x for x in (p["mechanism"], p.get("why", "")) if x)
-    _overlay_daily(ctx, summary.report)
+    _overlay_daily(ctx, summary.report, t["common"]["semi"])
     return _render("daily.md.j2", ctx, t, None)
 
 
-def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any]) -> None:
-    """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title."""
+def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；") -> None:
+    """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
+    that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
+    from .analyse.grounding import numbers
+    from .render.conclusion import echoes
+
     conclusions = report.get("conclusions", {})
     for r in ctx["top"]:
-        if conclusions.get(r["ref"]) and not _copies(conclusions[r["ref"]], r["summary"]):
-            r["summary"] = conclusions[r["ref"]]
+        line = conclusions.get(r["ref"], "")
+        if line and not _copies(line, r["summary"]) and not echoes(line, r["title"]):
+            # the model says what changed; where, the headline figure and the decision stay the rules'
+            said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
+            rest = [p for p in r.get("summary_rest", []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
+            r["summary"] = semi.join([line.rstrip(_PUNCT), *rest])
     if report.get("headline"):
         ctx["headline"] = report["headline"]
 

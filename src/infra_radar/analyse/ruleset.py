@@ -157,17 +157,37 @@ class RuleSet:
         data = {name: load_rule_file(name, settings) for name in RULE_FILES}
         return _compile(data, settings)
 
+    @classmethod
+    def version_of(cls, settings: Settings) -> str:
+        """The version `load` gives, from the files' bytes alone (nothing parsed or compiled): enough to tell
+        whether any item needs analysing, which is all a command showing one card needs when the store is
+        up to date."""
+        return _version(settings)
+
     def classes(self, path: str) -> frozenset[str]:
         """The glob classes (`topic:attention`, `sig:triton`, `light`, ...) a changed path falls in."""
         return self.globs.classes(path)
 
 
-def _version(data: Mapping[str, Any], settings: Settings) -> str:
-    # Everything an analysis depends on: the rule tables, the claim rules and the code version, and
-    # the settings the rules read (target profile, focus), so changing any of them re-analyses.
-    claims = (DEFAULTS / "rules" / "claims.toml").read_text(encoding="utf-8")
-    code = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()
-    blob = json.dumps({"engine": ENGINE_VERSION, "code": code, "rules": data, "claims": claims, "target": settings.target,
+def _version(settings: Settings) -> str:
+    # Everything an analysis depends on: the rule files (packaged and the user's copies, as bytes), the claim
+    # rules and the code version, and the settings the rules read (target profile, focus), so changing any of
+    # them re-analyses.
+    rules = DEFAULTS / "rules"
+    files = [rules / f"{name}.toml" for name in RULE_FILES]
+    if settings.rules_dir is not None:
+        files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
+    files += [rules / "claims.toml", *sorted(Path(__file__).parent.glob("*.py"))]
+    digest = hashlib.sha256()
+    for path in files:
+        try:
+            body = path.read_bytes()
+        except FileNotFoundError:  # a rule file the user did not override
+            body = b"-"
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        digest.update(hashlib.sha256(body).digest())
+    blob = json.dumps({"engine": ENGINE_VERSION, "files": digest.hexdigest(), "target": settings.target,
                        "focus": sorted(settings.focus), "weights": settings.focus_weights},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
@@ -194,7 +214,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     template = bots.get("template", {})
     lines = template.get("lines", [])
     return RuleSet(
-        version=_version(data, settings), target=settings.target, data=data, index=index, globs=globs,
+        version=_version(settings), target=settings.target, data=data, index=index, globs=globs,
         kind_rules=kind_rules, at_start=at_start, issue_rules=issue_rules, topics=topics,
         profile=profile, signal_labels=labels,
         priority_rules=[_rule(r, (r.get("priority", "none"), _text(r.get("why"), "priority.rule.why")))

@@ -98,6 +98,13 @@ def claim_text(c: PerfClaim, t: dict[str, Any]) -> str:
 
 def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> str:
     """One line: mechanism (identifiers), where, headline number, what to do."""
+    what, rest = conclusion_parts(ai, t, porting)
+    return t["common"]["semi"].join(what + rest)
+
+
+def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> tuple[list[str], list[str]]:
+    """The conclusion's parts: (what changed: the author's sentence and identifiers, or the kind; the rest:
+    where, headline number, what to do). Model prose may say the first better; the rest are the rules' facts."""
     c, e = t["common"], t["explain"]
     limits = explain_rules()["limits"]
     item, a = ai.item, ai.analysis
@@ -123,6 +130,7 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
                 code or item.files, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
             if names:
                 parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{n}`" for n in names)))
+    what = len(parts)
     module = code_module(item.files) if item.files else ""
     if module:
         parts.append(e["where"].format(module=module))
@@ -138,4 +146,5 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
     parts.append(action)
     if len(parts) == 1:  # nothing of its own to say: name the kind and what kind of files
         parts.insert(0, e["kind_only"].format(kind=name(t, "kinds", a.item_kind)))
-    return c["semi"].join(parts)
+        what = 1
+    return parts[:what], parts[what:]

@@ -21,7 +21,7 @@ from .base import (
     row,
 )
 from .checklist import checklist_options, spread_out
-from .conclusion import conclusion
+from .conclusion import conclusion, conclusion_parts
 from .deepdive import deep_view, grade_with_porting
 from .explain import clickable, described
 from .inputs import DailyInput, WatchRecheck
@@ -40,7 +40,9 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> s
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> dict[str, Any]:
     porting = _porting(ai, target)
     view = row(ai, t)
-    view["summary"] = conclusion(ai, t, porting)
+    what, rest = conclusion_parts(ai, t, porting)
+    view["summary"] = t["common"]["semi"].join(what + rest)
+    view["summary_rest"] = rest  # where, figure, decision: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
     return view
