@@ -18,18 +18,67 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 TEST_DB_URL = os.environ.get("RADAR_TEST_DB_URL", "")  # e.g. from scripts/postgres.sh: run the suite on PostgreSQL
 
 
+@functools.cache
+def _admin_engine():
+    """One pooled connection to the test cluster for the whole session (a new engine per test cost a
+    connection handshake each time)."""
+    import sqlalchemy as sa
+
+    return sa.create_engine(TEST_DB_URL, pool_size=1, max_overflow=0)
+
+
 def _fresh_schema(name: str) -> str:
     """A new, empty PostgreSQL schema for one test; the URL that makes it the only one searched."""
     import sqlalchemy as sa
 
     schema = "t_" + hashlib.sha1(name.encode()).hexdigest()[:16]
-    engine = sa.create_engine(TEST_DB_URL)
-    with engine.begin() as conn:
+    with _admin_engine().begin() as conn:
         conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
         conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    engine.dispose()
     sep = "&" if "?" in TEST_DB_URL else "?"
     return f"{TEST_DB_URL}{sep}options=-csearch_path%3D{schema}"
+
+
+# --- tests that never open a store ----------------------------------------------------------------
+# A test (or module, via pytestmark) marked `no_store` runs in the SQLite pass only: the PostgreSQL pass
+# would repeat it unchanged. The SQLite pass checks the mark: such a test that connects to a store, or
+# leaves a database file under its tmp_path (a radar subprocess), fails.
+_CONNECTS = [0]
+
+
+def _count_connect(*_args) -> None:
+    _CONNECTS[0] += 1
+
+
+def pytest_configure(config) -> None:
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    config.addinivalue_line("markers", "no_store: never opens a store (run in the SQLite pass only)")
+    if not event.contains(Engine, "engine_connect", _count_connect):
+        event.listen(Engine, "engine_connect", _count_connect)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if not TEST_DB_URL:
+        return
+    free = [item for item in items if item.get_closest_marker("no_store")]
+    if free:
+        config.hook.pytest_deselected(items=free)
+        items[:] = [item for item in items if not item.get_closest_marker("no_store")]
+
+
+@pytest.fixture(autouse=True)
+def _no_store_guard(request, tmp_path):
+    if request.node.get_closest_marker("no_store") is None:
+        yield
+        return
+    before = _CONNECTS[0]
+    yield
+    opened = _CONNECTS[0] - before
+    files = [p.name for p in tmp_path.rglob("*.db")]
+    assert not opened and not files, (f"{request.node.nodeid} is marked no_store but opened a store "
+                                      f"({opened} connection(s), files {files}): remove the mark")
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,8 @@ from infra_radar.models import PerfClaim
 
 from .conftest import export_commits
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 DATA = Path(__file__).parent / "data" / "claims"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -22,6 +22,8 @@ from infra_radar.render.explain import clickable, clip, explain_body, identifier
 from infra_radar.render.inputs import DailyInput
 from infra_radar.render.markdown import inline
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 BODY = """### What does this PR do?
 
 Each micro-batch was padded to its own `seqlens_in_batch.max()`, so the shapes vary and every new shape

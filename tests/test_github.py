@@ -26,6 +26,8 @@ from infra_radar.sources.github import (
 
 from .github_stub import FIXTURES, GitHubStub, load_repos
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 TOKEN = "ghp_MARKERtoken0123456789abcdefSECRET"
 ROOT = Path(__file__).resolve().parents[1]
 

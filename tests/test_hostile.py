@@ -53,6 +53,7 @@ def test_an_endless_body_stops_at_the_byte_cap():
     assert server.seen[0].sent < 20_000_000
 
 
+@pytest.mark.no_store
 def test_a_body_trickled_a_byte_at_a_time_ends_at_the_total_time():
     # each byte arrives well within the 5 s read timeout: only a total time per request can end this
     with Hostile(mode="trickle", interval=0.05, limit=400) as server, client(server.url, total_timeout=0.5) as c:
@@ -63,6 +64,7 @@ def test_a_body_trickled_a_byte_at_a_time_ends_at_the_total_time():
     assert server.seen[0].sent - head < 200  # about 10 body bytes in 0.5 s; without the bound, all 340
 
 
+@pytest.mark.no_store
 def test_headers_trickled_a_byte_at_a_time_end_at_the_total_time():
     with Hostile(mode="trickle_head", interval=0.05, limit=300) as server, client(server.url, total_timeout=0.5) as c:
         with pytest.raises(PageError, match="no complete answer"):

@@ -17,6 +17,8 @@ from infra_radar.analyse.rules import RuleSet, analyse_item, load_noise_patterns
 from infra_radar.models import Item
 from infra_radar.sources.history import BodyCleaner
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 SMALL, FACTOR, BOUND = 8192, 8, 24.0
 
 

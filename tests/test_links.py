@@ -23,6 +23,8 @@ from infra_radar.analyse.links import (
     title_key,
 )
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 REPO = "acme/infer-npu"
 
 

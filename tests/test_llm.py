@@ -108,6 +108,7 @@ def test_5xx_retries_then_gives_up_with_a_scrubbed_message(stub):
     assert "HTTP 503" in str(err.value) and KEY not in str(err.value) and len(stub.requests) == 4
 
 
+@pytest.mark.no_store
 def test_a_timed_out_request_is_not_resent(stub):
     stub.script.append(("slow", 0.6))
     with pytest.raises(LlmError, match="not resent"):

@@ -108,6 +108,7 @@ def _finishes(fn, limit: float = 60.0):
     return out, not thread.is_alive()
 
 
+@pytest.mark.no_store
 def test_a_server_trickling_a_byte_at_a_time_ends_at_the_request_deadline():
     with Hostile(_trickle) as server:
         out, ended = _finishes(lambda: _client(server.base_url, timeout=1.0).complete(Request("k", MESSAGES, SCHEMA)))
@@ -264,6 +265,7 @@ def test_an_invented_sentence_in_every_field_of_every_schema_reaches_no_output(r
     assert dropped and int(dropped.group(1)) > 0
 
 
+@pytest.mark.no_store
 def test_doctor_calls_a_busy_server_reachable_and_names_the_local_model_server(tmp_path):
     from infra_radar.doctor import OK, check_llm
 
@@ -342,6 +344,7 @@ def test_cli_prints_why_each_item_fell_back_and_retry_failed_resends(radar_home,
         assert code == 0 and len(stub.requests) == sent + 1 and "rule text kept" not in err, err
 
 
+@pytest.mark.no_store
 def test_the_watchdog_fires_due_alarms_in_order_and_never_a_disarmed_one():
     import time
 
@@ -358,6 +361,7 @@ def test_the_watchdog_fires_due_alarms_in_order_and_never_a_disarmed_one():
     assert fired == ["early", "late"]
 
 
+@pytest.mark.no_store
 def test_a_request_cut_by_the_run_deadline_is_a_run_failure_not_cached(tmp_path):
     from infra_radar.analyse.llm import RunFailure
 

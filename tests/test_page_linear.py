@@ -9,8 +9,12 @@ from __future__ import annotations
 import gc
 import time
 
+import pytest
+
 from infra_radar.config import load_settings
 from infra_radar.sources.page import load_page_rules, parse_page
+
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
 
 TITLE = "Title of the page #12\n"
 

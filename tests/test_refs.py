@@ -13,6 +13,8 @@ from infra_radar.models import Link
 
 from .conftest import export_commits, export_rows
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 REPO = "vllm-project/vllm-ascend"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

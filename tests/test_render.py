@@ -42,6 +42,8 @@ from infra_radar.render.markdown import card_json, render_card, render_daily, re
 
 from .conftest import export_commits
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "render"
 GOLDEN = HERE / "golden"

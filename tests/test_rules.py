@@ -24,6 +24,8 @@ from infra_radar.config import RepoSettings, Settings
 from infra_radar.errors import ConfigError
 from infra_radar.models import Comment, FileChange, Item, PerfClaim
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 FIXTURES = json.loads((Path(__file__).parent / "data" / "rules" / "items.json").read_text(encoding="utf-8"))
 CASES = {case["name"]: case for case in FIXTURES["items"]}
 FOCUS = ["performance", "multimodal", "scheduling", "attention", "padding", "kv-cache", "spec-decode", "npu"]

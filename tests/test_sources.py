@@ -16,6 +16,8 @@ from infra_radar.sources.jsonl import JsonlReport, read_jsonl
 
 from .conftest import commit, git
 
+pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
+
 CLEAN = BodyCleaner(load_noise_patterns())
 
 
