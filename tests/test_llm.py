@@ -310,7 +310,8 @@ def _other_item() -> AnalysedItem:
 def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     from dataclasses import replace
 
-    from infra_radar.llm_stage import daily_llm, render_daily_llm
+    from infra_radar.llm_render import render_daily_llm
+    from infra_radar.llm_stage import daily_llm
 
     settings, config = _stage_settings(tmp_path, stub)
     config = replace(config, max_concurrency=1)  # one at a time, in job order: the daily prompt goes first

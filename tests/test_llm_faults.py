@@ -17,7 +17,8 @@ from infra_radar.analyse.grounding import Grounds, ground_counted
 from infra_radar.analyse.llm import LlmClient, LlmConfig, LlmError, Request
 from infra_radar.cli import main
 from infra_radar.config import Settings
-from infra_radar.llm_stage import apply_llm, merge_recommendations
+from infra_radar.llm_render import merge_recommendations
+from infra_radar.llm_stage import apply_llm
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item, PerfClaim
 from infra_radar.pipeline import open_store, sample_files
 

@@ -368,7 +368,7 @@ def show(obj: Context, ref: str, as_json: bool, lang: str | None, llm: bool | No
     if as_json:
         click.echo(json.dumps(card_json(inp), ensure_ascii=False, indent=2))
     else:
-        from .llm_stage import card_text
+        from .llm_render import card_text
 
         click.echo(card_text(settings, obj.engine(), inp, llm), nl=False)
 

@@ -6,7 +6,7 @@ the rule-based text. Every string of a reply is grounded (analyse/grounding.py):
 number or a `#N` the prompt's sources do not hold, one that names nothing of its item (filler) or one in
 the wrong language is dropped and counted. A reply that fails for good is cached with its reason, so a
 rerun sends nothing (unless --retry-failed). No `[llm]` model configured means this stage is never entered.
-Configuration and prompts: llm_prompts.py; rendering: llm_render.py (both re-exported here).
+Configuration and prompts: llm_prompts.py (re-exported here); rendering: llm_render.py.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from .models import AnalysedItem
 from .store import llm_cache
 from .store.llm_cache import Cached, CacheKey
 
-__all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "card_text", "daily_llm", "llm_config", "llm_endpoint",
-           "load_prompt", "merge_recommendations", "parse_prompt", "prompts_dir", "render_card_llm",
-           "render_daily_llm", "render_messages", "render_weekly_llm", "settings_prompt", "use_llm", "weekly_llm"]
+__all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "daily_llm", "llm_config", "llm_endpoint",
+           "load_prompt", "parse_prompt", "prompts_dir", "render_messages", "settings_prompt", "use_llm",
+           "weekly_llm"]
 
 FAILED = "__failed__"  # a cached reply holding only this key is a failure and its reason
 ITEM_FIELDS = ("summary", "mechanism", "why", "risks")
@@ -489,5 +489,3 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
             summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
     return summary
 
-
-from .llm_render import card_text, merge_recommendations, render_card_llm, render_daily_llm, render_weekly_llm  # noqa: E402

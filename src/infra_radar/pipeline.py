@@ -320,7 +320,7 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None) -> Report:
     """The daily radar for the window after the last successful run; recorded as a run."""
-    from .llm_stage import render_daily_llm
+    from .llm_render import render_daily_llm
     from .render.markdown import render_daily
 
     window, first = daily_window(settings, engine, since, until)
@@ -401,7 +401,8 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
 def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,
            llm: bool | None = None) -> Report:
     """The weekly report of one repository over an ISO week or any date range."""
-    from .llm_stage import render_weekly_llm, use_llm, weekly_llm
+    from .llm_render import render_weekly_llm
+    from .llm_stage import use_llm, weekly_llm
     from .render.markdown import render_weekly
 
     inp = weekly_input(settings, engine, repo, window)
