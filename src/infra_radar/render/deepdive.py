@@ -44,7 +44,7 @@ def grade_with_porting(ai: AnalysedItem, t: dict[str, Any], porting: list[Applie
     if not gpu:
         return reason
     p = gpu[0]
-    return reason + t["explain"]["grade_porting"].format(name=pick(p.entry.name, t["lang"]),
+    return reason.rstrip("。. ") + t["explain"]["grade_porting"].format(name=pick(p.entry.name, t["lang"]),
                                                          caveat=pick(p.caveat, t["lang"]))
 
 
