@@ -78,8 +78,12 @@ def main() -> int:
     run = report.llm
     rule_rows = _rows(_section(plain, "P0 / P1"))
     kept = run.report.get("conclusions", {})  # the model's one-line conclusions that survived grounding
-    copied = sum(1 for ref, text in kept.items() if ref in rule_rows and text[:40] == rule_rows[ref][1][:40])
-    conclusions = f"{len(kept)}/{len(rule_rows)} ({copied} copying the rule text)"
+    shown_rows = _rows(_section(report.text, "P0 / P1"))
+    # a row shows model prose when its conclusion differs from the rule-only report's; a grounded line that
+    # only repeats the rule text or echoes the title is left out by llm_render (counted apart)
+    shown = {ref for ref in rule_rows if ref in shown_rows and shown_rows[ref][1] != rule_rows[ref][1]}
+    conclusions = (f"{len(shown)}/{len(rule_rows)} rows show model prose ({len(kept)} lines survived grounding, "
+                   f"{len(set(kept) - shown)} of them left out as a copy of the rule text or an echo of the title)")
     deep = [ref for ref in rule_rows if ref in _section(plain, "重点机制" if args.lang == "zh" else "Deep dives")]
     mech = sum(1 for ref in run.prose if run.prose[ref].get("mechanism"))
     headline = bool(run.report.get("headline"))
@@ -99,7 +103,8 @@ def main() -> int:
     for ref, (title, rule) in rule_rows.items():
         prose = run.prose.get(ref, {})
         lines += [f"## {ref} {title}", "", f"- rule: {rule}",
-                  f"- model conclusion: {kept.get(ref) or '(rule text kept)'}"]
+                  f"- model conclusion: {kept.get(ref) or '(none survived grounding)'}",
+                  f"- shown: {shown_rows[ref][1] if ref in shown else '(rule text kept)'}"]
         lines += [f"- model {k}: {v}" for k, v in prose.items()]
         lines.append("")
     args.out.write_text("\n".join(lines), encoding="utf-8")
