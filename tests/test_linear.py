@@ -105,3 +105,94 @@ def test_references_to_another_repo_read_each_line_once(settings, monkeypatch):
     seen.clear()
     analyse_item(item, rules, [], settings)
     assert sum(seen) < 20 * len(body)  # a handful of passes over the text, not one per reference (4,500 here)
+
+
+# --------------------------------------------------------------------------- bounded work per body (issue 16)
+# A body of nothing but references or figures carries hundreds of times the findings of prose per KB; the
+# extractors stop after a per-body budget of matches examined (links.toml max_matches, claims.toml [limits]),
+# so what they do for a 64 KB body is counted here, never timed.
+
+BIG = 64 * 1024
+
+
+def _counting(monkeypatch, module, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("unit", ["#1 ", "depends on other/repo#1 and #2 ", "fixes #1 ",
+                                  "https://github.com/a/b/pull/1 ", "`x` #1 "])
+def test_references_examined_per_body_are_bounded(monkeypatch, unit):
+    from infra_radar.analyse import refs
+
+    limit = refs.default_link_rules().max_matches
+    relations = _counting(monkeypatch, refs, "_relation")  # the per-reference work: the phrase before it
+    links = refs.extract_refs(fill(unit, BIG), "acme/infer", own=2)
+    assert len(relations) <= limit < fill(unit, BIG).count("#1") + fill(unit, BIG).count("pull/1")
+    assert len(links) <= limit
+
+
+def test_the_same_reference_repeated_stops_at_the_budget_too(monkeypatch):
+    """Matches examined, not unique findings: 20,000 copies of one `#1` are one link but cost no more than the
+    budget."""
+    from infra_radar.analyse import refs
+
+    rules = refs.compile_link_rules({**_toml("links"), "max_matches": 50})
+    relations = _counting(monkeypatch, refs, "_relation")
+    assert [(link.number, link.kind) for link in refs.extract_refs("#1 " * 20000, "acme/infer", rules=rules)] == [
+        (1, "references")]
+    assert len(relations) == 50
+    # a reference within the budget is still found, one past where the text stopped being read is not
+    body = "fixes #7\n" + "#1 " * 100 + "\nsee #9"
+    assert {link.number for link in refs.extract_refs(body, "acme/infer", rules=rules)} == {1, 7}
+    assert {link.number for link in refs.extract_refs(body, "acme/infer")} == {1, 7, 9}
+
+
+@pytest.mark.parametrize("unit", ["1.0 ms -> 2.0 ms ", "1.0 ms -> 2.5 ms, TTFT 3 -> 4 ms ", "12% ",
+                                  "throughput up by 12% ", "2.5x faster ", "from 1 ms to 2 ms "])
+def test_claim_candidates_examined_per_body_are_bounded(monkeypatch, unit):
+    from infra_radar.analyse import claims
+
+    rules = claims.default_claim_rules()
+    takes = _counting(monkeypatch, claims._Budget, "take")  # noqa: SLF001 - every anchor hit and match examined
+    metric = _counting(monkeypatch, claims, "_window")  # the per-candidate metric lookup before a figure
+    found = claims.extract_claims(fill(unit, BIG))
+    assert len(takes) <= rules.max_anchors + rules.max_matches + 2  # a spent budget is asked once more per kind
+    assert len(metric) <= rules.max_matches
+    assert len(found) <= rules.max_claims
+
+
+def test_table_rows_examined_per_body_are_bounded(monkeypatch):
+    from infra_radar.analyse import claims
+
+    rules = claims.default_claim_rules()
+    body = "| metric | before | after |\n|---|---|---|\n" + fill("| TTFT | 1.0 ms | 2.0 ms |\n", BIG)
+    cells = _counting(monkeypatch, claims, "_split_cells")
+    found = claims.extract_claims(body)
+    assert len(cells) <= 3 * rules.max_table_lines  # a row is split once, plus a few header and wrap checks
+    assert 1 <= len(found) <= rules.max_claims
+
+
+def test_claim_limits_are_data_and_read_from_the_rules():
+    from infra_radar.analyse import claims
+
+    data = _toml("claims")
+    assert data["limits"]["max_anchors"] == claims.default_claim_rules().max_anchors
+    small = claims.compile_claim_rules({**data, "limits": {"max_anchors": 4, "max_matches": 2, "max_claims": 1}})
+    body = "TTFT 10 ms -> 5 ms. TPOT 4 ms -> 2 ms. ITL 8 ms -> 4 ms."
+    assert len(claims.extract_claims(body)) == 3
+    assert len(claims.extract_claims(body, small)) == 1
+
+
+def _toml(name: str) -> dict:
+    import tomllib
+    from importlib import resources
+
+    return tomllib.loads((resources.files("infra_radar") / "defaults" / "rules" / f"{name}.toml").read_text("utf-8"))

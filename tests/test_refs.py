@@ -156,3 +156,11 @@ def test_real_export_is_sane():
     assert sum(1 for link in links if link.kind == "fixes") > 100
     assert all(len([x for x in group if x.kind == "url"]) <= 10 for group in found)
     assert all(link.url is None or not link.url.endswith((".", ",", ")")) for link in links)
+
+
+def test_a_phrase_with_a_case_insensitive_lookalike_letter_keeps_its_kind():
+    # re.I matches "ı", "İ", "ſ" and the Kelvin sign for i, s and k: the phrase found that way was looked up
+    # with .lower() and raised KeyError, failing the whole item
+    found = {link.number: link.kind for link in extract_refs("fıxes #12, İn place of #3, ſupersedes #4, "
+                                                             "bac\u212aport of #5", "a/b")}
+    assert found == {12: "fixes", 3: "supersedes", 4: "supersedes", 5: "backport"}

@@ -18,9 +18,11 @@ Decisions (documented here because renderers and tests rely on them):
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import tomllib
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -88,6 +90,28 @@ class ClaimRules:
     context: list[tuple[str, str, list[re.Pattern[str]]]] = field(default_factory=list)
     ab_re: re.Pattern[str] | None = None  # prose that compares two settings ("off vs on", "w/o")
     ab_cells: frozenset[str] = frozenset()  # a table cell that names a setting ("off", "enabled")
+    max_anchors: int = 600  # prose anchor hits (arrows, "from", `x`, `%`) examined per body ([limits])
+    max_table_lines: int = 800  # table separator and row lines examined per body ([limits])
+    max_matches: int = 300  # prose pattern matches examined (each looks up its metric) per body ([limits])
+    context_ahead: int = 4000  # characters past the last claim searched for its context ([limits])
+    max_claims: int = 100  # claims kept per body ([limits]): bounds the pairwise deduplication
+
+
+class _Budget:
+    """Matches a body may still have examined: the work per body is bounded whatever it holds."""
+
+    __slots__ = ("left", "spent")
+
+    def __init__(self, limit: int) -> None:
+        self.left, self.spent = limit, 0
+
+    def take(self) -> bool:
+        """Count one match examined; False once the budget is spent (the match is not examined)."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        self.spent += 1
+        return True
 
 
 def _words(words: list[str]) -> str:
@@ -170,6 +194,11 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
                  for c in data.get("context", [])],
         ab_re=_wre(data["meaning"]["ab_phrases"]) if data.get("meaning", {}).get("ab_phrases") else None,
         ab_cells=frozenset(c.lower() for c in data.get("meaning", {}).get("ab_cells", [])),
+        max_anchors=int(data.get("limits", {}).get("max_anchors", 600)),
+        max_table_lines=int(data.get("limits", {}).get("max_table_lines", 800)),
+        max_matches=int(data.get("limits", {}).get("max_matches", 300)),
+        context_ahead=int(data.get("limits", {}).get("context_ahead", 4000)),
+        max_claims=int(data.get("limits", {}).get("max_claims", 100)),
     )
 
 
@@ -380,10 +409,10 @@ def _label(rules: ClaimRules, window: str) -> str:
     return " ".join(words)
 
 
-def _prose_pairs(rules: ClaimRules, text: str, taken: list[tuple[int, int]]) -> list[PerfClaim]:
+def _prose_pairs(rules: ClaimRules, text: str, taken: list[tuple[int, int]], budget: tuple[_Budget, _Budget]) -> list[PerfClaim]:
     claims: list[PerfClaim] = []
     for regex, anchor in ((rules.pair_re, _ARROW_AT), (rules.from_re, _FROM_AT)):
-        for m in _scan(regex, anchor, text, 50, 70):
+        for m in _scan(regex, anchor, text, 50, 70, budget):
             if _inside(m.start(), taken):
                 continue
             claim = _pair_claim(rules, text, m)
@@ -392,19 +421,26 @@ def _prose_pairs(rules: ClaimRules, text: str, taken: list[tuple[int, int]]) -> 
     return claims
 
 
-def _anchors(text: str, anchors: tuple[re.Pattern[str], ...], digit_before: bool) -> list[tuple[int, int]]:
-    """Sorted (start, end) of anchor hits; with `digit_before`, only hits just after a digit."""
-    hits = sorted((m.start(), m.end()) for a in anchors for m in a.finditer(text))
-    if digit_before:
-        hits = [h for h in hits if _DIGIT.search(text, max(0, h[0] - 3), h[0])]
-    return hits
+def _anchors(text: str, anchors: tuple[re.Pattern[str], ...], digit_before: bool,
+             budget: _Budget) -> Iterator[tuple[int, int]]:
+    """(start, end) of anchor hits in text order; with `digit_before`, only hits just after a digit. Every
+    hit examined counts against the body's budget, and the hits stop when it is spent."""
+    hits = heapq.merge(*(a.finditer(text) for a in anchors), key=lambda m: m.start())
+    for m in hits:
+        if not budget.take():
+            return
+        start = m.start()
+        if not digit_before or _DIGIT.search(text, max(0, start - 3), start):
+            yield start, m.end()
 
 
 def _scan(pattern: re.Pattern[str], anchors: tuple[re.Pattern[str], ...], text: str, back: int,
-          ahead: int, digit_before: bool = False) -> Iterator[re.Match[str]]:
-    """Matches of `pattern` in windows around anchor hits, each text position matched once."""
+          ahead: int, budget: tuple[_Budget, _Budget], digit_before: bool = False) -> Iterator[re.Match[str]]:
+    """Matches of `pattern` in windows around anchor hits, each text position matched once. `budget`: the
+    body's (anchor hits, matches) left to examine; the scan ends when either is spent."""
+    anchor_budget, match_budget = budget
     done = 0
-    for start, end in _anchors(text, anchors, digit_before):
+    for start, end in _anchors(text, anchors, digit_before, anchor_budget):
         lo = max(start - back, done)
         if lo > start:
             continue
@@ -413,6 +449,8 @@ def _scan(pattern: re.Pattern[str], anchors: tuple[re.Pattern[str], ...], text: 
             if m.end() >= hi - 1:  # the window may have cut the match short
                 m = pattern.match(text, m.start()) or m
             if m.start() >= done:
+                if not match_budget.take():
+                    return
                 done = m.end()
                 yield m
 
@@ -422,10 +460,10 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _prose_ratios(rules: ClaimRules, text: str, pairs: list[PerfClaim],
-                  taken: list[tuple[int, int]]) -> list[PerfClaim]:
+                  taken: list[tuple[int, int]], budget: tuple[_Budget, _Budget]) -> list[PerfClaim]:
     """Stated speed-up factors: attached to a pair just before them, else claims of their own."""
     claims: list[PerfClaim] = []
-    for m in _scan(rules.ratio_re, _TIMES_AT, text, 60, 40, digit_before=True):
+    for m in _scan(rules.ratio_re, _TIMES_AT, text, 60, 40, budget, digit_before=True):
         cue = m.group("after") or m.group("before")
         if not cue or _inside(m.start(), taken):
             continue
@@ -461,10 +499,10 @@ def _ratio_metric(rules: ClaimRules, window: str, after: str) -> tuple[str | Non
 
 
 def _prose_changes(rules: ClaimRules, text: str, known: set[str], taken: list[tuple[int, int]],
-                   pairs: list[PerfClaim]) -> list[PerfClaim]:
+                   pairs: list[PerfClaim], budget: tuple[_Budget, _Budget]) -> list[PerfClaim]:
     """Stated percentages with a named metric ("improves throughput by 12%", "TTFT -25.68%")."""
     claims: list[PerfClaim] = []
-    for m in _scan(rules.pct_verb_re, _PCT_AT, text, 110, 2, digit_before=True):
+    for m in _scan(rules.pct_verb_re, _PCT_AT, text, 110, 2, budget, digit_before=True):
         if _inside(m.start(), taken):
             continue
         verb, mid = m.group("verb"), m.group("mid")
@@ -476,7 +514,7 @@ def _prose_changes(rules: ClaimRules, text: str, known: set[str], taken: list[tu
         start = wstart + mstart if mstart >= 0 else m.start()
         claims.append(PerfClaim(metric=metric, change_pct=pct, span=(start, m.end()),
                                 source=_line_at(text, m.start(), m.end()).strip()))
-    for m in _scan(rules.pct_sign_re, _PCT_AT, text, 12, 2, digit_before=True):
+    for m in _scan(rules.pct_sign_re, _PCT_AT, text, 12, 2, budget, digit_before=True):
         if _inside(m.start(), taken) or _near_pair(m.start(), m.end(), pairs):
             continue
         wstart, window = _window(text, m.start(), 40)
@@ -573,18 +611,21 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _tables(text: str, lines: list[tuple[int, int]]) -> Iterator[_Table]:
-    """Markdown tables: header (possibly wrapped), separator, rows (wrapped rows joined)."""
+def _tables(text: str, lines: list[tuple[int, int]], budget: _Budget) -> Iterator[_Table]:
+    """Markdown tables: header (possibly wrapped), separator, rows (wrapped rows joined). Each separator and
+    row line counts against the body's budget; the tables end where it is spent."""
     i = 1
     while i < len(lines):
         line = text[lines[i][0]:lines[i][1]]
         if "-" not in line or not _SEPARATOR.match(line):
             i += 1
             continue
+        if not budget.take():
+            return
         width = len(_split_cells(line))
         piped = line.strip().startswith("|")
         header, hstart = _header(text, lines, i, width, piped)
-        rows, i = _rows(text, lines, i + 1, width, piped)
+        rows, i = _rows(text, lines, i + 1, width, piped, budget)
         if header and rows:
             yield _Table(header, rows, hstart, rows[-1].end)
 
@@ -603,9 +644,10 @@ def _header(text: str, lines: list[tuple[int, int]], sep: int, width: int, piped
     return cells[-width:], lines[max(j, 0)][0]
 
 
-def _rows(text: str, lines: list[tuple[int, int]], i: int, width: int, piped: bool) -> tuple[list[_Row], int]:
+def _rows(text: str, lines: list[tuple[int, int]], i: int, width: int, piped: bool,
+          budget: _Budget) -> tuple[list[_Row], int]:
     rows: list[_Row] = []
-    while i < len(lines):
+    while i < len(lines) and budget.take():
         lo, hi = lines[i]
         chunk = text[lo:hi]
         if not chunk.strip():
@@ -836,10 +878,10 @@ def _claims_in_cells(rules: ClaimRules, table: _Table) -> list[PerfClaim]:
     return claims
 
 
-def _table_claims(rules: ClaimRules, text: str) -> tuple[list[PerfClaim], list[tuple[int, int]]]:
+def _table_claims(rules: ClaimRules, text: str, budget: _Budget) -> tuple[list[PerfClaim], list[tuple[int, int]]]:
     claims: list[PerfClaim] = []
     spans: list[tuple[int, int]] = []
-    for table in _tables(text, _lines(text)):
+    for table in _tables(text, _lines(text), budget):
         spans.append((table.start, table.end))
         found = _claims_by_columns(rules, table) or _claims_by_rows(rules, table)
         claims.extend(found or _claims_in_cells(rules, table))
@@ -849,12 +891,21 @@ def _table_claims(rules: ClaimRules, text: str) -> tuple[list[PerfClaim], list[t
 # --------------------------------------------------------------------------- context and entry point
 
 
-def _context_index(rules: ClaimRules, text: str) -> dict[str, list[tuple[int, str]]]:
-    """Per context key, the matches of its first pattern that matches at all: [(offset, value)]."""
+def _context_index(rules: ClaimRules, text: str, last: int) -> dict[str, list[tuple[int, str]]]:
+    """Per context key, the matches of its first pattern that matches at all: [(offset, value)], up to the
+    first one after `last` (the last claim), at most `max_anchors` of them, and searched no further than
+    `context_ahead` characters past `last`."""
     index: dict[str, list[tuple[int, str]]] = {}
+    stop = min(len(text), last + rules.context_ahead)
     for key, fmt, patterns in rules.context:
         for pattern in patterns:
-            hits = [(m.start(), fmt.format(v=m.group("v"))) for m in pattern.finditer(text)]
+            hits = []
+            for m in pattern.finditer(text, 0, stop):
+                if m.end() >= stop - 1:  # the stop may have cut the match short
+                    m = pattern.match(text, m.start()) or m
+                hits.append((m.start(), fmt.format(v=m.group("v"))))
+                if m.start() >= last or len(hits) >= rules.max_anchors:
+                    break
             if hits:
                 index[key] = hits
                 break
@@ -864,8 +915,8 @@ def _context_index(rules: ClaimRules, text: str) -> dict[str, list[tuple[int, st
 def _context_at(index: dict[str, list[tuple[int, str]]], pos: int) -> dict[str, str]:
     ctx = {}
     for key, hits in index.items():
-        before = [v for start, v in hits if start < pos]
-        ctx[key] = before[-1] if before else hits[0][1]
+        i = bisect_left(hits, pos, key=lambda h: h[0])  # the last hit starting before pos, else the first
+        ctx[key] = hits[i - 1][1] if i else hits[0][1]
     return ctx
 
 
@@ -886,10 +937,13 @@ def _rounds(x: float, y: float) -> bool:
     return round(precise, min(decimals)) == coarse
 
 
-def _dedupe(claims: list[PerfClaim]) -> list[PerfClaim]:
-    """Each claim once (first wins: tables, then prose pairs, then ratios and changes), in text order."""
+def _dedupe(claims: list[PerfClaim], limit: int) -> list[PerfClaim]:
+    """Each claim once (first wins: tables, then prose pairs, then ratios and changes), in text order; at most
+    `limit` of them, so the pairwise comparison stays bounded."""
     kept: list[PerfClaim] = []
     for claim in claims:
+        if len(kept) >= limit:
+            break
         if not any(_same(claim, k) for k in kept):
             kept.append(claim)
     return sorted(kept, key=lambda c: c.span)
@@ -905,14 +959,17 @@ def extract_claims(text: str, rules: ClaimRules | None = None) -> list[PerfClaim
     if not text or not _maybe_claims(text):
         return []
     rules = rules or default_claim_rules()
-    claims, taken = _table_claims(rules, text) if "|" in text else ([], [])
-    pairs = _prose_pairs(rules, text, taken)
+    # The work per body is bounded by the matches examined (claims.toml [limits]), not by what they find: a
+    # body of nothing but figures stops early instead of costing a few µs per figure.
+    claims, taken = _table_claims(rules, text, _Budget(rules.max_table_lines)) if "|" in text else ([], [])
+    budget = (_Budget(rules.max_anchors), _Budget(rules.max_matches))
+    pairs = _prose_pairs(rules, text, taken, budget)
     known = {c.metric.lower() for c in claims + pairs}
     known |= {f"={e.name}" for c in claims + pairs if (e := _metric_info(rules, c.metric))}
-    extra = _prose_ratios(rules, text, pairs, taken) + _prose_changes(rules, text, known, taken, pairs)
-    found = _dedupe(claims + pairs + extra)
+    extra = _prose_ratios(rules, text, pairs, taken, budget) + _prose_changes(rules, text, known, taken, pairs, budget)
+    found = _dedupe(claims + pairs + extra, rules.max_claims)
     if found:
-        index = _context_index(rules, text)
+        index = _context_index(rules, text, max(c.span[0] for c in found))
         for claim in found:
             claim.context = {**_context_at(index, claim.span[0]), **claim.context}
     return found

@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 import tomllib
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import islice
 from typing import Any
 
 from ..models import Link, ref_number
@@ -47,6 +49,8 @@ class LinkRules:
     rank: dict[str, int]  # kind -> strength (lower is stronger)
     max_urls: int
     noise_url: re.Pattern[str] | None = None  # template boilerplate addresses, never links
+    max_matches: int = 500  # URL, `#N` and code/link-text matches examined per text (links.toml)
+    stems: tuple[str, ...] = ()  # casefolded starts of the phrases: a window holding none has no phrase
 
 
 def compile_link_rules(data: dict[str, Any]) -> LinkRules:
@@ -59,7 +63,9 @@ def compile_link_rules(data: dict[str, Any]) -> LinkRules:
     rank = {kind: i for i, kind in enumerate(data["strength"])}
     noise = data.get("noise_urls", [])
     noise_url = re.compile("|".join(f"(?:{p})" for p in noise), re.I) if noise else None
-    return LinkRules(phrase_re, kinds, rank, int(data.get("max_urls", 10)), noise_url)
+    stems = tuple(sorted({p.split()[0].casefold()[:4] for p in kinds}))
+    return LinkRules(phrase_re, kinds, rank, int(data.get("max_urls", 10)), noise_url,
+                     int(data.get("max_matches", 500)), stems)
 
 
 @cache
@@ -95,12 +101,24 @@ def strip_pr_suffix(subject: str) -> str:
     return (subject[:m.start()] if m else subject).rstrip()
 
 
-def _skipped(text: str) -> list[tuple[int, int]]:
-    """Spans where a bare `#N` is not a reference: code, and Markdown link texts."""
-    spans = [m.span() for m in _CODE.finditer(text)] if "`" in text else []
-    if "](" in text:
-        spans += [m.span() for m in _LINK_TEXT.finditer(text)]
-    return spans
+def _first(matches: Iterator[re.Match[str]], limit: int) -> tuple[list[re.Match[str]], int]:
+    """At most `limit` matches, and where the text stops being examined: the end of the last one taken when
+    the limit cut the rest off, else the end of the text (-1)."""
+    taken = list(islice(matches, limit))
+    return taken, (taken[-1].end() if len(taken) >= limit else -1)
+
+
+def _skipped(text: str, limit: int) -> tuple[list[tuple[int, int]], int]:
+    """Spans where a bare `#N` is not a reference (code, and Markdown link texts), and where the text stops
+    being examined (-1: nowhere) when there were more than `limit` of either."""
+    stop = -1
+    spans: list[tuple[int, int]] = []
+    for pattern, cue in ((_CODE, "`"), (_LINK_TEXT, "](")):
+        if cue in text:
+            found, cut = _first(pattern.finditer(text), limit)
+            spans += [m.span() for m in found]
+            stop = cut if stop < 0 else min(stop, cut) if cut >= 0 else stop
+    return spans, stop
 
 
 class _Spans:
@@ -131,12 +149,15 @@ class _Hit:
     bare: bool  # a `#N` / `owner/repo#N` (skipped in code), not a URL
 
 
-def _hits(text: str, repo: str) -> list[_Hit]:
-    """Every URL and `#N` / `owner/repo#N` reference, in text order."""
+def _hits(text: str, repo: str, limit: int) -> tuple[list[_Hit], int]:
+    """Every URL and `#N` / `owner/repo#N` reference, in text order, and where the text stops being examined
+    (-1: nowhere): at most `limit` URL and `limit` `#N` matches are examined, however many repeat."""
     hits = []
     urls = []
+    stop = -1
     if "http" in text:
-        for m in _URL.finditer(text):
+        found, stop = _first(_URL.finditer(text), limit)
+        for m in found:
             url = m.group(0).rstrip(_TRAILING)
             gh = _GH_ITEM.match(url)
             urls.append((m.start(), m.end()))
@@ -145,7 +166,9 @@ def _hits(text: str, repo: str) -> list[_Hit]:
             else:
                 hits.append(_Hit(m.start(), m.end(), None, None, url, False))
     url_spans = _Spans(urls)
-    for m in _HASH.finditer(text):
+    found, cut = _first(_HASH.finditer(text), limit)
+    stop = cut if stop < 0 else min(stop, cut) if cut >= 0 else stop
+    for m in found:
         start = m.start()
         if start in url_spans or ref_number(m.group(1)) is None:  # too many digits to be a PR: not a reference
             continue
@@ -157,7 +180,7 @@ def _hits(text: str, repo: str) -> list[_Hit]:
                              None, True))
         else:
             hits.append(_Hit(start, m.end(), repo, int(m.group(1)), None, True))
-    return sorted(hits, key=lambda h: h.start)
+    return sorted(hits, key=lambda h: h.start), stop
 
 
 def _relation(rules: LinkRules, text: str, m: _Hit, prev: tuple[int, str, str] | None) -> tuple[str, str]:
@@ -165,16 +188,23 @@ def _relation(rules: LinkRules, text: str, m: _Hit, prev: tuple[int, str, str] |
     window = max(0, m.start - 60)  # only the 60 characters before count: never rescan a long line per reference
     line_start = text.rfind("\n", window, m.start) + 1
     before = text[max(line_start, window): m.start]
-    hit = rules.phrase_re.search(before)
+    folded = _fold(before)  # substring tests are far cheaper than the phrase search at every position
+    hit = rules.phrase_re.search(before) if any(stem in folded for stem in rules.stems) else None
     if hit:
         phrase = hit.group("phrase")
-        return rules.kinds[_SPACE.sub(" ", phrase.lower())], phrase
+        # re.I also matches "ſ", "K", "ı", "İ": the phrase is looked up folded the same way (was a KeyError)
+        return rules.kinds.get(_SPACE.sub(" ", _fold(phrase)), "references"), phrase
     if prev and prev[1] != "references" and _LIST_GAP.fullmatch(text, prev[0], m.start):
         return prev[1], prev[2]
     return "references", ""
 
 
 _SPACE = re.compile(r"\s+")
+
+
+def _fold(text: str) -> str:
+    """`text` casefolded, dotless and dotted i as i: what a phrase matched case-insensitively (re.I) reads as."""
+    return text.casefold().replace("ı", "i").replace("\u0307", "")
 
 
 def _subject_links(text: str, repo: str) -> tuple[list[Link], int]:
@@ -213,10 +243,17 @@ def extract_refs(text: str, repo: str, own: int | None = None, rules: LinkRules 
         return []
     rules = rules or default_link_rules()
     links, suffix_at = _subject_links(text, repo)
-    skipped = _Spans(_skipped(text))
+    # The work per text is bounded by the matches examined (links.toml max_matches), not by what they find: a
+    # text repeating `#1` 20,000 times stops after the budget, and nothing past where it stopped is a link.
+    spans, stop = _skipped(text, rules.max_matches)
+    skipped = _Spans(spans)
+    hits, cut = _hits(text, repo, rules.max_matches)
+    stop = cut if stop < 0 else min(stop, cut) if cut >= 0 else stop
     first_end = text.find("\n") if "\n" in text else len(text)
     prev: tuple[int, str, str] | None = None
-    for hit in _hits(text, repo):
+    for hit in hits:
+        if 0 <= stop < hit.end:
+            break
         if 0 <= suffix_at <= hit.start < first_end or (hit.bare and hit.start in skipped):
             continue  # the subject's own (#N) suffix, or a number in code / a link text
         if hit.number is None:
