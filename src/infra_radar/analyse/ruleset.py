@@ -170,14 +170,14 @@ class RuleSet:
 
 
 def _version(settings: Settings) -> str:
-    # Everything an analysis depends on: the rule files (packaged and the user's copies, as bytes), the claim
-    # rules and the code version, and the settings the rules read (target profile, focus), so changing any of
-    # them re-analyses.
+    # Everything an analysis depends on: the rule files (packaged and the user's copies, as bytes), the
+    # claim and reference rules (claims.toml, links.toml), the code version, and the settings the rules
+    # read (target profile, focus), so changing any of them re-analyses.
     rules = DEFAULTS / "rules"
     files = [rules / f"{name}.toml" for name in RULE_FILES]
     if settings.rules_dir is not None:
         files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
-    files += [rules / "claims.toml", *sorted(Path(__file__).parent.glob("*.py"))]
+    files += [rules / "claims.toml", rules / "links.toml", *sorted(Path(__file__).parent.glob("*.py"))]
     digest = hashlib.sha256()
     for path in files:
         try:
