@@ -399,12 +399,19 @@ def test_noise_gates_never_change_what_is_stripped():
         "Summary of Changes\nHello, I'm Gemini Code Assist! ... Footnotes\nreal text",
         "CLA assistant check\nAll committers have signed the CLA.\nDCO check passed",
         "plain body with no noise at all, |, ---, and a table\n| a | b |\n|\n",
+        "a DCO line\nDCO sign-off missing\n  -------  \nHide details\n",
+        # a deletion joins "DC" and "O check" into a DCO line: later gates look at the text as it now is
+        "DCSummary of Changes Hello, I'm Gemini Code Assist! x Footnotes" + "O check",
     ]
     for text in texts:
         expected = text
         for pattern in patterns:
             expected = pattern.sub("", expected)
         assert strip_noise(text, patterns) == _re.sub(r"\n{3,}", "\n\n", expected).strip()
-    assert _gate(_re.compile(r"pulled it|pushed the", _re.I)) is None  # top-level alternation: none required
+    assert _gate(_re.compile(r"pulled it|pushed the", _re.I)) == "pu"  # the alternatives' common start only
+    assert _gate(_re.compile(r"pulled it|dragged the", _re.I)) is None  # nothing common: none required
+    assert _gate(_re.compile(r"^(?>.*?\bDCO\b)(?>.*?\b(?:check|sign-off)\b).*$", _re.I)) == "dco"  # inside groups
+    assert _gate(_re.compile(r"^[ \t]*-{5,}[ \t]*$", _re.I)) == "-----"  # a repeated literal, at least 5 times
+    assert _gate(_re.compile(r"^[ \t]*(?:Hide|Show) (?:details|comment)[ \t]*$", _re.I)) is None  # a space only
     assert _gate(_re.compile(r"(?:pull|push)ed the", _re.I)) == "ed the"  # a group is skipped, not the rest
     assert _gate(_re.compile(r"has conflicts? now", _re.I)) == "has conflict"  # "s?" is optional

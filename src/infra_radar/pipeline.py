@@ -8,13 +8,9 @@ offline from a database file.
 from __future__ import annotations
 
 import glob
-import multiprocessing
 import os
-import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -23,12 +19,12 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from . import killpoint
+from .analysis_stage import analyze
 from .config import CONFIG_NAME, Settings, default_config_text
 from .errors import ConfigError, NotFoundError, SourceError, clip, redact
 from .models import Item, Window
 from .store import queries, save
 from .store.db import open_engine
-from .store.lock import writer_lock
 
 Tick = Callable[[int], None]
 
@@ -146,98 +142,6 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                        "notes": notes, "skipped": len(stats.skipped)})
     return ImportResult(str(path), repo, stats, stats.skipped, notes)
-
-
-# -- analyse --------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class AnalyzeResult:
-    """What an analysis pass did."""
-
-    analysed: int
-    version: str
-    seconds: float
-
-
-_POOL_STATE: tuple | None = None  # (rules, settings) inherited by forked analysis workers
-
-
-def _analyse_batch(batch: list[tuple[Item, str]]) -> list[tuple[int, str, object]]:
-    from .analyse.item import analyse
-
-    assert _POOL_STATE is not None
-    rules, settings = _POOL_STATE
-    return [(item.id, digest, analyse(item, rules, settings)) for item, digest in batch]
-
-
-@contextmanager
-def _batch_runner(rules, settings: Settings, workers: int):
-    """map(batches) -> results, in order: in this process, or in forked workers that share the rules."""
-    global _POOL_STATE
-    _POOL_STATE = (rules, settings)
-    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield lambda batches: map(_analyse_batch, batches)
-        return
-    with multiprocessing.get_context("fork").Pool(workers) as pool:  # rules compiled once, copied on fork
-        yield lambda batches: pool.imap(_analyse_batch, batches)
-
-
-def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: int | None = None,
-            on_total: Tick = _no_tick) -> AnalyzeResult:
-    """Analyse every item that has no analysis, changed since, or was analysed by other rules.
-
-    Analysis is pure over stored text, so a large backlog is spread over the machine's cores (forked
-    workers, batches of 250); results are saved by this process, one transaction per batch.
-    """
-    from .analyse.ledger import update_relations
-    from .analyse.rules import RuleSet
-
-    started, count = time.perf_counter(), 0
-    with _rules_override(settings):
-        version = RuleSet.version_of(settings)  # read and compiled only when an item needs it (~0.1 s a report)
-    with writer_lock(engine).attempt() as mine, _rules_override(settings):  # already ours in writing commands; readers never wait
-        pending = queries.count_to_analyse(engine, version)
-        if not mine:
-            _analysis_skipped(engine, pending)
-            return AnalyzeResult(0, version, time.perf_counter() - started)
-        on_total(pending)
-        if not pending:
-            update_relations(settings, engine)
-            return AnalyzeResult(0, version, time.perf_counter() - started)
-        rules = RuleSet.load(settings)
-        if workers is None:
-            workers = min(os.cpu_count() or 1, 4) if pending >= 1000 else 1
-        with _batch_runner(rules, settings, workers) as run:
-            for results in run(queries.items_to_analyse(engine, rules.version, batch=250)):
-                save.save_analyses(engine, results)
-                killpoint.reached("analyze.saved")
-                count += len(results)
-                tick(len(results))
-        update_relations(settings, engine)  # adaptation ledger and distinctive terms of changed items
-    return AnalyzeResult(count, rules.version, time.perf_counter() - started)
-
-
-@contextmanager
-def _rules_override(settings: Settings) -> Iterator[None]:
-    """A user's rules override with a missing key or a value of the wrong type: one line naming its folder."""
-    try:
-        yield
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        if settings.rules_dir is None:
-            raise
-        what = f"missing key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-        raise ConfigError(clip(f"a rules override in {settings.rules_dir} has a missing key or a value of the "
-                               f"wrong type ({what}); compare it with the packaged defaults/rules", 400)) from None
-
-
-def _analysis_skipped(engine: Engine, pending: int) -> None:
-    """A reader met a writer: say (once, on stderr) that it shows the store as last analysed."""
-    if pending:
-        holder = writer_lock(engine).holder()
-        who = holder.describe() if holder else "another radar process"
-        print(f"radar: note: {who} is writing the store; {pending} item(s) not analysed yet are shown as last "
-              "analysed or left out (rerun when it has finished)", file=sys.stderr, flush=True)
 
 
 # -- reports --------------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ from .links import (
 )
 
 __all__ = ["Adaptation", "LedgerRules", "Pair", "Related", "compile_ledger_rules", "load_ledger_rules",
-           "parse_adaptations", "related_links", "related_of", "update_relations", "upstream_stub"]
+           "parse_adaptations", "RelationScan", "related_links", "related_of", "update_relations",
+           "upstream_stub"]
 
 LEDGER_ENGINE = "3"  # bump when the parser or term extraction changes, so stored relations are rebuilt
 
@@ -356,15 +357,37 @@ def _scan(item: store.ScanItem, rules: LedgerRules, relations: RelationRules) ->
     return result
 
 
-def update_relations(settings: Settings, engine: Engine) -> int:
+@dataclass(slots=True)
+class RelationScan:
+    """The relation rules compiled once and their version: scans items for the ledger and terms."""
+
+    rules: LedgerRules
+    relations: RelationRules
+    version: str
+    wanted: set[str]  # downstream repositories (lower case): their PRs' changed paths complete ledger files
+
+    @classmethod
+    def load(cls, settings: Settings) -> RelationScan:
+        rules = load_ledger_rules(settings)
+        return cls(rules, load_relation_rules(settings), _scan_version(settings, rules),
+                   {p.downstream.lower() for p in rules.pairs})
+
+    def of_item(self, item: Item, content_hash: str) -> store.ScanResult:
+        """The scan of a whole stored item, as `update_relations` would make it from the store's rows."""
+        paths = [f.path for f in item.files] if item.kind == "pr" and item.repo.lower() in self.wanted else []
+        scan = store.ScanItem(item.id or 0, item.repo, item.number, item.kind, item.title, item.body,
+                              content_hash, paths)
+        return _scan(scan, self.rules, self.relations)
+
+
+def update_relations(settings: Settings, engine: Engine, scan: RelationScan | None = None) -> int:
     """Rebuild ledger entries and distinctive terms of items whose content or rules changed; how many."""
-    rules, relations = load_ledger_rules(settings), load_relation_rules(settings)
-    version = _scan_version(settings, rules)
-    if store.count_stale(engine, version) == 0:
+    scan = scan or RelationScan.load(settings)
+    if store.count_stale(engine, scan.version) == 0:
         return 0
     count = 0
-    for batch in store.stale_items(engine, version, {p.downstream for p in rules.pairs}):
-        store.save_scans(engine, version, [_scan(item, rules, relations) for item in batch])
+    for batch in store.stale_items(engine, scan.version, scan.wanted):
+        store.save_scans(engine, scan.version, [_scan(item, scan.rules, scan.relations) for item in batch])
         count += len(batch)
     return count
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
 from pathlib import Path
+from re import _constants as _sre
+from re import _parser as _sre_parser
 from typing import Any
 
 from ..config import DEFAULTS, Settings, load_rule_file
@@ -429,12 +431,50 @@ def _literal_runs(source: str) -> list[str] | None:
     return [*runs, cur]
 
 
+def _required_runs(pattern: re.Pattern[str]) -> list[str]:
+    """Literal runs every match must contain, read from the parsed pattern: inside groups and repeats of at
+    least one too (what `_literal_runs` leaves out); none from an alternation, a class or a lookaround."""
+    try:
+        tree = _sre_parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # noqa: BLE001 - the private parser changed: no gate, the pattern always runs
+        return []
+    runs: list[str] = []
+
+    def walk(seq) -> None:
+        cur: list[str] = []
+        for op, arg in seq:
+            if op is _sre.LITERAL:
+                cur.append(chr(arg))
+                continue
+            runs.append("".join(cur))
+            cur = []
+            if op is _sre.SUBPATTERN:
+                walk(arg[-1])
+            elif op is _sre.ATOMIC_GROUP:
+                walk(arg)
+            elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and arg[0] >= 1:
+                low, _high, item = arg
+                if len(item) == 1 and item[0][0] is _sre.LITERAL:  # "-{5,}": five dashes at least
+                    runs.append(chr(item[0][1]) * low)
+                else:
+                    walk(item)
+        runs.append("".join(cur))
+
+    walk(tree)
+    return runs
+
+
 def _gate(pattern: re.Pattern[str]) -> str | None:
     """A lower-case literal the pattern cannot match without (cached), so most texts skip the regex."""
     if pattern.pattern not in _GATES:
-        runs = _literal_runs(pattern.pattern) or []
-        best = max(runs, key=len, default="").strip()
-        _GATES[pattern.pattern] = best.lower() if len(best) >= 4 and pattern.flags & re.IGNORECASE else None
+        gate = None
+        if pattern.flags & re.IGNORECASE:
+            runs = _literal_runs(pattern.pattern) or []
+            best = max(runs, key=len, default="").strip()
+            if len(best) < 4:  # none at the top level: any required literal inside groups or repeats
+                best = max((r.strip() for r in _required_runs(pattern)), key=len, default="")
+            gate = best.lower() or None
+        _GATES[pattern.pattern] = gate
     return _GATES[pattern.pattern]
 
 
@@ -444,5 +484,7 @@ def strip_noise(text: str, patterns: Sequence[re.Pattern[str]]) -> str:
     for pattern in patterns:
         gate = _gate(pattern)
         if gate is None or gate in lowered:
-            text = pattern.sub("", text)
+            stripped = pattern.sub("", text)
+            if stripped != text:  # what a deletion joins could hold a later pattern's literal
+                text, lowered = stripped, stripped.lower()
     return re.sub(r"\n{3,}", "\n\n", text).strip()

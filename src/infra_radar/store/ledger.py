@@ -19,8 +19,8 @@ from .db import from_db_time, to_db_time
 from .schema import files, item_terms, items, ledger, relation_scans, repos
 
 __all__ = ["LedgerEntry", "ScanItem", "ScanResult", "adapted_in", "adapted_in_window", "count_stale",
-           "files_of", "item_id", "ledger_size", "pr_titles", "save_scans", "stale_items", "term_neighbours",
-           "TermIndex"]
+           "files_of", "item_id", "ledger_size", "pr_titles", "save_scans", "stale_ids", "stale_items",
+           "term_neighbours", "TermIndex"]
 
 
 @dataclass(slots=True)
@@ -84,6 +84,14 @@ def count_stale(engine: Engine, version: str) -> int:
              .outerjoin(relation_scans, relation_scans.c.item_id == items.c.id).where(_stale(version)))
     with engine.connect() as conn:
         return conn.execute(query).scalar_one()
+
+
+def stale_ids(engine: Engine, version: str) -> set[int]:
+    """Ids of the items `stale_items` would return."""
+    query = (sa.select(items.c.id).outerjoin(relation_scans, relation_scans.c.item_id == items.c.id)
+             .where(_stale(version)))
+    with engine.connect() as conn:
+        return set(conn.execute(query).scalars())
 
 
 def stale_items(engine: Engine, version: str, with_files: set[str], batch: int = 2000) -> Iterator[list[ScanItem]]:

@@ -48,11 +48,15 @@ def _base_query(*extra):
             .join(repos, repos.c.id == items.c.repo_id))
 
 
+def _unanalysed(version: str):
+    return sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
+                  analyses.c.content_hash != items.c.content_hash)
+
+
 def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterator[list[tuple[Item, str]]]:
     """Batches of (item, content hash) with no analysis, one from other rules, or changed since analysed."""
     stale = _base_query().outerjoin(analyses, analyses.c.item_id == items.c.id).where(
-        sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
-               analyses.c.content_hash != items.c.content_hash)).order_by(items.c.id)
+        _unanalysed(version)).order_by(items.c.id)
     last = 0
     while True:
         with engine.connect() as conn:
@@ -63,12 +67,26 @@ def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterato
         last = found[-1][0].id
 
 
+def ids_to_analyse(engine: Engine, version: str) -> list[int]:
+    """Ids of the items `items_to_analyse` would return, in its order."""
+    query = (sa.select(items.c.id).outerjoin(analyses, analyses.c.item_id == items.c.id)
+             .where(_unanalysed(version)).order_by(items.c.id))
+    with engine.connect() as conn:
+        return list(conn.execute(query).scalars())
+
+
+def items_by_id(engine: Engine, ids: list[int]) -> list[tuple[Item, str]]:
+    """(item, content hash) of these item ids (at most 900: one IN list), by id, as `items_to_analyse` gives them."""
+    with engine.connect() as conn:
+        found = _items(conn, _base_query().where(items.c.id.in_(ids)).order_by(items.c.id))
+    return [(item, row.content_hash) for item, row in found]
+
+
 def count_to_analyse(engine: Engine, version: str) -> int:
     """How many items lack a current analysis."""
     query = (sa.select(sa.func.count()).select_from(items)
              .outerjoin(analyses, analyses.c.item_id == items.c.id)
-             .where(sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
-                           analyses.c.content_hash != items.c.content_hash)))
+             .where(_unanalysed(version)))
     with engine.connect() as conn:
         return conn.execute(query).scalar_one()
 

@@ -121,8 +121,7 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
             changed.append((old.id, item))
     child_files, child_comments = [], []
     if new_rows:
-        ids = conn.execute(items.insert().returning(items.c.id, sort_by_parameter_order=True),
-                           [row for _, row in new_rows]).scalars().all()
+        ids = _insert_items(conn, repo, [row for _, row in new_rows])
         for item_id, (item, _) in zip(ids, new_rows, strict=True):
             item.id = item_id
             f, c = _children(item_id, item)
@@ -138,11 +137,32 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
         child_files += f
         child_comments += c
     stats.updated = len(changed)
-    if child_files:
+    if child_files and conn.dialect.name == "sqlite":  # plain values: the driver's executemany, no per-row binding
+        conn.exec_driver_sql(_FILES_SQL, [(f["item_id"], f["path"], f["additions"], f["deletions"], f["status"])
+                                          for f in child_files])
+    elif child_files:
         conn.execute(files.insert(), child_files)
     if child_comments:
         conn.execute(comments.insert(), child_comments)
     return stats
+
+
+_FILES_SQL = "INSERT INTO files (item_id, path, additions, deletions, status) VALUES (?, ?, ?, ?, ?)"
+
+
+def _insert_items(conn: Connection, repo: int, rows: list[dict]) -> list[int]:
+    """Insert new item rows; their ids, in order. SQLite returns ids only one row per statement, so there the
+    rows go in one executemany and their ids are read back by key (the same ids: one writer, in order)."""
+    if conn.dialect.name != "sqlite":
+        return conn.execute(items.insert().returning(items.c.id, sort_by_parameter_order=True), rows).scalars().all()
+    conn.execute(items.insert(), rows)
+    by_key: dict[tuple[str, str], int] = {}
+    keys = [row["key"] for row in rows]
+    for start in range(0, len(keys), 900):
+        query = sa.select(items.c.id, items.c.kind, items.c.key).where(
+            items.c.repo_id == repo, items.c.key.in_(keys[start:start + 900]))
+        by_key.update({(r.kind, r.key): r.id for r in conn.execute(query)})
+    return [by_key[(row["kind"], row["key"])] for row in rows]
 
 
 def save_items(engine: Engine, stream: Iterable[Item], batch_size: int | None = None) -> SaveStats:

@@ -1,0 +1,146 @@
+"""The analysis stage: rules over every item that needs them, then the relations (ledger, terms) in the store.
+
+Analysis is pure over stored text, so a large backlog is spread over the machine's cores: forked workers
+each read a batch of 250 items from the store themselves (nothing but ids crosses the pipe on the way in),
+analyse it and scan it for relations; this process saves both, one transaction per batch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+
+from . import killpoint
+from .config import Settings
+from .errors import ConfigError, clip
+from .store import queries, save
+from .store.lock import writer_lock
+
+Tick = Callable[[int], None]
+BATCH = 250  # items per worker task and per saved transaction
+
+
+def _no_tick(_n: int) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class AnalyzeResult:
+    """What an analysis pass did."""
+
+    analysed: int
+    version: str
+    seconds: float
+
+
+@dataclass(slots=True)
+class _State:
+    """What a batch needs besides its ids; set before the workers fork, so they inherit it compiled."""
+
+    rules: object  # analyse.rules.RuleSet
+    settings: Settings
+    engine: Engine
+    scan: object  # analyse.ledger.RelationScan
+    to_scan: set[int]  # ids whose relation scan is stale
+
+
+_STATE: _State | None = None
+
+
+def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]:
+    """Read these items, analyse them and scan the stale ones for relations."""
+    from .analyse.item import analyse
+
+    state = _STATE
+    assert state is not None
+    batch = queries.items_by_id(state.engine, ids)
+    # scanned before analysing: the scan sees the stored values, as update_relations reads them
+    scans = [state.scan.of_item(item, digest) for item, digest in batch if item.id in state.to_scan]
+    return [(item.id, digest, analyse(item, state.rules, state.settings)) for item, digest in batch], scans
+
+
+@contextmanager
+def _batch_runner(state: _State, workers: int):
+    """map(id batches) -> (analyses, scans), in order: in this process, or in forked workers."""
+    global _STATE
+    _STATE = state
+    try:
+        if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+            yield lambda batches: map(_analyse_batch, batches)
+            return
+        # no pooled connection crosses the fork: each worker opens its own on first use (a connection in
+        # use, such as PostgreSQL's lock session, stays checked out and is never touched by a worker)
+        state.engine.dispose()
+        with multiprocessing.get_context("fork").Pool(workers) as pool:  # rules compiled once, copied on fork
+            yield lambda batches: pool.imap(_analyse_batch, batches)
+    finally:
+        _STATE = None
+
+
+def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: int | None = None,
+            on_total: Tick = _no_tick) -> AnalyzeResult:
+    """Analyse every item that has no analysis, changed since, or was analysed by other rules.
+
+    A backlog of 1,000 items or more is spread over up to 4 forked workers; results are saved by this
+    process, one transaction per batch, relations (the ledger and distinctive terms) with them.
+    """
+    from .analyse.ledger import RelationScan, update_relations
+    from .analyse.rules import RuleSet
+    from .store import ledger as relations
+
+    started, count = time.perf_counter(), 0
+    with _rules_override(settings):
+        version = RuleSet.version_of(settings)  # read and compiled only when an item needs it (~0.1 s a report)
+    with writer_lock(engine).attempt() as mine, _rules_override(settings):  # already ours in writing commands; readers never wait
+        pending = queries.count_to_analyse(engine, version)
+        if not mine:
+            _analysis_skipped(engine, pending)
+            return AnalyzeResult(0, version, time.perf_counter() - started)
+        on_total(pending)
+        scan = RelationScan.load(settings)
+        if not pending:
+            update_relations(settings, engine, scan)
+            return AnalyzeResult(0, version, time.perf_counter() - started)
+        rules = RuleSet.load(settings)
+        if workers is None:
+            workers = min(os.cpu_count() or 1, 4) if pending >= 1000 else 1
+        ids = queries.ids_to_analyse(engine, rules.version)
+        state = _State(rules, settings, engine, scan, relations.stale_ids(engine, scan.version))
+        with _batch_runner(state, workers) as run:
+            for results, scans in run([ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]):
+                save.save_analyses(engine, results)
+                relations.save_scans(engine, scan.version, scans)
+                killpoint.reached("analyze.saved")
+                count += len(results)
+                tick(len(results))
+        update_relations(settings, engine, scan)  # items whose relations are stale but analysis is not
+    return AnalyzeResult(count, rules.version, time.perf_counter() - started)
+
+
+@contextmanager
+def _rules_override(settings: Settings) -> Iterator[None]:
+    """A user's rules override with a missing key or a value of the wrong type: one line naming its folder."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if settings.rules_dir is None:
+            raise
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise ConfigError(clip(f"a rules override in {settings.rules_dir} has a missing key or a value of the "
+                               f"wrong type ({what}); compare it with the packaged defaults/rules", 400)) from None
+
+
+def _analysis_skipped(engine: Engine, pending: int) -> None:
+    """A reader met a writer: say (once, on stderr) that it shows the store as last analysed."""
+    if pending:
+        holder = writer_lock(engine).holder()
+        who = holder.describe() if holder else "another radar process"
+        print(f"radar: note: {who} is writing the store; {pending} item(s) not analysed yet are shown as last "
+              "analysed or left out (rerun when it has finished)", file=sys.stderr, flush=True)
