@@ -569,3 +569,22 @@ def test_a_model_line_that_only_repeats_the_rule_conclusion_leaves_the_rule_text
     assert [r["summary"] == rule for r in ctx["top"]] == [True, True, True, False, True, True]
     # the model's own line says what changed; the rules' figure and decision follow it
     assert ctx["top"][3]["summary"] == "；".join([own.rstrip("。"), *rest])
+
+
+def test_a_translated_title_or_a_pasted_prompt_is_not_model_prose():
+    """A small model's line for a P0/P1 row must say more than the title: a translated title (few CJK
+    characters, no Latin word beyond the title's) leaves the rule text; a Chinese explanation does not.
+    A sentence carrying a prompt field label is the prompt pasted back: dropped as filler."""
+    from infra_radar.analyse.grounding import Grounds, ground_counted, says_more_than_title
+
+    title = "[hardware] fix: add flops estimation for ascend a2g3 device"
+    assert not says_more_than_title("添加 ascend a2g3 设备的 flops 估计", title)
+    assert not says_more_than_title("Support dsv4 mtp graph", "[Feature] Support dsv4 mtp graph")
+    assert says_more_than_title("为 FLOPS 计数器加入 A2G3 设备名，A2G3 是国际版 Ascend；计数器按运行设备名匹配理论 "
+                                "FLOPS 表来估算 MFU。", title)
+    assert says_more_than_title("estimate MFU from the device name table", title)  # words beyond the title
+    grounds = Grounds.of("xlite speculation check with num_speculative_tokens=1", ["a/b#1"], "a/b",
+                         names=["xlite support speculation"], lang="zh")
+    text = "xlite 的 speculation 检查放宽到 num_speculative_tokens=1。xlite 支持，性能数据（作者报告）：-，处理建议：先验证。"
+    kept, dropped = ground_counted(text, grounds)
+    assert kept == "xlite 的 speculation 检查放宽到 num_speculative_tokens=1。" and dropped["filler"] == 1

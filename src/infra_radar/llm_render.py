@@ -71,13 +71,12 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
 def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；") -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
     that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
-    from .analyse.grounding import numbers
-    from .render.conclusion import echoes
+    from .analyse.grounding import numbers, says_more_than_title
 
     conclusions = report.get("conclusions", {})
     for r in ctx["top"]:
         line = conclusions.get(r["ref"], "")
-        if line and not _copies(line, r["summary"]) and not echoes(line, r["title"]):
+        if line and not _copies(line, r["summary"]) and says_more_than_title(line, r["title"]):
             # the model says what changed; where, the headline figure and the decision stay the rules'
             said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
             rest = [p for p in r.get("summary_rest", []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]

@@ -32,10 +32,34 @@ DROP_REASONS = ("ungrounded", "filler", "language")
 
 
 @lru_cache(maxsize=1)
+def _grounding_rules() -> dict:
+    text = (resources.files("infra_radar") / "defaults" / "prompts" / "grounding.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+@lru_cache(maxsize=1)
 def generic_words() -> frozenset[str]:
     """The packaged list of words that never make a sentence specific (defaults/prompts/grounding.toml)."""
-    text = (resources.files("infra_radar") / "defaults" / "prompts" / "grounding.toml").read_text(encoding="utf-8")
-    return frozenset(w.lower() for w in tomllib.loads(text).get("generic", []))
+    return frozenset(w.lower() for w in _grounding_rules().get("generic", []))
+
+
+def says_more_than_title(line: str, title: str) -> bool:
+    """Whether a model line says more than its item's title: Latin words beyond the title's (render's
+    echo test), or, for Chinese prose whose meaning sits in CJK characters, enough of them for more than a
+    translated title (grounding.toml [echo])."""
+    from ..render.conclusion import echoes
+
+    if not echoes(line, title):
+        return True
+    rule = _grounding_rules().get("echo", {})
+    cjk = len(_CJK.findall(line))
+    bare = re.sub(r"\[[^\]]*\]", " ", title).strip()
+    return cjk >= int(rule.get("min_cjk", 20)) and cjk >= float(rule.get("cjk_per_title_char", 0.6)) * len(bare)
+
+
+def pastes_prompt(sentence: str) -> bool:
+    """Whether `sentence` carries one of the prompts' field labels (the model pasting its prompt back)."""
+    return any(label in sentence for label in _grounding_rules().get("prompt_labels", []))
 
 
 # Shaped like a name of code or a model: a digit, one of _ . / : -, or a capital after the first letter.
@@ -137,7 +161,7 @@ def judge(sentence: str, grounds: Grounds, filler: bool = True) -> str | None:
         return "ungrounded"
     if grounds.lang and not sentence_language_ok(sentence, grounds.lang):
         return "language"
-    if filler and not specific(sentence, grounds):
+    if filler and (pastes_prompt(sentence) or not specific(sentence, grounds)):
         return "filler"
     return None
 
