@@ -24,11 +24,11 @@ from infra_radar.cli import main
 URL, MODEL = os.environ.get("RADAR_TEST_LLM_URL", ""), os.environ.get("RADAR_TEST_LLM_MODEL", "")
 pytestmark = pytest.mark.skipif(not (URL and MODEL), reason="real-model pass: RADAR_TEST_LLM_URL/MODEL not set "
                                                             "(scripts/test.sh starts scripts/model_server.sh)")
-FILES = ("ByteDance-Seed+VeOmni.jsonl.gz", "THUDM+slime.jsonl.gz")
-# the VeOmni part of the team's 2026-07-02 day (its three P0/P1 items: one daily prompt, no deep dive) and a small
-# slime week (one listed item and the weekly prompt): 3 prompts, about a minute with the 0.5B on 2 cores
+FILES = ("ByteDance-Seed+VeOmni.jsonl.gz",)
+# the VeOmni part of the team's 2026-07-02 day (its P0/P1 items: one daily prompt, no deep dive) and a VeOmni
+# week (one P0/P1 item and the weekly prompt): 3 prompts, a minute or two with the 0.5B on 2 cores
 DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z", "--repo", "ByteDance-Seed/VeOmni")
-WEEK = ("--repo", "THUDM/slime", "--week", "2026-W25")
+WEEK = ("--repo", "ByteDance-Seed/VeOmni", "--week", "2026-W25")
 SUMMARY = re.compile(r"^llm (\S+): (\d+) request\(s\), (\d+) cached, (\d+) failed, (\d+) sentence\(s\) dropped "
                      r"\((\d+) ungrounded, (\d+) filler, (\d+) language\)", re.M)
 

@@ -350,14 +350,16 @@ def _weekly_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> tuple[
 def weekly_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: bool = False, *,
                config: LlmConfig | None = None, client: LlmClient | None = None,
                tick: Callable[[int], None] | None = None) -> LlmRunSummary:
-    """Prose for a weekly report (render.context.WeeklyInput): its listed items and the report narrative."""
+    """Prose for a weekly report (render.context.WeeklyInput): its listed P0/P1 items and the narrative."""
     config, summary = _start(settings, config)
     if config is None:
         return summary
     lang = config.language or lang
     ctx, _ = _weekly_ctx(inp, lang, settings.focus_weights)
     listed = {r["ref"] for r in ctx["quick"]} | {m["ref"] for th in ctx["themes"] for m in th["members"]}
-    items = [ai for ai in inp.items if ai.item.ref in listed]
+    # item prose for the week's P0/P1 items only: a busy week lists dozens, and a small local model takes a
+    # minute or more per item prompt; P2 rows keep their rule text
+    items = [ai for ai in inp.items if ai.item.ref in listed and ai.analysis.priority in ("P0", "P1")]
     prompt = settings_prompt(settings, "item")
     jobs = [*(_item_job(ai, lang, settings.target, prompt) for ai in items), _weekly_job(settings, inp, ctx, lang)]
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
