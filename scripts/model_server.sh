@@ -99,7 +99,7 @@ start() {
     say "starting llama-server ($MODEL) on 127.0.0.1:$PORT (log: $LOG)"
     local slots=${RADAR_MODEL_SLOTS:-2} ctx=${RADAR_MODEL_CTX:-8192}
     nice -n "$NICE" "$BIN" -m "$GGUF" --host 127.0.0.1 --port "$PORT" --alias "$MODEL" \
-      -np "$slots" -c $((slots * ctx)) -n 1024 -t "${RADAR_MODEL_THREADS:-2}" --no-webui > "$LOG" 2>&1 &
+      -np "$slots" -c $((slots * ctx)) -n "${RADAR_MODEL_MAX_TOKENS:-2048}" -t "${RADAR_MODEL_THREADS:-2}" --no-webui > "$LOG" 2>&1 &
     echo $! > "$PIDFILE"
   fi
   local deadline=$((SECONDS + ${RADAR_MODEL_START_TIMEOUT:-180}))

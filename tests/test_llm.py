@@ -583,8 +583,12 @@ def test_a_translated_title_or_a_pasted_prompt_is_not_model_prose():
     assert says_more_than_title("为 FLOPS 计数器加入 A2G3 设备名，A2G3 是国际版 Ascend；计数器按运行设备名匹配理论 "
                                 "FLOPS 表来估算 MFU。", title)
     assert says_more_than_title("estimate MFU from the device name table", title)  # words beyond the title
+    pasted = "ByteDance-Seed/VeOmni#855 [P1/M，已合并] fix: add flops estimation for ascend a2g3 device；位于 `x/`"
+    assert not says_more_than_title(pasted, title)  # the prompt's item line pasted back
     grounds = Grounds.of("xlite speculation check with num_speculative_tokens=1", ["a/b#1"], "a/b",
                          names=["xlite support speculation"], lang="zh")
     text = "xlite 的 speculation 检查放宽到 num_speculative_tokens=1。xlite 支持，性能数据（作者报告）：-，处理建议：先验证。"
     kept, dropped = ground_counted(text, grounds)
     assert kept == "xlite 的 speculation 检查放宽到 num_speculative_tokens=1。" and dropped["filler"] == 1
+    kept, dropped = ground_counted("修复 xlite speculation，已合并，P1/S。", grounds)
+    assert kept == "" and dropped["filler"] == 1  # the item header's priority/grade pasted back

@@ -49,17 +49,26 @@ def says_more_than_title(line: str, title: str) -> bool:
     translated title (grounding.toml [echo])."""
     from ..render.conclusion import echoes
 
+    bare = re.sub(r"\[[^\]]*\]", " ", title).strip()
+    if len(bare) >= 20 and bare.lower() in line.lower():  # the title pasted whole, with or without its header
+        return False
     if not echoes(line, title):
         return True
     rule = _grounding_rules().get("echo", {})
     cjk = len(_CJK.findall(line))
-    bare = re.sub(r"\[[^\]]*\]", " ", title).strip()
     return cjk >= int(rule.get("min_cjk", 20)) and cjk >= float(rule.get("cjk_per_title_char", 0.6)) * len(bare)
 
 
+@lru_cache(maxsize=1)
+def _prompt_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in _grounding_rules().get("prompt_patterns", []))
+
+
 def pastes_prompt(sentence: str) -> bool:
-    """Whether `sentence` carries one of the prompts' field labels (the model pasting its prompt back)."""
-    return any(label in sentence for label in _grounding_rules().get("prompt_labels", []))
+    """Whether `sentence` carries one of the prompts' field labels or item-header shapes (the model pasting
+    its prompt back)."""
+    return (any(label in sentence for label in _grounding_rules().get("prompt_labels", []))
+            or any(p.search(sentence) for p in _prompt_patterns()))
 
 
 # Shaped like a name of code or a model: a digit, one of _ . / : -, or a capital after the first letter.
