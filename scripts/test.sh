@@ -61,7 +61,11 @@ if [ "$real" = 1 ]; then
   real_pid=""
   if [ "$real_status" = 0 ]; then
     RADAR_MODEL_SIZE=0.5b scripts/model_server.sh status >/dev/null 2>&1 || real_started=1
-    exports=$(RADAR_MODEL_SIZE=0.5b PYTHON="$PY" scripts/model_server.sh start 2>>"$work/model.log") || real_status=$?
+    # one thread: llama.cpp's threads wait for each other at every step, and on a busy machine (the other
+    # pass, a CI neighbour) a descheduled second thread stalls the first for minutes (seen: a 416-token
+    # prompt unfinished after 5 min with a CPU hog beside it; one thread answers it in seconds)
+    exports=$(RADAR_MODEL_SIZE=0.5b RADAR_MODEL_THREADS=${RADAR_MODEL_THREADS:-1} PYTHON="$PY" \
+      scripts/model_server.sh start 2>>"$work/model.log") || real_status=$?
   fi
   if [ "$real_status" = 0 ]; then
     eval "$exports"
