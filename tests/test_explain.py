@@ -109,11 +109,14 @@ def test_identifiers_name_the_change() -> None:
 
 def test_text_handling_is_linear() -> None:
     """Ten times the body takes well under a hundred times as long (a wide margin for a linear pass)."""
-    def cost(body: str) -> float:
-        explain_body.cache_clear()  # measure the work, not the cache
-        start = time.perf_counter()
-        explain_body(body), identifiers(body), clip(body, 200)
-        return time.perf_counter() - start
+    def cost(body: str) -> float:  # best of 3 in this thread's CPU time: load on the machine does not count
+        best = float("inf")
+        for _ in range(3):
+            explain_body.cache_clear()  # measure the work, not the cache
+            start = time.thread_time()
+            explain_body(body), identifiers(body), clip(body, 200)
+            best = min(best, time.thread_time() - start)
+        return best
 
     small, large = BODY * 20, BODY * 200
     cost(small)
