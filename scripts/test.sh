@@ -64,10 +64,7 @@ if [ "$real" = 1 ]; then
     # one thread: llama.cpp's threads wait for each other at every step, and on a busy machine (the other
     # pass, a CI neighbour) a descheduled second thread stalls the first for minutes (seen: a 416-token
     # prompt unfinished after 5 min with a CPU hog beside it; one thread answers it in seconds)
-    # and at most 512 generated tokens a reply: the 0.5B rambles to any cap, and the pass asserts transport and
-    # stated fallbacks, not prose, so a shorter cap bounds its time on a loaded machine
-    exports=$(RADAR_MODEL_SIZE=0.5b RADAR_MODEL_THREADS=${RADAR_MODEL_THREADS:-1} \
-      RADAR_MODEL_MAX_TOKENS=${RADAR_MODEL_MAX_TOKENS:-512} PYTHON="$PY" \
+    exports=$(RADAR_MODEL_SIZE=0.5b RADAR_MODEL_THREADS=${RADAR_MODEL_THREADS:-1} PYTHON="$PY" \
       scripts/model_server.sh start 2>>"$work/model.log") || real_status=$?
   fi
   if [ "$real_status" = 0 ]; then
