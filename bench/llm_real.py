@@ -86,10 +86,11 @@ def main() -> int:
                    f"{len(set(kept) - shown)} of them left out as a copy of the rule text or an echo of the title)")
     deep = [ref for ref in rule_rows if ref in _section(plain, "重点机制" if args.lang == "zh" else "Deep dives")]
     mech = sum(1 for ref in run.prose if run.prose[ref].get("mechanism"))
+    dives = len(deep) or len(run.prose) + sum(1 for k, _ in run.failures if k != "daily" and "(" not in k)
     headline = bool(run.report.get("headline"))
     print(f"model {run.model}: {run.requests} prompt(s) answered, {run.cached} from the cache; "
           f"prose kept: headline {'yes' if headline else 'no'}, P0/P1 conclusions {conclusions}, "
-          f"deep-dive mechanisms {mech}/{len(deep) or len(run.prose) + sum(1 for k, _ in run.failures if k != 'daily')}; "
+          f"deep-dive mechanisms {mech}/{dives}; "
           f"sentences dropped {run.dropped} ({', '.join(f'{n} {k}' for k, n in run.dropped_by.items())}); "
           f"failed {run.failed}; tokens {run.prompt_tokens}+{run.completion_tokens}; {seconds:.0f}s")
     for key, why in run.failures:

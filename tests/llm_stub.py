@@ -59,17 +59,21 @@ def _report_reply(user: str, zh: bool) -> dict[str, Any]:
 
 
 def _daily_reply(user: str, zh: bool) -> dict[str, Any]:
-    """The daily prompt: a conclusion per listed item (one grounded sentence naming it, one with an invented
-    number) and a headline (the item count, the first item, one sentence with an invented #N)."""
+    """The headline prompt: the item count, the first item, one sentence with an invented #N."""
     listed = re.findall(r"^- ([\w.-]+/[\w.-]+#\d+) ", user, re.M)
     first = listed[0] if listed else ""
     if zh:
-        return {"headline": f"今日 P0 / P1 条目共 {len(listed)} 项。首先关注 {first}。另见 {INVENTED_REF}。",
-                "items": [{"ref": ref, "conclusion": f"模型结论：{ref} 值得跟进。它快了 {INVENTED_NUMBER} 倍。"}
-                          for ref in listed]}
-    return {"headline": f"Today brings {len(listed)} P0 / P1 items. Start with {first}. See also {INVENTED_REF}.",
-            "items": [{"ref": ref, "conclusion": f"Model conclusion: {ref} is worth following. "
-                                                 f"It is {INVENTED_NUMBER} times faster."} for ref in listed]}
+        return {"headline": f"今日 P0 / P1 条目共 {len(listed)} 项。首先关注 {first}。另见 {INVENTED_REF}。"}
+    return {"headline": f"Today brings {len(listed)} P0 / P1 items. Start with {first}. See also {INVENTED_REF}."}
+
+
+def _row_reply(user: str, zh: bool) -> dict[str, Any]:
+    """The row prompt: one grounded sentence naming the item, one with an invented number."""
+    found = re.search(r"^(?:条目|Item) ([\w.-]+/[\w.-]+#\d+)", user, re.M)
+    ref = found.group(1) if found else ""
+    if zh:
+        return {"conclusion": f"模型结论：{ref} 值得跟进。它快了 {INVENTED_NUMBER} 倍。"}
+    return {"conclusion": f"Model conclusion: {ref} is worth following. It is {INVENTED_NUMBER} times faster."}
 
 
 def _first_sentence(text: str) -> str:
@@ -94,6 +98,8 @@ def default_reply(messages: list[dict[str, str]], flip_lang: bool = False, every
     user = messages[1]["content"]
     if "headline" in messages[0]["content"]:
         reply = _daily_reply(user, zh)
+    elif '"conclusion"' in messages[0]["content"]:
+        reply = _row_reply(user, zh)
     elif "executive_summary" in messages[0]["content"]:
         reply = _report_reply(user, zh)
     else:

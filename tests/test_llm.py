@@ -141,7 +141,7 @@ def test_parse_reply_accepts_fenced_json():
 
 # --- prompts and configuration ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["item", "weekly", "daily"])
+@pytest.mark.parametrize("name", ["item", "weekly", "daily", "row"])
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_prompts_render_strictly(name, lang):
     prompt = load_prompt(name)
@@ -202,6 +202,28 @@ def test_apply_llm_grounds_caches_and_dry_runs(tmp_path, stub):
     assert run.dropped_by == {"ungrounded": 2, "filler": 1, "language": 0} and run.requests == 1 and run.cached == 0
     again = apply_llm(settings, engine, [_item()], "en", config=config)
     assert len(stub.requests) == 1 and again.cached == 1 and again.prose == run.prose
+
+
+def test_llm_max_tokens_lowers_each_prompts_cap_and_keys_the_cache(tmp_path, stub):
+    from dataclasses import replace
+
+    settings, config = _stage_settings(tmp_path, stub)
+    engine = open_store(settings)
+    own = load_prompt("item").max_tokens
+    assert own > 100
+    apply_llm(settings, engine, [_item()], "en", config=config)
+    config_path = tmp_path / "radar.toml"
+    capped = replace(settings, config_path=config_path)
+    assert stub.requests[-1]["max_tokens"] == own
+    for cap in (100, own + 1000, 0):
+        config_path.write_text(f"[llm]\nmax_tokens = {cap}\n")
+        run = apply_llm(capped, engine, [_item()], "en", config=config)
+        # a lower cap is a new prompt (its reply may be cut); a higher one or none keeps the prompt's own
+        assert (run.requests, run.cached) == ((1, 0) if cap == 100 else (0, 1)), cap
+        assert stub.requests[-1]["max_tokens"] == 100 and len(stub.requests) == 2
+    config_path.write_text("[llm]\nmax_tokens = -5\n")
+    with pytest.raises(ConfigError, match=r"\[llm\] max_tokens must be an integer"):
+        apply_llm(capped, engine, [_item()], "en", config=config)
 
 
 def test_apply_llm_counts_failures_and_keeps_going(tmp_path, stub):
@@ -314,32 +336,39 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     from infra_radar.llm_stage import daily_llm
 
     settings, config = _stage_settings(tmp_path, stub)
-    config = replace(config, max_concurrency=1)  # one at a time, in job order: the daily prompt goes first
+    config = replace(config, max_concurrency=1)
     engine = open_store(settings)
     inp = _daily_input([_item(), _other_item()])
-    reply = {"headline": f"Rope got faster: TTFT 512 ms. It is {INVENTED_NUMBER}x better. See #70. Start with #12.",
-             "items": [{"ref": "acme/infer-npu#77", "conclusion": "TTFT fell from 1,048.64 ms to 512 ms. "
-                                                                 "It is 22.1 times faster. Compare #78."},
-                       {"ref": "acme/infer#12", "conclusion": "Throughput rose to 22.1 req/s with acme/infer-npu#77."},
-                       {"ref": "acme/unknown#5", "conclusion": "Not an item of the prompt."}]}
-    stub.script.append(("content", json.dumps(reply)))
+    from infra_radar.llm_stage import _daily_ctx
+
+    headline = {"headline": f"Rope got faster: TTFT 512 ms. It is {INVENTED_NUMBER}x better. See #70. Start with #12."}
+    rows = {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms. It is 22.1 times faster. Compare #78.",
+            "acme/infer#12": "Throughput rose to 22.1 req/s. It pairs with acme/infer-npu#77."}
+    order = [r["ref"] for r in _daily_ctx(inp, "en", None)["top"]]
+    assert sorted(order) == sorted(rows)
+    # one at a time, in job order: the headline prompt, then a row prompt per item in rank order
+    for reply in [headline, *({"conclusion": rows[ref]} for ref in order)]:
+        stub.script.append(("content", json.dumps(reply)))
     run = daily_llm(settings, engine, inp, "en", config=config)
     daily_prompt = stub.requests[0]["messages"]
     assert "headline" in daily_prompt[0]["content"] and "- acme/infer-npu#77 [P1/" in daily_prompt[1]["content"]
-    assert run.requests == 3 and run.failed == 0
+    row_prompts = [r["messages"][1]["content"] for r in stub.requests[1:3]]
+    assert [p.split()[1] for p in row_prompts] == order  # "Item <ref> (…": one item each
+    assert run.requests == 5 and run.failed == 0  # and the two deep dives
     # the headline lost its invented number and #70 (a link, not an item of the prompt); bare #12 names one item.
-    # #77's conclusion lost 22.1 (a figure of #12, not of #77) and #78; the unknown ref was laid over nothing.
+    # #77's conclusion lost 22.1 (a figure of #12, not of #77) and #78; #12's lost #77, which its prompt did not show.
     assert run.report == {"headline": "Rope got faster: TTFT 512 ms. Start with #12.",
                           "conclusions": {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms.",
-                                          "acme/infer#12": "Throughput rose to 22.1 req/s with acme/infer-npu#77."}}
-    assert run.dropped_by["ungrounded"] == 2 + 2 + 2 * 2  # headline, #77's conclusion, two sentences of each item reply
+                                          "acme/infer#12": "Throughput rose to 22.1 req/s."}}
+    # the headline's two, #77's two, #12's one, two sentences of each item reply
+    assert run.dropped_by["ungrounded"] == 2 + 2 + 1 + 2 * 2
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
     # the model's line, then the rules' module and decision (its figure is the model's already)
     assert "| TTFT fell from 1,048.64 ms to 512 ms; in `infer_npu/ops/`; track only |" in text
     assert INVENTED_NUMBER not in text
     again = daily_llm(settings, engine, inp, "en", config=config)
-    assert len(stub.requests) == 3 and again.cached == 3 and again.report == run.report
+    assert len(stub.requests) == 5 and again.cached == 5 and again.report == run.report
 
 
 def _section(text: str, title: str) -> str:
@@ -371,19 +400,19 @@ def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(m
     top = re.findall(r"^\| (?:P[0-2]|none) \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
     text = report.text
     deep = min(len(top), settings.deep_dive_limit)
-    per = settings_prompt(settings, "daily").items_per_request or len(top)
-    parts = -(-len(top) // per)  # the daily prompt goes in parts of `items_per_request` P0/P1 items
-    assert len(top) > deep >= 2 and sent == deep + parts  # the daily prompt's parts, an item prompt per deep dive
+    per = settings_prompt(settings, "daily").items_listed or len(top)
+    # the headline prompt, a row prompt per P0/P1 item, an item prompt per deep dive
+    assert len(top) > deep >= 2 and sent == 1 + len(top) + deep
     assert len(server.requests) == sent and again.llm.cached == sent and _daily_plain(again.text) == _daily_plain(text)
     marker = "模型结论" if lang == "zh" else "Model conclusion"
     rows = [line for line in _section(text, "P0 / P1").splitlines() if re.match(r"\| (?:P[0-2]|none) \|", line)]
     assert len(rows) == len(top) and all(marker in row for row in rows)
     headline = "**今日要点**：" if lang == "zh" else "**Headline:** "
-    # the headline comes from the first part (the stub counts the items listed in it)
+    # the headline prompt lists the first `items_listed` items (the stub counts them)
     assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {min(len(top), per)} " in text
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
     # every daily conclusion and the headline lost one sentence; each item reply two
-    assert report.llm.dropped_by["ungrounded"] == len(top) + parts + 2 * deep and report.llm.failed == 0
+    assert report.llm.dropped_by["ungrounded"] == len(top) + 1 + 2 * deep and report.llm.failed == 0
     mechanism = "The change reworks \"" if lang == "en" else "改动调整了「"
     assert _section(text, "Deep dives" if lang == "en" else "重点机制").count(mechanism) == deep
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
@@ -411,12 +440,11 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
         monkeypatch.delenv(var, raising=False)
     packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "daily.toml").read_text(encoding="utf-8")
     v = int(re.search(r"^version = (\d+)$", packaged, re.M).group(1))
-    per = int(re.search(r"^items_per_request = (\d+)$", packaged, re.M).group(1))
-    assert "You write the daily" in packaged
+    assert "You write the headline of the daily" in packaged
     mine = radar_home / "my-prompts"
     mine.mkdir(parents=True)
     override = mine / "daily.toml"
-    override.write_text(packaged.replace("You write the daily", "OVERRIDE-7f3a. You write the daily"))
+    override.write_text(packaged.replace("You write the headline of the daily", "OVERRIDE-7f3a. You write the headline of the daily"))
     day = ("daily", "--since", "2026-07-28", "--until", "2026-08-04", "--lang", "en")
     with LlmStub() as server:
         (radar_home / "radar.toml").write_text(f'[llm]\nbase_url = "{server.base_url}"\nmodel = "stub-model"\n'
@@ -425,14 +453,14 @@ def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(
         code, out, err = _cli(*day)
         assert code == 0 and "**Headline:**" in out, err
         systems = [r["messages"][0]["content"] for r in server.requests]
-        parts = sum(s.startswith("OVERRIDE-7f3a. You write the daily") for s in systems)
-        assert parts == -(-len(re.findall(r"^\| P[01] \|", _section(out, "P0 / P1"), re.M)) // per) >= 1
+        parts = sum(s.startswith("OVERRIDE-7f3a. You write the headline of the daily") for s in systems)
+        assert parts == 1  # the headline prompt (the rows have their own, packaged)
         first = next(i for i, s in enumerate(systems) if s.startswith("OVERRIDE-7f3a."))
         sent = len(server.requests)
         assert _cli(*day)[0] == 0 and len(server.requests) == sent  # cached
         override.write_text(override.read_text().replace(f"version = {v}\n", f"version = {v + 1}\n"))
         code, out2, err = _cli(*day)
-        assert code == 0 and len(server.requests) == sent + parts and f"{parts} request(s)" in err  # the daily parts
+        assert code == 0 and len(server.requests) == sent + parts and f"{parts} request(s)" in err  # the headline
         again = [r["messages"] for r in server.requests[sent:]]
         assert server.requests[first]["messages"] in again  # same text, new version
         code, dry, _ = _cli(*day, "--dry-run")
@@ -535,8 +563,8 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
         monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
         report = daily(settings, engine, since, until)
         sent = len(server.requests)
-        per = settings_prompt(settings, "daily").items_per_request or len(top)
-        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + -(-len(top) // per)
+        per = settings_prompt(settings, "daily").items_listed or len(top)
+        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + 1 + len(top)
         assert len(server.requests) == sent
     text = report.text
     assert f"**今日要点**：今日 P0 / P1 条目共 {min(len(top), per)} 项。首先关注 {top[0]}。\n" in text

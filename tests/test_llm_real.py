@@ -70,7 +70,7 @@ def home(radar_home: Path, shared_data: Path, tmp_path: Path) -> str:
     # generous: a loaded 2-core machine may take minutes per prompt; nothing asserts speed
     (radar_home / "radar.toml").write_text(
         f'deep_dive_limit = 0\n[llm]\nbase_url = "{URL}"\nmodel = "{MODEL}"\nmax_concurrency = 2\n'
-        'timeout = 600\nrun_deadline = 3600\n')
+        'timeout = 600\nrun_deadline = 3600\nmax_tokens = 384\n')
     texts = []
     for i, name in enumerate(FILES):
         path, text = _slice(shared_data / "git" / name, tmp_path / f"slice{i}.jsonl")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -19,7 +19,7 @@ from .config import Settings
 from .errors import ConfigError
 
 _KEYS = {"base_url", "model", "api_key_env", "json_mode", "max_concurrency", "timeout", "token_budget",
-         "language", "prompts_dir", "run_deadline", "max_reply_bytes"}
+         "language", "prompts_dir", "run_deadline", "max_reply_bytes", "max_tokens"}
 
 
 # --- configuration ---------------------------------------------------------------------------------
@@ -114,11 +114,11 @@ class Prompt:
     texts: dict[str, dict[str, str]]
     source: str = ""  # the file it came from (packaged prompts: defaults/prompts/NAME.toml)
     max_tokens: int = 0  # the completion cap sent with each request (0: the server's default)
-    items_per_request: int = 0  # a prompt over many items is sent in parts of this many (0: all at once)
+    items_listed: int = 0  # a prompt over many items lists at most this many, highest-ranked first (0: all)
 
 
 _PROMPT_KEYS = {"id", "version", "schema", "zh", "en"}
-_OPTIONAL_KEYS = {"max_tokens", "items_per_request"}
+_OPTIONAL_KEYS = {"max_tokens", "items_listed"}
 _ROLES = ("system", "user")
 
 
@@ -127,7 +127,7 @@ def _prompt_problem(data: dict[str, Any], name: str) -> str | None:
     unknown = sorted(set(data) - _PROMPT_KEYS - _OPTIONAL_KEYS)
     if unknown:
         return f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_PROMPT_KEYS | _OPTIONAL_KEYS))}"
-    for key, top in (("max_tokens", 32768), ("items_per_request", 1000)):
+    for key, top in (("max_tokens", 32768), ("items_listed", 1000)):
         cap = data.get(key, 0)
         if not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= top:
             return f"{key} must be an integer in [0, {top}], not {cap!r}"
@@ -171,7 +171,7 @@ def parse_prompt(text: str, name: str, where: str) -> Prompt:
             except TemplateSyntaxError as exc:
                 raise ConfigError(f"{where}: [{lang}] {role}, template line {exc.lineno}: {exc.message}") from None
     return Prompt(data["id"], data["version"], data["schema"], {k: data[k] for k in ("zh", "en")}, where,
-                  data.get("max_tokens", 0), data.get("items_per_request", 0))
+                  data.get("max_tokens", 0), data.get("items_listed", 0))
 
 
 @lru_cache(maxsize=8)
@@ -220,8 +220,16 @@ def prompts_dir(settings: Settings) -> Path | None:
 
 
 def settings_prompt(settings: Settings, name: str) -> Prompt:
-    """Prompt `name` as this configuration sees it (the user's override wins)."""
-    return load_prompt(name, prompts_dir(settings))
+    """Prompt `name` as this configuration sees it: the user's override wins, and `[llm] max_tokens` lowers
+    (never raises) the prompt's own completion cap."""
+    prompt = load_prompt(name, prompts_dir(settings))
+    cap = _llm_table(settings).get("max_tokens", 0)
+    if not isinstance(cap, int) or isinstance(cap, bool) or not 0 <= cap <= 32768:
+        raise ConfigError(f"{settings.config_path}: [llm] max_tokens must be an integer in [0, 32768] "
+                          f"(0: each prompt's own), not {cap!r}")
+    if cap and not 0 < prompt.max_tokens <= cap:
+        prompt = replace(prompt, max_tokens=cap)
+    return prompt
 
 
 _ENV = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)

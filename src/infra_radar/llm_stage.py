@@ -96,10 +96,12 @@ class _Job:
     messages: list[dict[str, str]]
     grounds: Grounds
     lang: str
-    sha: str = ""  # sha256 of the messages and schema: with prompt id, version and model, the cache key
+    sha: str = ""  # sha256 of the messages, schema and max_tokens: with prompt id, version and model, the cache key
 
     def __post_init__(self) -> None:
-        payload = json.dumps([self.messages, self.prompt.schema], ensure_ascii=False, sort_keys=True)
+        # the completion cap is part of the key: a reply cut at a lower cap says nothing of a higher one
+        payload = json.dumps([self.messages, self.prompt.schema, self.prompt.max_tokens], ensure_ascii=False,
+                             sort_keys=True)
         self.sha = hashlib.sha256(payload.encode()).hexdigest()
 
     def cache_key(self, model: str) -> CacheKey:
@@ -402,60 +404,55 @@ def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang:
 
 
 def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
-                ) -> list[tuple[_Job, dict[str, Grounds]]]:
-    """The daily prompt over the window's P0/P1 items, in parts of the prompt's `items_per_request` (keys
-    "daily", "daily-2", …; the first part's headline is the day's), each with the grounds of its headline
-    (the job's) and of each item's conclusion (by lowercase ref); none when the window has no P0/P1 item."""
+                ) -> tuple[_Job | None, list[tuple[str, _Job]]]:
+    """The headline prompt over the window's first P0/P1 items (key "daily"; None when there is none), and
+    the row prompt for each P0/P1 item with its ref (key "<ref> (conclusion)"), whose grounds are the item's."""
     by_ref = {ai.item.ref: ai for ai in inp.items}
     rows = [r for r in ctx["top"] if r["ref"] in by_ref]
+    if not rows:
+        return None, []
     prompt = settings_prompt(settings, "daily")  # read once: a user's prompt file is parsed on each call
-    size = prompt.items_per_request or len(rows) or 1
-    parts = [rows[i:i + size] for i in range(0, len(rows), size)]
-    return [_daily_job(settings, prompt, by_ref, ctx, lang, part, "daily" if n == 0 else f"daily-{n + 1}")
-            for n, part in enumerate(parts)]
+    listed = rows[:prompt.items_listed or len(rows)]
+    row_prompt = settings_prompt(settings, "row")
+    jobs = []
+    for r in rows:
+        values = {"target": settings.target, **_daily_item(r, by_ref[r["ref"]])}
+        messages = render_messages(row_prompt, lang, values)
+        grounds = _item_grounds(by_ref[r["ref"]], values.values(), [r["ref"]], lang)
+        jobs.append((r["ref"], _Job(f"{r['ref']} (conclusion)", row_prompt, messages, grounds, lang)))
+    return _headline_job(settings, prompt, by_ref, ctx, lang, listed), jobs
 
 
-def _daily_job(settings: Settings, prompt: Prompt, by_ref: dict[str, AnalysedItem], ctx: dict[str, Any],
-               lang: str, rows: list[dict[str, Any]], key: str) -> tuple[_Job, dict[str, Grounds]]:
-    """One part of the daily prompt (see _daily_jobs)."""
+def _headline_job(settings: Settings, prompt: Prompt, by_ref: dict[str, AnalysedItem], ctx: dict[str, Any],
+                  lang: str, rows: list[dict[str, Any]]) -> _Job:
+    """The headline prompt over `rows`: a headline may mention what the prompt shows, the items' text and
+    figures, and the listed items."""
     items = [_daily_item(r, by_ref[r["ref"]]) for r in rows]
     values = {"target": settings.target, "date": ctx["date"], "repos": ", ".join(ctx["repos"]) or "-",
               "scanned": ctx["scanned"], "ranked": ctx["ranked"], "by_priority": ctx["by_priority"], "items": items,
               "total": len(ctx["top"])}
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows]
-    # a conclusion may mention its own item's text and figures, and the items of the prompt
-    per_item = {r["ref"].lower(): _item_grounds(by_ref[r["ref"]], it.values(), refs, lang)
-                for r, it in zip(rows, items, strict=True)}
     repos = {by_ref[r].item.repo for r in refs}
     numbers = [r.rsplit("#", 1)[1] for r in refs]
     # several repositories: a bare #N is grounded only when one item of the prompt has that number
     bare = [f"#{n}" for n in numbers if numbers.count(n) == 1] if len(repos) > 1 else []
     source = "\n".join([messages[1]["content"], *(by_ref[r].item.body for r in refs)])
-    extra = set().union(*(g.numbers for g in per_item.values()))
+    claims = [c for r in refs for c in by_ref[r].analysis.perf_claims]
+    extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
     names = [by_ref[r].item.title for r in refs] + [f.path for r in refs for f in by_ref[r].item.files]
     head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang)
-    return _Job(key, prompt, messages, head, lang), per_item
+    return _Job("daily", prompt, messages, head, lang)
 
 
-def _daily_prose(reply: dict[str, Any], head: Grounds, per_item: dict[str, Grounds],
-                 refs: dict[str, str], summary: LlmRunSummary) -> dict[str, Any]:
-    """The grounded headline and {ref: one-line conclusion}; a conclusion for an item not in the prompt is ignored."""
-    conclusions: dict[str, str] = {}
-    for entry in reply.get("items", []):
-        key = str(entry.get("ref", "")).strip().lower() if isinstance(entry, dict) else ""
-        ref, grounds = refs.get(key), per_item.get(key)
-        if ref is None or grounds is None or ref in conclusions:
-            continue
-        text = _grounded(entry.get("conclusion"), grounds, summary)
-        if text:
-            conclusions[ref] = text
-    headline = _grounded(reply.get("headline"), head, summary)
+def _headline(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary) -> str:
+    """The grounded headline; one that names no item of the day is filler."""
+    headline = _grounded(reply.get("headline"), grounds, summary)
     if headline and not _NAMES_ITEM.search(headline):  # "…: today's highlights" names no change of the day
         summary.dropped_by["filler"] += 1
         summary.dropped += 1
         headline = ""
-    return {"headline": headline, "conclusions": conclusions}
+    return headline
 
 
 _NAMES_ITEM = re.compile(r"#\d")  # a headline must point at an item of the day (refs are grounded already)
@@ -474,20 +471,22 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     by_ref = {ai.item.ref: ai for ai in inp.items}
     prompt = settings_prompt(settings, "item")
     jobs = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
-    days = _daily_jobs(settings, inp, ctx, lang)
-    jobs[:0] = [job for job, _ in days]  # the longest prompts go out first
+    head, rows = _daily_jobs(settings, inp, ctx, lang)
+    # the headline first, then the rows in rank order: a run cut short by its deadline has the top of the day
+    jobs[:0] = [*([head] if head else []), *(job for _, job in rows)]
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
-    refs = {r["ref"].lower(): r["ref"] for r in ctx["top"]}
-    for job, per_item in days:
+    conclusions = {}
+    for ref, job in rows:
         if job.key in replies:
-            part = _daily_prose(replies[job.key], job.grounds, per_item, refs, summary)
-            if not summary.report:
-                summary.report = {"headline": "", "conclusions": {}}
-            if job.key == "daily":  # the day's headline comes from the part holding the top items
-                summary.report["headline"] = part["headline"]
-            summary.report["conclusions"].update(part["conclusions"])
+            text = _grounded(replies[job.key].get("conclusion"), job.grounds, summary)
+            if text:
+                conclusions[ref] = text
+    if head is not None and (head.key in replies or conclusions):
+        summary.report = {"headline": _headline(replies[head.key], head.grounds, summary)
+                          if head.key in replies else "", "conclusions": conclusions}
+    daily_keys = {job.key for _, job in rows} | {"daily"}
     for job in jobs:
-        if job.key in replies and not job.key.startswith("daily"):
+        if job.key in replies and job.key not in daily_keys:
             summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
     return summary
 
