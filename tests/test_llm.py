@@ -603,7 +603,8 @@ def test_a_translated_title_or_a_pasted_prompt_is_not_model_prose():
     """A small model's line for a P0/P1 row must say more than the title: a translated title (few CJK
     characters, no Latin word beyond the title's) leaves the rule text; a Chinese explanation does not.
     A sentence carrying a prompt field label is the prompt pasted back: dropped as filler."""
-    from infra_radar.analyse.grounding import Grounds, ground_counted, says_more_than_title
+    from infra_radar.analyse.grounding import Grounds, ground_counted
+    from infra_radar.llm_render import says_more_than_title
 
     title = "[hardware] fix: add flops estimation for ascend a2g3 device"
     assert not says_more_than_title("添加 ascend a2g3 设备的 flops 估计", title)

@@ -71,7 +71,7 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
 def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；") -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
     that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
-    from .analyse.grounding import numbers, says_more_than_title
+    from .analyse.grounding import numbers
 
     conclusions = report.get("conclusions", {})
     for r in ctx["top"]:
@@ -99,6 +99,23 @@ def _copies(model: str, rule: str) -> bool:
     from difflib import SequenceMatcher
 
     return SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.85
+
+
+def says_more_than_title(line: str, title: str) -> bool:
+    """Whether a model line says more than its item's title: Latin words beyond the title's (render's
+    echo test), or, for Chinese prose whose meaning sits in CJK characters, enough of them for more than a
+    translated title (grounding.toml [echo])."""
+    from .analyse.grounding import cjk_chars, echo_thresholds
+    from .render.conclusion import bare_title, echoes
+
+    bare = bare_title(title)
+    if len(bare) >= 20 and bare.lower() in line.lower():  # the title pasted whole, with or without its header
+        return False
+    if not echoes(line, title):
+        return True
+    least, per_char = echo_thresholds()
+    cjk = cjk_chars(line)
+    return cjk >= least and cjk >= per_char * len(bare)
 
 
 def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:

@@ -43,20 +43,15 @@ def generic_words() -> frozenset[str]:
     return frozenset(w.lower() for w in _grounding_rules().get("generic", []))
 
 
-def says_more_than_title(line: str, title: str) -> bool:
-    """Whether a model line says more than its item's title: Latin words beyond the title's (render's
-    echo test), or, for Chinese prose whose meaning sits in CJK characters, enough of them for more than a
-    translated title (grounding.toml [echo])."""
-    from ..render.conclusion import echoes
-
-    bare = re.sub(r"\[[^\]]*\]", " ", title).strip()
-    if len(bare) >= 20 and bare.lower() in line.lower():  # the title pasted whole, with or without its header
-        return False
-    if not echoes(line, title):
-        return True
+def echo_thresholds() -> tuple[int, float]:
+    """Chinese prose says more than its item's title with at least this many CJK characters, and this many
+    per character of the title (grounding.toml [echo])."""
     rule = _grounding_rules().get("echo", {})
-    cjk = len(_CJK.findall(line))
-    return cjk >= int(rule.get("min_cjk", 20)) and cjk >= float(rule.get("cjk_per_title_char", 0.6)) * len(bare)
+    return int(rule.get("min_cjk", 20)), float(rule.get("cjk_per_title_char", 0.6))
+
+
+def cjk_chars(text: str) -> int:
+    return len(_CJK.findall(text))
 
 
 @lru_cache(maxsize=1)

@@ -32,9 +32,17 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+_TAGS = re.compile(r"\[[^\]]*\]")
+
+
+def bare_title(title: str) -> str:
+    """The title without its bracketed tags ("[Feature][Ops] …")."""
+    return _TAGS.sub(" ", title).strip()
+
+
 def echoes(text: str, title: str) -> bool:
     """True when `text` says little beyond the title: most of its words are the title's words."""
-    words, head = _words(text), _words(re.sub(r"\[[^\]]*\]", " ", title))
+    words, head = _words(text), _words(bare_title(title))
     if not words:
         return True
     return len(words - head) <= max(2, len(words) // 4)
