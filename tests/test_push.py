@@ -202,26 +202,49 @@ def test_dry_run_shows_no_webhook_userinfo(sample, receiver, monkeypatch):
     assert "pa55word" not in result.output and "bot:" not in result.output
 
 
-def test_a_refusal_echoing_the_webhook_is_redacted_before_it_is_cut(monkeypatch):
-    from infra_radar.publish import push as push_module
+def test_a_refusal_echoing_the_webhook_is_redacted_before_it_is_cut():
     from infra_radar.publish.push import Message
 
-    url = "https://hooks.example.com/services/T0/B0/" + "S" * 40
+    from .hostile_stub import Hostile
 
-    class Reply:
-        def __init__(self, *_a, **_k):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *_a):
-            return False
-
-        def read(self, _n):
-            return ("x" * 100 + " bad hook " + url).encode()
-
-    monkeypatch.setattr(push_module.urllib.request, "urlopen", Reply)
-    with pytest.raises(PushError) as err:
-        post(Message(url, {}), "feishu")
+    secret = "S" * 40
+    with Hostile(reply=lambda seen: (200, {}, ("x" * 100 + " bad hook " + seen.path).encode())) as server:
+        url = f"{server.url}/services/T0/B0/{secret}"
+        with pytest.raises(PushError) as err:
+            post(Message(url, {}), "feishu")
     assert "SSSS" not in str(err.value) and "***" in str(err.value)
+
+
+@pytest.mark.parametrize("mode", ["trickle", "trickle_head", "endless", "huge_head"])
+def test_a_hostile_webhook_ends_the_push_in_its_total_time_with_one_line(mode):
+    """A receiver that trickles a byte at a time (body or headers), never ends its body, or sends endless
+    headers: the push fails within its total time or byte cap, with one line and no URL. The trickle sends
+    400 bytes at most, 20 s at 0.05 s a byte: a per-read timeout alone would wait all of it."""
+    from infra_radar.publish.push import Message
+
+    from .hostile_stub import Hostile
+
+    limit = 400 if mode.startswith("trickle") else 50_000_000
+    with Hostile(mode=mode, interval=0.05, limit=limit) as server:
+        url = f"{server.url}/hook/TOKEN-H"
+        with pytest.raises(PushError) as err:
+            post(Message(url, {}), "slack", timeout=5, total=0.5)
+        sent = server.seen[0].sent
+    message = str(err.value)
+    assert "\n" not in message and "TOKEN" not in message, message
+    if mode.startswith("trickle"):
+        assert "did not answer within 0.5 s" in message and sent < limit  # cut before the server ran out
+    else:
+        assert sent < 50_000_000, message  # the client hung up long before the stub's own cap
+
+
+def test_a_webhook_redirect_is_not_followed():
+    from infra_radar.publish.push import Message
+
+    from .hostile_stub import Hostile
+
+    with Hostile() as other, Hostile(reply=lambda _s: (307, {"location": "OTHER/steal"}, b"")) as home:
+        home.reply = lambda _s: (307, {"location": f"{other.url}/steal"}, b"")
+        with pytest.raises(PushError, match="answered HTTP 307"):
+            post(Message(f"{home.url}/hook/TOKEN-R", {"text": "hi"}), "slack")
+        assert other.seen == [] and len(home.seen) == 1

@@ -17,9 +17,7 @@ import os
 import re
 import time
 import tomllib
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, timedelta
@@ -354,20 +352,35 @@ def _accepted(platform: str, text: str) -> bool:
     return reply.get("code", reply.get("errcode", reply.get("StatusCode", 0))) == 0
 
 
-def post(message: Message, platform: str, timeout: float = 15.0) -> None:
-    """POST one message; PushError (without the URL, which is secret) when it is refused."""
-    request = urllib.request.Request(message.url, data=message.body, method="POST",
-                                     headers={"Content-Type": "application/json; charset=utf-8"})
+def post(message: Message, platform: str, timeout: float = 15.0, total: float = 30.0,
+         max_bytes: int = 65536) -> None:
+    """POST one message; PushError (without the URL, which is secret) when it is refused or not answered.
+    The whole exchange has `total` seconds (however slowly the receiver trickles bytes), the answer at most
+    `max_bytes`, and a redirect is not followed (the message and the URL stay with the webhook's origin)."""
+    import httpx
+
+    from ..sources.http import Deadline, TooLarge, bounded_client, read_capped
+
+    secrets = _url_secrets(message.url)
+    deadline = Deadline()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - URL is the user's webhook
-            text = reply.read(65536).decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        raise PushError(f"{platform} webhook answered HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:  # ValueError: http.client's InvalidURL
-        reason = redact(str(getattr(exc, "reason", exc)), _url_secrets(message.url))
+        with bounded_client(deadline, timeout=min(timeout, total), follow_redirects=False) as client:
+            deadline.start(total)
+            with client.stream("POST", message.url, content=message.body,
+                               headers={"Content-Type": "application/json; charset=utf-8"}) as reply:
+                status = reply.status_code
+                text = read_capped(reply, max_bytes).decode("utf-8", "replace") if status < 300 else ""
+    except httpx.TimeoutException:
+        raise PushError(f"{platform} webhook did not answer within {total:g} s") from None
+    except TooLarge:
+        raise PushError(f"{platform} webhook answered with more than {max_bytes} bytes") from None
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
+        reason = redact(str(exc) or type(exc).__name__, secrets)
         raise PushError(clip(f"{platform} webhook unreachable: {reason}", 300)) from None
+    if status >= 300:
+        raise PushError(f"{platform} webhook answered HTTP {status}")
     if not _accepted(platform, text):
-        text = redact(" ".join(text.split()), _url_secrets(message.url))
+        text = redact(" ".join(text.split()), secrets)
         raise PushError(clip(f"{platform} webhook refused the message: {text}", 300))
 
 
