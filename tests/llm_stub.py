@@ -60,7 +60,7 @@ def _report_reply(user: str, zh: bool) -> dict[str, Any]:
 
 def _daily_reply(user: str, zh: bool) -> dict[str, Any]:
     """The headline prompt: the item count, the first item, one sentence with an invented #N."""
-    listed = re.findall(r"^- ([\w.-]+/[\w.-]+#\d+) ", user, re.M)
+    listed = re.findall(r"^- ([\w.-]+/[\w.-]+#\d+)[ （]", user, re.M)
     first = listed[0] if listed else ""
     if zh:
         return {"headline": f"今日 P0 / P1 条目共 {len(listed)} 项。首先关注 {first}。另见 {INVENTED_REF}。"}

@@ -351,7 +351,7 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
         stub.script.append(("content", json.dumps(reply)))
     run = daily_llm(settings, engine, inp, "en", config=config)
     daily_prompt = stub.requests[0]["messages"]
-    assert "headline" in daily_prompt[0]["content"] and "- acme/infer-npu#77 [P1/" in daily_prompt[1]["content"]
+    assert "headline" in daily_prompt[0]["content"] and "- acme/infer-npu#77 (" in daily_prompt[1]["content"]
     row_prompts = [r["messages"][1]["content"] for r in stub.requests[1:3]]
     assert [p.split()[1] for p in row_prompts] == order  # "Item <ref> (…": one item each
     assert run.requests == 5 and run.failed == 0  # and the two deep dives
