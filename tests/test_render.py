@@ -492,3 +492,27 @@ def test_weekly_renders_real_history() -> None:
     rest = next(ln for ln in folded.splitlines() if "more P2 items" in ln)
     assert rest.startswith(f"{len(items) - 3} more P2 items")
     assert rest.count("](https://github.com/vllm-project/vllm-ascend/") == len(items) - 3  # the rest, linked
+
+
+@pytest.mark.no_store
+def test_compiled_templates_are_kept_between_runs_and_a_bad_cache_is_ignored(tmp_path, monkeypatch):
+    from jinja2 import DictLoader, Environment
+
+    from infra_radar.render import template_cache
+
+    def fresh(directory):
+        monkeypatch.setenv("RADAR_CACHE_DIR", str(directory))
+        template_cache.bytecode_cache.cache_clear()
+        cache = template_cache.bytecode_cache()
+        env = Environment(loader=DictLoader({"t.j2": "{{ x }} and {{ y }}"}), bytecode_cache=cache)
+        return cache, env.get_template("t.j2")
+
+    cache, _ = fresh(tmp_path / "c")
+    entries = list((tmp_path / "c" / "templates").iterdir())
+    assert cache is not None and len(entries) == 1  # compiled once, written for the next process
+    entries[0].write_bytes(b"\x00garbage")  # a truncated or foreign entry: compiled from source again
+    assert fresh(tmp_path / "c")[1].render(x=1, y=2) == "1 and 2"
+    (tmp_path / "file").write_text("x")
+    cache, template = fresh(tmp_path / "file")  # a cache path under a file: no cache, same templates
+    assert cache is None and template.render(x=1, y=2) == "1 and 2"
+    template_cache.bytecode_cache.cache_clear()

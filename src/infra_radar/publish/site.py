@@ -39,6 +39,7 @@ from ..render.context import (
     weekly_context,
 )
 from ..render.markdown import fmt
+from ..render.template_cache import bytecode_cache
 from ..store import queries
 from . import charts, feeds, search
 from .data import SiteData, day_window, load_site_data, week_of
@@ -107,7 +108,8 @@ def environment() -> Environment:
     """The HTML template environment: autoescaped, strict, packaged templates."""
     env = Environment(loader=PackageLoader("infra_radar", "defaults/templates/site"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      bytecode_cache=bytecode_cache())
     env.filters.update(fmt=fmt, url=safe_url)
     return env
 

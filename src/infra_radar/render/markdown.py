@@ -28,6 +28,7 @@ from .context import (
     pick,
     weekly_context,
 )
+from .template_cache import bytecode_cache
 
 __all__ = ["card_json", "render_card", "render_daily", "render_weekly"]
 
@@ -66,7 +67,8 @@ def environment(template_dir: Path | None = None) -> Environment:
     loaders = [FileSystemLoader(str(template_dir))] if template_dir else []
     loaders.append(PackageLoader("infra_radar", "defaults/templates"))
     env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                      bytecode_cache=bytecode_cache())
     env.filters.update(cell=cell, inline=inline, fmt=fmt, code=code, nostop=nostop)
     return env
 
