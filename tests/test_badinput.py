@@ -189,3 +189,47 @@ def test_doctor_checks_the_llm_endpoint_within_three_seconds(monkeypatch):
     code, out, _ = invoke("doctor")  # a refused connection answers at once; doctor's own TIMEOUT bounds the rest
     row = _row(out, "llm")
     assert code == 0 and "FAIL" in row and "unreachable" in row and "pw" not in out
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix under which file permissions hold: as root, setpriv drops the capabilities that
+    bypass them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH); as another user nothing is needed."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    if not shutil.which("setpriv") or subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("running as root and setpriv cannot drop CAP_DAC_OVERRIDE here: permissions do not hold")
+    return prefix
+
+
+@pytest.mark.parametrize("locked", ["file", "folder"])
+def test_a_read_only_store_is_one_line_naming_it_and_loses_nothing(tmp_path, locked):
+    """A SQLite store whose file (or folder) is read-only: a command that writes says so in one line naming
+    the file, and the store is left as it was. (This test opens its own SQLite file, on both passes.)"""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    db = home / "radar.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR_")}
+    env.update(RADAR_HOME=str(home), RADAR_DB_URL=f"sqlite:///{db}")
+    radar = [sys.executable, "-m", "infra_radar"]
+    done = subprocess.run([*radar, "import-jsonl", *map(str, sample_files())], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    target = db if locked == "file" else home
+    os.chmod(target, 0o444 if locked == "file" else 0o555)
+    try:
+        for args in (["import-jsonl", *map(str, sample_files())], ["daily", "--since", "2026-08-01"]):
+            run = subprocess.run([*_without_root_powers(), *radar, *args], env=env, capture_output=True, text=True)
+            one_line_error(run.returncode, run.stderr, str(db), "read-only")
+    finally:
+        os.chmod(target, 0o644 if locked == "file" else 0o755)
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before

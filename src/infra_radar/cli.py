@@ -69,6 +69,11 @@ class Context:
             self._writing = True
         return self._engine
 
+    def store_file(self) -> str:
+        """The SQLite file of the store, once settings are loaded ("" for another database or before)."""
+        url = self._settings.db_url if self._settings is not None else ""
+        return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") and url != "sqlite:///:memory:" else ""
+
     def close(self) -> None:
         """Release the writer lock (if held) and the store's connections."""
         if self._engine is not None:
@@ -148,7 +153,7 @@ class RadarGroup(click.Group):
                 raise
             from .failures import one_line  # the last net: one line naming what failed, never a traceback
 
-            _err(one_line(exc))
+            _err(one_line(exc, ctx.obj.store_file() if isinstance(ctx.obj, Context) else ""))
             sys.exit(1)
         except KeyboardInterrupt:
             _err("interrupted; the store keeps every batch that was committed, rerun to complete")

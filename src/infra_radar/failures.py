@@ -24,10 +24,11 @@ def _messages() -> tuple[dict[int, str], list[tuple[str, str]]]:
     return by_errno, [(d["words"], d["say"]) for d in data.get("database", [])]
 
 
-def one_line(exc: BaseException) -> str:
-    """What failed, in one line without the traceback, the SQL, or any record text the SQL carried."""
+def one_line(exc: BaseException, store: str = "") -> str:
+    """What failed, in one line without the traceback, the SQL, or any record text the SQL carried.
+    `store`: the store's SQLite file, named in a database failure ("" for another database)."""
     if type(exc).__module__.startswith("sqlalchemy"):
-        return _database(exc)
+        return _database(exc, store)
     if isinstance(exc, OSError):
         path = exc.filename or ""
         template = _messages()[0].get(exc.errno or 0)
@@ -39,18 +40,20 @@ def one_line(exc: BaseException) -> str:
                 300)
 
 
-def database_hint(reason: str) -> str | None:
-    """What to do about a database's own error message, when it is one of the known ones."""
+def database_hint(reason: str, store: str = "") -> str | None:
+    """What to do about a database's own error message, when it is one of the known ones (naming the
+    SQLite file `store` when given)."""
     low = reason.lower()
-    return next((say for words, say in _messages()[1] if words in low), None)
+    say = next((say for words, say in _messages()[1] if words in low), None)
+    return None if say is None else say.format(store=f"the store {store}" if store else "the store")
 
 
-def _database(exc: BaseException) -> str:
+def _database(exc: BaseException, store: str = "") -> str:
     orig = getattr(exc, "orig", None)
     if orig is None and isinstance(exc.__cause__, Exception):
         orig = exc.__cause__
     reason = str(orig if orig is not None else type(exc).__name__)
-    hint = database_hint(reason)
+    hint = database_hint(reason, store)
     if hint:
         return hint
     first = (reason.strip().splitlines() or [type(exc).__name__])[0]  # the SQL and its parameters follow: not shown
