@@ -197,6 +197,30 @@ def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
     return item.state, item.merge_commit, later
 
 
+def as_of(settings: Settings, found: list, when: datetime) -> list:
+    """The items as they stood at `when`: one merged or closed later (a window looked at afterwards, as a
+    backfill or the team's day is) was open then, and is judged again as open (priority and decision read
+    the state); its later dates are left out. The rules are compiled only when some item needs it."""
+    from dataclasses import replace
+
+    from .analyse.item import analyse
+    from .analyse.ruleset import RuleSet
+    from .models import AnalysedItem
+
+    rules, out = None, []
+    for ai in found:
+        item = ai.item
+        state, _, _ = state_at(item, when)
+        if state == item.state:
+            out.append(ai)
+            continue
+        rules = rules or RuleSet.load(settings)
+        then = replace(item, state=state, merged_at=None, closed_at=None, merge_commit=None,
+                       updated_at=item.updated_at if item.updated_at and item.updated_at <= when else None)
+        out.append(AnalysedItem(then, analyse(then, rules, settings)))
+    return out
+
+
 def _watch_rechecks(engine: Engine, window: Window) -> list:
     from .render.context import WatchRecheck
     from .store.db import files_digest
@@ -278,7 +302,7 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     from .analyse.stories import stories
     from .render.context import DailyInput
 
-    found = queries.analysed_in_window(engine, window, names)
+    found = as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,

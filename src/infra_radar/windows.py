@@ -36,6 +36,24 @@ def make_window(since: datetime, until: datetime) -> Window:
     return Window(since, until)
 
 
+def date_only(when: datetime | None) -> bool:
+    """A time that is only a date: exactly 00:00 UTC, as pasted pages give them."""
+    return when is not None and when.utcoffset() == timedelta(0) and when.time() == datetime.min.time()
+
+
+def touches(when: datetime | None, window: Window) -> bool:
+    """Whether `when` falls in `window`; a date-only time stands for its whole day, so an item dated the
+    window's first day counts even when the window starts later."""
+    if when is None or when >= window.until:
+        return False
+    return when >= window.since or (date_only(when) and when + timedelta(days=1) > window.since)
+
+
+def day_start(when: datetime) -> datetime:
+    """00:00 UTC of `when`'s day."""
+    return when.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
 def iso_week(label: str) -> Window:
     """The window [Monday 00:00 UTC, next Monday) of an ISO week such as 2026-W31."""
     found = _WEEK.match(label.strip())

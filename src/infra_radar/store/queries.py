@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
+from ..windows import date_only, day_start, touches
 from .db import data_analysis, from_db_time, row_item, to_db_time
 from .schema import analyses, comments, files, items, links, repos, runs, watch
 
@@ -96,11 +97,16 @@ def _analysed(conn, query) -> list[AnalysedItem]:
 
 
 def analysed_in_window(engine: Engine, window: Window | None, repos_filter: list[str] | None = None,
-                       state: str = "all", kinds: list[str] | None = None) -> list[AnalysedItem]:
+                       state: str = "all", kinds: list[str] | None = None, opened: bool = False) -> list[AnalysedItem]:
     """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
-    window, every analysed item (undated ones included, last)."""
+    window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
+    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches)."""
     query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id)
-    if window is not None:
+    if window is not None and opened:
+        start, until = to_db_time(day_start(window.since)), to_db_time(window.until)
+        query = query.where(sa.or_(sa.and_(items.c.when_at >= start, items.c.when_at < until),
+                                   sa.and_(items.c.created_at >= start, items.c.created_at < until)))
+    elif window is not None:
         query = query.where(items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until))
     if repos_filter:
         query = query.where(sa.func.lower(repos.c.name).in_([r.lower() for r in repos_filter]))
@@ -110,11 +116,21 @@ def analysed_in_window(engine: Engine, window: Window | None, repos_filter: list
         query = query.where(items.c.kind.in_(kinds))
     with engine.connect() as conn:
         found = _analysed(conn, query)
+    if window is not None and opened:
+        found = [a for a in found if touches(a.item.when, window) or touches(opened_at(a.item), window)]
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
     found.sort(key=lambda a: (a.item.when is None, a.item.when or _EPOCH, a.item.repo, a.item.kind, a.item.key))
     return found
+
+
+def opened_at(item: Item) -> datetime | None:
+    """When a PR or issue was opened, when that is known: from GitHub or a page (a date); not from git, whose
+    `created_at` is the commit's authored time (often days before the PR, or after a rebase)."""
+    if item.kind not in ("pr", "issue"):
+        return None
+    return item.created_at if item.source in ("github", "page") or date_only(item.created_at) else None
 
 
 def analysed_item(engine: Engine, repo: str, number: int) -> AnalysedItem | None:

@@ -1,0 +1,82 @@
+"""A daily window looked at afterwards (a backfill, the team's day): the PRs opened in it count, a date-only
+time stands for its whole day, and an item merged after the window is shown, and judged, as it stood then."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from infra_radar.config import load_settings
+from infra_radar.models import FileChange, Item, Window
+from infra_radar.pipeline import daily, open_store
+from infra_radar.store import save
+from infra_radar.store.queries import opened_at
+from infra_radar.windows import touches
+
+SINCE, UNTIL = datetime(2026, 6, 29, 2, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC)
+WINDOW = Window(SINCE, UNTIL)
+
+
+def pr(number: int, **over) -> Item:
+    base = dict(repo="acme/infer", kind="pr", key=str(number), number=number, title=f"[Feature][Ops] Fuse rope kernel {number}",
+                body="Adds a fused `npu_rope` kernel in `vllm_ascend/ops/rope.py` for the Ascend NPU attention path.",
+                author="alice", state="open", created_at=None, updated_at=None, merged_at=None, closed_at=None,
+                files=[FileChange("vllm_ascend/ops/rope.py", 120, 10), FileChange("tests/ops/test_rope.py", 40, 0)],
+                source="page")
+    base.update(over)
+    return Item(**base)
+
+
+@pytest.mark.no_store
+@pytest.mark.parametrize("when, inside", [
+    (datetime(2026, 6, 29, tzinfo=UTC), True),  # a date: the window's first day, though it starts at 02:00
+    (datetime(2026, 6, 29, 1, 0, tzinfo=UTC), False),  # a real time before the start
+    (datetime(2026, 6, 28, tzinfo=UTC), False),
+    (datetime(2026, 7, 2, tzinfo=UTC), True),
+    (datetime(2026, 7, 2, 2, 12, tzinfo=UTC), False),  # the end is exclusive
+    (None, False),
+])
+def test_a_date_only_time_stands_for_its_day(when, inside):
+    assert touches(when, WINDOW) is inside
+
+
+@pytest.mark.no_store
+def test_only_a_known_opening_time_counts():
+    day = datetime(2026, 6, 30, tzinfo=UTC)
+    assert opened_at(pr(1, created_at=day)) == day
+    assert opened_at(pr(1, created_at=datetime(2026, 6, 30, 8, 5, tzinfo=UTC), source="github")) is not None
+    # git's created_at is the commit's authored time, not when the PR was opened
+    assert opened_at(pr(1, created_at=datetime(2026, 6, 30, 8, 5, tzinfo=UTC), source="jsonl")) is None
+    assert opened_at(pr(1, kind="commit", created_at=day)) is None
+
+
+def test_a_backfilled_day_holds_what_was_opened_in_it_as_it_stood_then(radar_home):
+    settings = load_settings(lang="en")
+    engine = open_store(settings)
+    merged_later = datetime(2026, 7, 7, 2, 56, tzinfo=UTC)
+    save.save_items(engine, [
+        # opened on the window's first day (a date), merged after the window: open then
+        pr(11, created_at=datetime(2026, 6, 29, tzinfo=UTC), state="merged", merged_at=merged_later,
+           closed_at=merged_later, updated_at=merged_later, merge_commit="a" * 40, source="jsonl"),
+        # opened in the window, last touched long after it
+        pr(12, created_at=datetime(2026, 7, 1, tzinfo=UTC), updated_at=datetime(2026, 8, 12, tzinfo=UTC)),
+        # opened before the window and merged after it: nothing known happened in the window
+        pr(13, created_at=datetime(2026, 6, 24, tzinfo=UTC), state="merged", merged_at=merged_later,
+           closed_at=merged_later, updated_at=merged_later, merge_commit="b" * 40, source="jsonl"),
+        # a commit authored in the window and merged after it: its authored time is not an opening
+        pr(14, created_at=datetime(2026, 6, 30, 9, 30, tzinfo=UTC), state="merged", merged_at=merged_later,
+           closed_at=merged_later, updated_at=merged_later, merge_commit="c" * 40, source="jsonl"),
+    ])
+    text = daily(settings, engine, SINCE, UNTIL, llm=False).text
+    rows = [line for line in text.splitlines() if line.startswith("| ")]  # the P0/P1 and short tables
+    listed = {n for line in rows for n in re.findall(r"^\| [^|]+ \| \[acme/infer#(\d+)\]", line)}
+    assert listed == {"11", "12"}, text  # 13 and 14 may still be named as related work, never as rows
+    row = next(line for line in rows if "[acme/infer#11]" in line)
+    assert "merged" not in row.lower() and "aaaaaaaaaa" not in text, row  # as it stood at the window's end
+    assert "still open upstream" in text.split("### [acme/infer#11]")[1].split("###")[0]  # judged as open
+    # the item itself is unchanged in the store: the next window sees it merged
+    later = daily(settings, engine, datetime(2026, 7, 7, tzinfo=UTC), datetime(2026, 7, 8, tzinfo=UTC), llm=False).text
+    row = next((line for line in later.splitlines() if line.startswith("| ") and "[acme/infer#11]" in line), "")
+    assert "merged" in row.lower(), later
