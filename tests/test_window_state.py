@@ -80,3 +80,15 @@ def test_a_backfilled_day_holds_what_was_opened_in_it_as_it_stood_then(radar_hom
     later = daily(settings, engine, datetime(2026, 7, 7, tzinfo=UTC), datetime(2026, 7, 8, tzinfo=UTC), llm=False).text
     row = next((line for line in later.splitlines() if line.startswith("| ") and "[acme/infer#11]" in line), "")
     assert "merged" in row.lower(), later
+    # the chat push and the site's page of the day it was opened hold it too, open as it stood then
+    from datetime import date
+
+    from infra_radar.publish.data import load_site_data
+    from infra_radar.publish.push import daily_digest
+
+    digest = daily_digest(settings, engine, date(2026, 6, 29), [], "")
+    pushed = " ".join(str(line) for line in digest.lines)
+    assert "acme/infer#11" in pushed and "acme/infer#13" not in pushed and "acme/infer#14" not in pushed
+    by_day = load_site_data(engine).by_day
+    assert "acme/infer#11" in {a.item.ref for a in by_day[date(2026, 6, 29)]}
+    assert "acme/infer#11" in {a.item.ref for a in by_day[date(2026, 7, 7)]}

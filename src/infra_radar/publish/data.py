@@ -86,6 +86,9 @@ def load_site_data(engine: Engine) -> SiteData:
         day = when.astimezone(UTC).date()
         by_day[day].append(ai)
         by_week[(ai.item.repo, week_of(day))].append(ai)
+        opened = queries.opened_at(ai.item)  # a daily radar holds what was opened that day too (as radar daily)
+        if opened is not None and opened.astimezone(UTC).date() < day:
+            by_day[opened.astimezone(UTC).date()].append(ai)
     data.by_day, data.by_week = dict(by_day), dict(by_week)
     data.referenced_by = _reverse_links(items)
     data.titles = queries.title_index(engine, data.repos)

@@ -168,8 +168,11 @@ class Site:
     # inputs
     def daily_input(self, day: date) -> DailyInput:
         """The daily radar of one UTC day [D 00:00Z, D+1)."""
+        from ..pipeline import as_of
+
         window = day_window(day)
-        return DailyInput(window=window, repos=self.data.repos, items=self.data.by_day.get(day, []), watch=[],
+        items = as_of(self.settings, self.data.by_day.get(day, []), window.until)  # as `radar daily` shows them
+        return DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
                           deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
                           generated_at=window.until, calendar_day=True)
 
