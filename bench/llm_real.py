@@ -30,7 +30,7 @@ ROW = re.compile(r"^\| (P[01]) \| \[([\w./-]+#\d+)\]\([^)]*\) (.*?) \| .* \| ([^
 
 
 def _rows(text: str) -> dict[str, tuple[str, str]]:
-    """{ref: (title, last cell)} of the P0/P1 table of a daily radar."""
+    """{ref: (title, last cell)} of the P0/P1 rows of a table of a daily radar."""
     return {m.group(2): (m.group(3), m.group(4).strip()) for m in ROW.finditer(text)}
 
 
@@ -76,9 +76,10 @@ def main() -> int:
     report = daily(settings, engine, since, until, llm=True)
     seconds = time.monotonic() - t0
     run = report.llm
-    rule_rows = _rows(_section(plain, "P0 / P1"))
+    short = "简表" if args.lang == "zh" else "Short table"  # P0/P1 items past the table's limit are there
+    rule_rows = {**_rows(_section(plain, "P0 / P1")), **_rows(_section(plain, short))}
     kept = run.report.get("conclusions", {})  # the model's one-line conclusions that survived grounding
-    shown_rows = _rows(_section(report.text, "P0 / P1"))
+    shown_rows = {**_rows(_section(report.text, "P0 / P1")), **_rows(_section(report.text, short))}
     # a row shows model prose when its conclusion differs from the rule-only report's; a grounded line that
     # only repeats the rule text or echoes the title is left out by llm_render (counted apart)
     shown = {ref for ref in rule_rows if ref in shown_rows and shown_rows[ref][1] != rule_rows[ref][1]}

@@ -398,21 +398,28 @@ def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(m
         sent = len(server.requests)
         again = daily(settings, engine, since, until)
     top = re.findall(r"^\| (?:P[0-2]|none) \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
+    short_title = "Short table" if lang == "en" else "简表"
+    more = re.findall(r"^\| P[01] \| \[([\w/-]+#\d+)\]", _section(plain, short_title), re.M)
+    assert len(top) == settings.top_table_limit and more and not set(top) & set(more)  # no item twice
+    every = top + more
     text = report.text
     deep = min(len(top), settings.deep_dive_limit)
-    per = settings_prompt(settings, "daily").items_listed or len(top)
-    # the headline prompt, a row prompt per P0/P1 item, an item prompt per deep dive
-    assert len(top) > deep >= 2 and sent == 1 + len(top) + deep
+    per = settings_prompt(settings, "daily").items_listed or len(every)
+    # the headline prompt, a row prompt per P0/P1 item (the table's and the short table's), an item prompt per
+    # deep dive
+    assert len(top) > deep >= 2 and sent == 1 + len(every) + deep
     assert len(server.requests) == sent and again.llm.cached == sent and _daily_plain(again.text) == _daily_plain(text)
     marker = "模型结论" if lang == "zh" else "Model conclusion"
     rows = [line for line in _section(text, "P0 / P1").splitlines() if re.match(r"\| (?:P[0-2]|none) \|", line)]
     assert len(rows) == len(top) and all(marker in row for row in rows)
+    notes = [line for line in _section(text, short_title).splitlines() if re.match(r"\| P[01] \|", line)]
+    assert len(notes) == len(more) and all(marker in row for row in notes)  # the short table's P0/P1 notes too
     headline = "**今日要点**：" if lang == "zh" else "**Headline:** "
     # the headline prompt lists the first `items_listed` items (the stub counts them)
-    assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {min(len(top), per)} " in text
+    assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {min(len(every), per)} " in text
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
     # every daily conclusion and the headline lost one sentence; each item reply two
-    assert report.llm.dropped_by["ungrounded"] == len(top) + 1 + 2 * deep and report.llm.failed == 0
+    assert report.llm.dropped_by["ungrounded"] == len(every) + 1 + 2 * deep and report.llm.failed == 0
     mechanism = "The change reworks \"" if lang == "en" else "改动调整了「"
     assert _section(text, "Deep dives" if lang == "en" else "重点机制").count(mechanism) == deep
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
@@ -558,13 +565,14 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
     since, until = datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 1, tzinfo=UTC)
     plain = daily(settings, engine, since, until).text
     top = re.findall(r"^\| (?:P[0-2]|none) \| \[([\w/-]+#\d+)\]", _section(plain, "P0 / P1"), re.M)
+    more = re.findall(r"^\| P[01] \| \[([\w/-]+#\d+)\]", _section(plain, "简表"), re.M)  # beyond the table's limit
     with LlmStub() as server:
         monkeypatch.setenv("RADAR_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
         report = daily(settings, engine, since, until)
         sent = len(server.requests)
         per = settings_prompt(settings, "daily").items_listed or len(top)
-        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + 1 + len(top)
+        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + 1 + len(top + more)
         assert len(server.requests) == sent
     text = report.text
     assert f"**今日要点**：今日 P0 / P1 条目共 {min(len(top), per)} 项。首先关注 {top[0]}。\n" in text

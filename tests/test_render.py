@@ -331,12 +331,22 @@ def test_pipe_in_title_keeps_table_shape(lang: str) -> None:
 
 
 def test_deep_dives_capped_at_limit_and_rest_in_short_table() -> None:
+    from dataclasses import replace
+
     for limit, deep in ((0, 0), (2, 2), (3, 3), (9, 5)):
         text = render_daily(daily_input(limit=limit), "en")
         body = text.split("## Deep dives\n", 1)[1].split("\n## ", 1)[0]
         assert body.count("\n### ") + body.startswith("### ") == deep
+        assert len(table_rows(text, "P0 / P1")) - 1 == 5  # the 5 P0/P1 items fit the table (limit 8)
         short = table_rows(text, "Short table")
-        assert len(short) - 1 == 5 - deep + 2  # remaining P0/P1 plus both P2 items
+        assert len(short) - 1 == 2  # both P2 items: no P0/P1 row is listed twice
+    # a table of 3: the 2 other P0/P1 items go to the short table, before the P2 ones; deep dives come from the table
+    text = render_daily(replace(daily_input(limit=9), top_table_limit=3), "en")
+    top, short = table_rows(text, "P0 / P1")[1:], table_rows(text, "Short table")[1:]
+    assert len(top) == 3 and [r[0].strip() for r in short][:2] != ["P2", "P2"] and len(short) == 4
+    assert not {r[1] for r in top} & {r[1] for r in short}
+    body = text.split("## Deep dives\n", 1)[1].split("\n## ", 1)[0]
+    assert body.count("\n### ") + body.startswith("### ") == 3
 
 
 def test_daily_ranking_and_scope_counts() -> None:

@@ -20,7 +20,7 @@ DEFAULTS = resources.files("infra_radar") / "defaults"
 CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
-    "weekly_key_prs", "short_p2_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
+    "weekly_key_prs", "short_p2_limit", "top_table_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
 }
 _REPO_KEYS = {"name", "branches", "core_paths"}
 LANGS = ("zh", "en")
@@ -51,6 +51,7 @@ class Settings:
     first_lookback_hours: int = 72
     weekly_key_prs: int = 8
     short_p2_limit: int = 10
+    top_table_limit: int = 8
     rules_dir: Path | None = None
     focus: list[str] = field(default_factory=list)
     focus_weights: dict[str, float] = field(default_factory=dict)
@@ -192,6 +193,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
                                          0, 24 * 365 * 20, True),
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
             short_p2_limit=_number(data.get("short_p2_limit", 10), "short_p2_limit", where, 0, 10_000, True),
+            top_table_limit=_number(data.get("top_table_limit", 8), "top_table_limit", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),
             focus_weights={k: _number(v, f"[focus] weights.{k}", where, -1e6, 1e6)

@@ -64,23 +64,34 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
         p = summary.prose.get(d["ref"], {})
         if p.get("mechanism"):
             d["mechanism"] = " ".join(x for x in (p["mechanism"], p.get("why", "")) if x)
-    _overlay_daily(ctx, summary.report, t["common"]["semi"])
+    _overlay_daily(ctx, summary.report, t["common"]["semi"], t["common"]["colon"])
     return _render("daily.md.j2", ctx, t, None)
 
 
-def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；") -> None:
+def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；", colon: str = "：") -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
     that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
     from .analyse.grounding import numbers
 
     conclusions = report.get("conclusions", {})
-    for r in ctx["top"]:
+
+    def laid_over(r: dict[str, Any]) -> str:
+        """The model's line with the rules' rest, or "" when the rule text stands."""
         line = conclusions.get(r["ref"], "")
-        if line and not _copies(line, r["summary"]) and says_more_than_title(line, r["title"]):
-            # the model says what changed; where, the headline figure and the decision stay the rules'
-            said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
-            rest = [p for p in r.get("summary_rest", []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
-            r["summary"] = semi.join([line.rstrip(_PUNCT), *rest])
+        if not line or _copies(line, r["summary"]) or not says_more_than_title(line, r["title"]):
+            return ""
+        # the model says what changed; where, the headline figure and the decision stay the rules'
+        said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
+        rest = [p for p in r.get("summary_rest", []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
+        return semi.join([line.rstrip(_PUNCT), *rest])
+
+    for r in ctx["top"]:
+        r["summary"] = laid_over(r) or r["summary"]
+    # P0/P1 items of the short table: the same line in their note, after the grade
+    more = {r["ref"]: laid_over(r) for r in ctx.get("more_top", [])}
+    for r in ctx.get("short", []):
+        if more.get(r["ref"]):
+            r["note"] = f"{r['grade']}{colon}{more[r['ref']]}"
     if report.get("headline"):
         ctx["headline"] = report["headline"]
 

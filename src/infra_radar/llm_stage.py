@@ -408,7 +408,7 @@ def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     """The headline prompt over the window's first P0/P1 items (key "daily"; None when there is none), and
     the row prompt for each P0/P1 item with its ref (key "<ref> (conclusion)"), whose grounds are the item's."""
     by_ref = {ai.item.ref: ai for ai in inp.items}
-    rows = [r for r in ctx["top"] if r["ref"] in by_ref]
+    rows = [r for r in [*ctx["top"], *ctx["more_top"]] if r["ref"] in by_ref]
     if not rows:
         return None, []
     prompt = settings_prompt(settings, "daily")  # read once: a user's prompt file is parsed on each call

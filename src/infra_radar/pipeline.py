@@ -307,7 +307,7 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
                       related=related_links(settings, engine, top), target=settings.target,
-                      short_p2_limit=settings.short_p2_limit,
+                      short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
                       stories=stories(found, load_relation_rules(settings)))
 
 

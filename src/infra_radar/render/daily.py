@@ -118,17 +118,21 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     counts = Counter(ai.analysis.priority for ai in ranked)
     n_ranked = len(ranked)
     ranked = _together(ranked, inp)  # a story's ranked members side by side; each row names all of them
-    top = [ai for ai in ranked if ai.analysis.priority in TOP]
+    every_top = [ai for ai in ranked if ai.analysis.priority in TOP]
+    # the P0/P1 table holds the highest-ranked items (the deep dives first); the short table the rest, so no
+    # item is listed twice
+    top = every_top[:inp.top_table_limit] if inp.top_table_limit > 0 else every_top
     deep = top[: max(inp.deep_dive_limit, 0)]
-    explained = {id(ai) for ai in deep}
-    short = [ai for ai in ranked if id(ai) not in explained]
+    tabled = {id(ai) for ai in top}
+    short = [ai for ai in ranked if id(ai) not in tabled]
     watch = [watch_view(w, t) for w in inp.watch]
     target, tname = inp.target, target_name(inp.target, t["lang"])
     top_rows = [{**_row(ai, t, target, tname), "story": _story_text(ai, inp, t)} for ai in top]
     spread = spread_out([r["checklist"] for r in top_rows], [r.pop("alternates") for r in top_rows])
     for r, steps in zip(top_rows, spread, strict=True):
         r["checklist"] = steps
-    # the short table: every P0/P1 row and the first P2 rows in full; further P2 items by reference only
+    # the short table: the P0/P1 rows the table left out and the first P2 rows in full; further P2 items by
+    # reference only
     p2 = [ai for ai in short if ai.analysis.priority == "P2"]
     rest = p2[max(inp.short_p2_limit, 0):]
     folded = {id(ai) for ai in rest}
@@ -149,6 +153,9 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": n_ranked,
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
+        # the P0/P1 items the table left out, in full (the model stage writes their line too; the short
+        # table shows it in their note)
+        "more_top": [_row(ai, t, target, tname) for ai in every_top[len(top):]],
         "watch": watch, "short": short_rows, "short_rest": short_rest, "checks": [r for r in top_rows if r["checklist"]],
         "refs": _references(top_rows + short_rows, deep, watch, inp.related),
     }

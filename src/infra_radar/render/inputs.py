@@ -41,6 +41,7 @@ class DailyInput:
     stories: dict[str, Any] = field(default_factory=dict)  # by item ref: analyse.stories.Story (one change)
     target: str = "ascend"  # the target platform profile (settings.target)
     short_p2_limit: int = 10  # P2 rows the short table shows in full; the rest are listed by reference
+    top_table_limit: int = 8  # P0/P1 rows of the P0/P1 table; further P0/P1 items go to the short table (0: all)
 
 
 @dataclass
