@@ -92,3 +92,25 @@ def test_a_backfilled_day_holds_what_was_opened_in_it_as_it_stood_then(radar_hom
     by_day = load_site_data(engine).by_day
     assert "acme/infer#11" in {a.item.ref for a in by_day[date(2026, 6, 29)]}
     assert "acme/infer#11" in {a.item.ref for a in by_day[date(2026, 7, 7)]}
+
+
+def test_judging_items_as_they_stood_compiles_the_rules_once_per_build(radar_home, monkeypatch):
+    """A site build asks `as_of` for every day: the rules are compiled once, and not at all for a day whose
+    items did not change state after it."""
+    from infra_radar.analyse.ruleset import RuleSet
+    from infra_radar.models import AnalysedItem, Analysis
+    from infra_radar.pipeline import as_of
+
+    settings = load_settings(lang="en")
+    loads = []
+    real = RuleSet.load.__func__
+    monkeypatch.setattr(RuleSet, "load", classmethod(lambda cls, s: loads.append(1) or real(cls, s)))
+    merged = datetime(2026, 7, 7, tzinfo=UTC)
+    later = [AnalysedItem(pr(20 + i, created_at=datetime(2026, 6, 28 + i, tzinfo=UTC), state="merged",
+                             merged_at=merged, closed_at=merged, updated_at=merged), Analysis("stale")) for i in range(3)]
+    steady = [AnalysedItem(pr(30, created_at=datetime(2026, 6, 29, tzinfo=UTC)), Analysis("stale"))]
+    compiled: dict = {}
+    assert as_of(settings, steady, UNTIL, compiled) == steady and not loads
+    days = [as_of(settings, [ai], datetime(2026, 7, 1 + i, tzinfo=UTC), compiled) for i, ai in enumerate(later)]
+    assert len(loads) == 1 and all(day[0].item.state == "open" for day in days)
+    assert all(day[0].analysis.item_kind != "stale" for day in days)  # judged again, as open

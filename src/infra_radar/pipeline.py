@@ -197,24 +197,28 @@ def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
     return item.state, item.merge_commit, later
 
 
-def as_of(settings: Settings, found: list, when: datetime) -> list:
+def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None = None) -> list:
     """The items as they stood at `when`: one merged or closed later (a window looked at afterwards, as a
     backfill or the team's day is) was open then, and is judged again as open (priority and decision read
-    the state); its later dates are left out. The rules are compiled only when some item needs it."""
+    the state); its later dates are left out. The rules are compiled only when some item needs it, and kept
+    in `compiled` (when given) for the next call: a site build asks for every day."""
     from dataclasses import replace
 
     from .analyse.item import analyse
     from .analyse.ruleset import RuleSet
     from .models import AnalysedItem
 
-    rules, out = None, []
+    compiled = {} if compiled is None else compiled
+    out = []
     for ai in found:
         item = ai.item
         state, _, _ = state_at(item, when)
         if state == item.state:
             out.append(ai)
             continue
-        rules = rules or RuleSet.load(settings)
+        if "rules" not in compiled:
+            compiled["rules"] = RuleSet.load(settings)
+        rules = compiled["rules"]
         then = replace(item, state=state, merged_at=None, closed_at=None, merge_commit=None,
                        updated_at=item.updated_at if item.updated_at and item.updated_at <= when else None)
         out.append(AnalysedItem(then, analyse(then, rules, settings)))

@@ -119,6 +119,7 @@ class Site:
 
     def __init__(self, settings: Settings, data: SiteData, site_url: str = "") -> None:
         self.settings, self.data, self.lang = settings, data, settings.lang
+        self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
         self.names = {lang: load_strings(lang) for lang in LANGS}
@@ -171,7 +172,8 @@ class Site:
         from ..pipeline import as_of
 
         window = day_window(day)
-        items = as_of(self.settings, self.data.by_day.get(day, []), window.until)  # as `radar daily` shows them
+        # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
+        items = as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled)
         return DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
                           deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
                           generated_at=window.until, calendar_day=True)
