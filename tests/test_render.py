@@ -525,4 +525,8 @@ def test_compiled_templates_are_kept_between_runs_and_a_bad_cache_is_ignored(tmp
     (tmp_path / "file").write_text("x")
     cache, template = fresh(tmp_path / "file")  # a cache path under a file: no cache, same templates
     assert cache is None and template.render(x=1, y=2) == "1 and 2"
+    shared = tmp_path / "shared"
+    (shared / "templates").mkdir(parents=True)
+    (shared / "templates").chmod(0o777)  # a folder others can write: its compiled code is not loaded
+    assert fresh(shared)[0] is None
     template_cache.bytecode_cache.cache_clear()

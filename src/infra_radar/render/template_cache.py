@@ -3,7 +3,8 @@
 FileSystemBytecodeCache keys each entry by template name and a checksum of its source, so an edited
 template (packaged or the user's) is compiled again. The cache lives in `$RADAR_CACHE_DIR`, else
 `$XDG_CACHE_HOME/infra-radar/templates`, else `~/.cache/infra-radar/templates`; a directory that cannot be
-created or written just means no cache (the command works the same, a little slower).
+created or written, or that another user owns or can write (compiled templates are code), just means no
+cache (the command works the same, a little slower).
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ def bytecode_cache() -> FileSystemBytecodeCache | None:
     path = _directory()
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.stat()
         if not os.access(path, os.W_OK | os.X_OK):
             return None
     except (OSError, RuntimeError):  # RuntimeError: no home directory to expand
+        return None
+    # compiled templates are code: only from a folder that is ours and that nobody else can write
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
         return None
     return _QuietCache(str(path))
