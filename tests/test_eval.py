@@ -159,6 +159,12 @@ def test_a_team_part_is_scored_on_its_own(tmp_path):
     assert "P0/P1 recall 0.500 < 0.90 (team)" in failures and "grade 0.500 < 0.85 (team)" in failures
     assert not any("unlisted" in f for f in failures)  # 0.333 <= 0.35
     assert "[team] 3 item(s)" in report_text(report)
+    # what `radar daily` of the window holds: #1 and #2 of the three listed items (a report-only figure)
+    held = evaluate(labels, STORE, radar={"team": [STORE["acme/infer#1"], STORE["acme/infer#2"]]}).parts["team"]
+    assert held.in_window == ["acme/infer#1", "acme/infer#2"] and held.outside_window == ["acme/infer#4"]
+    assert held.in_window_share == pytest.approx(2 / 3)
+    assert "team items in the radar's window 0.667  (2/3); outside: acme/infer#4" in report_text(
+        evaluate(labels, STORE, radar={"team": [STORE["acme/infer#1"], STORE["acme/infer#2"]]}))
 
 
 def test_split_is_a_fixed_thirty_percent():

@@ -321,6 +321,8 @@ class PartScore:
     high_found: list[str] = field(default_factory=list)  # ... and ranked P0/P1
     unlisted: int = 0  # team parts: merged PRs of the window the team did not list
     unlisted_high: list[str] = field(default_factory=list)  # ... that the rules rank P0/P1
+    in_window: list[str] = field(default_factory=list)  # team parts: listed items the radar's window holds
+    outside_window: list[str] = field(default_factory=list)  # ... and those it does not
     wrong: dict[str, list[str]] = field(default_factory=dict)  # field -> "item: labelled -> predicted"
 
     def metrics(self) -> dict[str, float | None]:
@@ -333,6 +335,12 @@ class PartScore:
     def high_recall(self) -> float | None:
         """Labelled P0/P1 items ranked P0/P1 by the rules, over labelled P0/P1 items."""
         return len(self.high_found) / self.high_labelled if self.high_labelled else None
+
+    @property
+    def in_window_share(self) -> float | None:
+        """The team's listed items that `radar daily` of the part's window holds: their share."""
+        listed = len(self.in_window) + len(self.outside_window)
+        return len(self.in_window) / listed if listed else None
 
     @property
     def unlisted_high_share(self) -> float | None:
@@ -351,9 +359,11 @@ class Report:
 
 
 def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem],
-             windows: Mapping[str, Sequence[AnalysedItem]] | None = None) -> Report:
+             windows: Mapping[str, Sequence[AnalysedItem]] | None = None,
+             radar: Mapping[str, Sequence[AnalysedItem]] | None = None) -> Report:
     """Score `labels` against analysed items keyed by `owner/name#n` (lower-case); `windows` gives the
-    analysed items of each team part's window (for the share of unlisted merged PRs ranked P0/P1)."""
+    analysed items of each team part's window (for the share of unlisted merged PRs ranked P0/P1), `radar`
+    the items `radar daily` of that window holds (for the share of the team's items it holds)."""
     parts = {name: PartScore(name) for name in PARTS}
     for label in labels.labels:
         if _is_team(label.split) and label.split not in parts:
@@ -377,6 +387,13 @@ def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem],
             part.unlisted += 1
             if analysed.analysis.priority in ("P0", "P1"):
                 part.unlisted_high.append(f"{item.repo}#{item.number}")
+    for name, held in (radar or {}).items():
+        part = parts.setdefault(name, PartScore(name))
+        present = {(a.item.repo.lower(), a.item.number) for a in held}
+        for lab in labels.labels:
+            if lab.split == name:
+                inside = (lab.repo.lower(), lab.number) in present
+                (part.in_window if inside else part.outside_window).append(f"{lab.repo}#{lab.number}")
     return Report(parts, missing, list(labels.problems), labels.path)
 
 
@@ -474,7 +491,11 @@ def evaluate_store(settings, engine, path: Path) -> Report:
     windows = {name: queries.analysed_in_window(engine, Window(w["since"], w["until"]), w["repos"] or None,
                                                 state="merged", kinds=["pr"])
                for name, w in labels.windows.items()}
-    return evaluate(labels, found, windows)
+    # what `radar daily` of the window holds (opened items and date-only days included)
+    radar = {name: queries.analysed_in_window(engine, Window(w["since"], w["until"]), w["repos"] or None,
+                                              opened=True)
+             for name, w in labels.windows.items()}
+    return evaluate(labels, found, windows, radar)
 
 
 def check(report: Report, thresholds: Mapping[str, float] = THRESHOLDS) -> list[str]:
@@ -541,6 +562,11 @@ def report_text(report: Report, parts: Sequence[str] | None = None, details: boo
         if part.unlisted:
             lines.append(f"  unlisted merged PRs ranked P0/P1 {_fmt(part.unlisted_high_share)}  "
                          f"({len(part.unlisted_high)}/{part.unlisted})")
+        if part.in_window or part.outside_window:
+            total = len(part.in_window) + len(part.outside_window)
+            lines.append(f"  team items in the radar's window {_fmt(part.in_window_share)}  "
+                         f"({len(part.in_window)}/{total})"
+                         + (f"; outside: {', '.join(part.outside_window)}" if part.outside_window else ""))
     if details and "all" in parts:
         lines += _matrices(report.parts["all"])
     if report.missing:
@@ -580,6 +606,8 @@ def report_json(report: Report) -> dict[str, Any]:
             "high_recall": part.high_recall, "high_found": part.high_found, "high_labelled": part.high_labelled,
             "unlisted": part.unlisted, "unlisted_high": part.unlisted_high,
             "unlisted_high_share": part.unlisted_high_share,
+            "in_window": part.in_window, "outside_window": part.outside_window,
+            "in_window_share": part.in_window_share,
         }
     return {"labels": report.path, "parts": {name: part_json(p) for name, p in report.parts.items()},
             "missing": report.missing, "problems": report.problems, "failures": check(report)}
