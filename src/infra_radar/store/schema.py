@@ -273,12 +273,25 @@ def m005_sources(op: Operations) -> None:
         op.add_column("items", col)
 
 
+# 006: the daily radar also selects the PRs and issues opened in its window (queries.analysed_in_window
+# with `opened`), by creation time
+_V6_INDEXES = [("ix_items_created", "items", ["created_at"])]
+for _ix, _table, _cols in _V6_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+
+
+def m006_created_index(op: Operations) -> None:
+    for ix, table, cols in _V6_INDEXES:
+        op.create_index(ix, table, cols)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
     ("001_initial", m001_initial),
     ("002_fetch_state", m002_fetch_state),
     ("003_ledger", m003_ledger),
     ("004_llm_cache", m004_llm_cache),
     ("005_sources", m005_sources),
+    ("006_created_index", m006_created_index),
 ]
 
 
