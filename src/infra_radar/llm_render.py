@@ -75,20 +75,20 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
 
     conclusions = report.get("conclusions", {})
 
-    def laid_over(r: dict[str, Any]) -> str:
+    def laid_over(r: dict[str, Any], rest_key: str = "summary_rest") -> str:
         """The model's line with the rules' rest, or "" when the rule text stands."""
         line = conclusions.get(r["ref"], "")
         if not line or _copies(line, r["summary"]) or not says_more_than_title(line, r["title"]):
             return ""
         # the model says what changed; where, the headline figure and the decision stay the rules'
         said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
-        rest = [p for p in r.get("summary_rest", []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
+        rest = [p for p in r.get(rest_key, []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
         return semi.join([line.rstrip(_PUNCT), *rest])
 
     for r in ctx["top"]:
         r["summary"] = laid_over(r) or r["summary"]
     # P0/P1 items of the short table: the same line in their note, after the grade
-    more = {r["ref"]: laid_over(r) for r in ctx.get("more_top", [])}
+    more = {r["ref"]: laid_over(r, "short_rest") for r in ctx.get("more_top", [])}
     for r in ctx.get("short", []):
         if more.get(r["ref"]):
             r["note"] = f"{r['grade']}{colon}{more[r['ref']]}"

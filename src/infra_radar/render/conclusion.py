@@ -110,11 +110,15 @@ def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> s
     return t["common"]["semi"].join(what + rest)
 
 
-def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> tuple[list[str], list[str]]:
+def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied],
+                     short: bool = False) -> tuple[list[str], list[str]]:
     """The conclusion's parts: (what changed: the author's sentence and identifiers, or the kind; the rest:
-    where, headline number, what to do). Model prose may say the first better; the rest are the rules' facts."""
+    where, headline number, what to do). Model prose may say the first better; the rest are the rules' facts.
+    `short`, for the short table's one-line note: a shorter quote, no module and no porting caveat."""
     c, e = t["common"], t["explain"]
-    limits = explain_rules()["limits"]
+    limits = dict(explain_rules()["limits"])
+    if short:
+        limits["conclusion_mechanism"] = limits.get("short_mechanism", 80)
     item, a = ai.item, ai.analysis
     parts: list[str] = []
     ids = central_identifiers(ai, int(limits["identifiers"]))
@@ -139,7 +143,7 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
             if names:
                 parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{n}`" for n in names)))
     what = len(parts)
-    module = code_module(item.files) if item.files else ""
+    module = code_module(item.files) if item.files and not short else ""
     if module:
         parts.append(e["where"].format(module=module))
     claim = headline_claim(a.perf_claims)
@@ -147,7 +151,7 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
         parts.append(e["number"].format(claim=claim_text(claim, t)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     action = e["action"].format(decision=name(t, "decisions", a.decision))
-    if gpu and not a.native:  # a change already made for the target has no GPU mechanism left to port
+    if gpu and not a.native and not short:  # a change already made for the target has no GPU mechanism left
         caveat = pick(gpu[0].caveat, t["lang"])
         first = re.split(r"[;；]", caveat, maxsplit=1)[0]
         action += c["paren"].format(f"{pick(gpu[0].entry.name, t['lang'])}{c['colon']}{first}")

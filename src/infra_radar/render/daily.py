@@ -21,7 +21,7 @@ from .base import (
     row,
 )
 from .checklist import checklist_options, spread_out
-from .conclusion import conclusion, conclusion_parts
+from .conclusion import conclusion_parts
 from .deepdive import deep_view, grade_with_porting
 from .explain import clickable, described
 from .inputs import DailyInput, WatchRecheck
@@ -33,8 +33,10 @@ def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
 
 
 def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> str:
-    """One-line note of the short table: grade letter and the item's own conclusion."""
-    return f"{ai.analysis.grade}{t['common']['colon']}{conclusion(ai, t, _porting(ai, target))}"
+    """One-line note of the short table: grade letter and the item's conclusion, short (a clipped quote, the
+    headline figure and the decision; the module and porting caveat are the P0/P1 table's)."""
+    what, rest = conclusion_parts(ai, t, _porting(ai, target), short=True)
+    return f"{ai.analysis.grade}{t['common']['colon']}{t['common']['semi'].join(what + rest)}"
 
 
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> dict[str, Any]:
@@ -43,6 +45,7 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> 
     what, rest = conclusion_parts(ai, t, porting)
     view["summary"] = t["common"]["semi"].join(what + rest)
     view["summary_rest"] = rest  # where, figure, decision: the rules' facts, kept beside model prose
+    view["short_rest"] = conclusion_parts(ai, t, porting, short=True)[1]  # the same in a short-table note
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
     return view
