@@ -488,13 +488,14 @@ def evaluate_store(settings, engine, path: Path) -> Report:
         analysed = queries.analysed_item(engine, label.repo, label.number)
         if analysed is not None:
             found[f"{label.repo.lower()}#{label.number}"] = analysed
-    windows = {name: queries.analysed_in_window(engine, Window(w["since"], w["until"]), w["repos"] or None,
-                                                state="merged", kinds=["pr"])
-               for name, w in labels.windows.items()}
-    # what `radar daily` of the window holds (opened items and date-only days included)
+    # what `radar daily` of the window holds (opened items and date-only days included), and among them the
+    # PRs merged in it
     radar = {name: queries.analysed_in_window(engine, Window(w["since"], w["until"]), w["repos"] or None,
                                               opened=True)
              for name, w in labels.windows.items()}
+    windows = {name: [a for a in held if a.item.kind == "pr" and a.item.state == "merged"
+                      and labels.windows[name]["since"] <= a.item.when < labels.windows[name]["until"]]
+               for name, held in radar.items()}
     return evaluate(labels, found, windows, radar)
 
 

@@ -470,10 +470,10 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     ctx = _daily_ctx(inp, lang, settings.focus_weights)
     by_ref = {ai.item.ref: ai for ai in inp.items}
     prompt = settings_prompt(settings, "item")
-    jobs = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
+    deep = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
     head, rows = _daily_jobs(settings, inp, ctx, lang)
     # the headline first, then the rows in rank order: a run cut short by its deadline has the top of the day
-    jobs[:0] = [*([head] if head else []), *(job for _, job in rows)]
+    jobs = [*([head] if head else []), *(job for _, job in rows), *deep]
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
     conclusions = {}
     for ref, job in rows:
@@ -484,9 +484,8 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     if head is not None and (head.key in replies or conclusions):
         summary.report = {"headline": _headline(replies[head.key], head.grounds, summary)
                           if head.key in replies else "", "conclusions": conclusions}
-    daily_keys = {job.key for _, job in rows} | {"daily"}
-    for job in jobs:
-        if job.key in replies and job.key not in daily_keys:
+    for job in deep:
+        if job.key in replies:
             summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
     return summary
 

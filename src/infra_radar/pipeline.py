@@ -225,6 +225,11 @@ def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None
     return out
 
 
+def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
+    """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
+    return as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
+
+
 def _watch_rechecks(engine: Engine, window: Window) -> list:
     from .render.context import WatchRecheck
     from .store.db import files_digest
@@ -306,7 +311,7 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     from .analyse.stories import stories
     from .render.context import DailyInput
 
-    found = as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
+    found = daily_items(settings, engine, window, names)
     top = [a for a in found if a.analysis.priority in ("P0", "P1")]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,

@@ -84,9 +84,9 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     t = load_strings(settings.lang)
     window = day_window(day)
     names = repos or queries.repo_names(engine)
-    from ..pipeline import as_of
+    from ..pipeline import daily_items
 
-    found = as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
+    found = daily_items(settings, engine, window, names)
     ctx = daily_context(DailyInput(window=window, repos=names, items=found, watch=[],
                                    deep_dive_limit=settings.deep_dive_limit, first_run=False,
                                    generated_at=window.until, calendar_day=True), t, settings.focus_weights)

@@ -45,7 +45,6 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> 
     what, rest = conclusion_parts(ai, t, porting)
     view["summary"] = t["common"]["semi"].join(what + rest)
     view["summary_rest"] = rest  # where, figure, decision: the rules' facts, kept beside model prose
-    view["short_rest"] = conclusion_parts(ai, t, porting, short=True)[1]  # the same in a short-table note
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
     return view
@@ -158,7 +157,9 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         # the P0/P1 items the table left out, in full (the model stage writes their line too; the short
         # table shows it in their note)
-        "more_top": [_row(ai, t, target, tname) for ai in every_top[len(top):]],
+        "more_top": [{**_row(ai, t, target, tname),  # the rules' rest of a short-table note, beside model prose
+                      "short_rest": conclusion_parts(ai, t, _porting(ai, target), short=True)[1]}
+                     for ai in every_top[len(top):]],
         "watch": watch, "short": short_rows, "short_rest": short_rest, "checks": [r for r in top_rows if r["checklist"]],
         "refs": _references(top_rows + short_rows, deep, watch, inp.related),
     }
