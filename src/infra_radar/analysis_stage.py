@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from .store.lock import writer_lock
 
 Tick = Callable[[int], None]
 BATCH = 250  # items per worker task and per saved transaction
+NICE = 10  # niceness of the workers analysing beside an import
 
 
 def _no_tick(_n: int) -> None:
@@ -48,7 +50,7 @@ class _State:
     settings: Settings
     engine: Engine
     scan: object  # analyse.ledger.RelationScan
-    to_scan: set[int]  # ids whose relation scan is stale
+    to_scan: set[int] | None  # ids whose relation scan is stale (None: every item read, as an import saved it)
 
 
 _STATE: _State | None = None
@@ -62,7 +64,8 @@ def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]
     assert state is not None
     batch = queries.items_by_id(state.engine, ids)
     # scanned before analysing: the scan sees the stored values, as update_relations reads them
-    scans = [state.scan.of_item(item, digest) for item, digest in batch if item.id in state.to_scan]
+    scans = [state.scan.of_item(item, digest) for item, digest in batch
+             if state.to_scan is None or item.id in state.to_scan]
     return [(item.id, digest, analyse(item, state.rules, state.settings)) for item, digest in batch], scans
 
 
@@ -122,6 +125,104 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
                 tick(len(results))
         update_relations(settings, engine, scan)  # items whose relations are stale but analysis is not
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
+
+
+class _Alongside:
+    """Analyses the batches an import has just saved in forked workers while the import goes on reading its
+    source; the results are saved by the importing process between its own batches (it holds the lock).
+
+    The workers start at the first batch of `BATCH` items or more: a small import leaves its items to
+    `analyze` and pays nothing (no rules loaded, no fork). They may fork while git's reader thread runs;
+    a worker touches only the store and the rules, never that thread's pipe or queue.
+    """
+
+    def __init__(self, settings: Settings, engine: Engine, workers: int):
+        self.settings, self.engine, self.workers = settings, engine, workers
+        self.pool, self.state, self.pending, self.off = None, None, deque(), False
+
+    def submit(self, ids: list[int]) -> None:
+        if self.off or self.pool is None and not self._start(len(ids)):
+            return
+        for start in range(0, len(ids), BATCH):
+            self.pending.append(self.pool.apply_async(_analyse_batch, (ids[start:start + BATCH],)))
+        self.save(wait=False)
+
+    def _start(self, size: int) -> bool:
+        from .analyse.ledger import RelationScan
+        from .analyse.rules import RuleSet
+
+        global _STATE
+        if size < BATCH:
+            return False
+        try:
+            with _rules_override(self.settings):
+                self.state = _State(RuleSet.load(self.settings), self.settings, self.engine,
+                                    RelationScan.load(self.settings), None)
+        except (ConfigError, OSError):  # `analyze` will say what is wrong with the rules
+            self.off = True
+            return False
+        _STATE = self.state
+        self.engine.dispose()  # as in _batch_runner: no pooled connection crosses the fork
+        self.pool = multiprocessing.get_context("fork").Pool(self.workers, initializer=_yield_to_import)
+        return True
+
+    def save(self, wait: bool) -> None:
+        """Save the finished batches, in the order they were submitted (`wait`: all of them)."""
+        from .store import ledger as relations
+
+        while self.pending and (wait or self.pending[0].ready()):
+            try:
+                results, scans = self.pending.popleft().get()
+            except Exception:  # noqa: BLE001 - an analysis fault never fails an import: `analyze` reports it
+                self.pending.clear()
+                self.off = True
+                return
+            save.save_analyses(self.engine, results)
+            relations.save_scans(self.engine, self.state.scan.version, scans)
+            killpoint.reached("analyze.saved")
+
+    def close(self, ok: bool) -> None:
+        global _STATE
+        if self.pool is None:
+            return
+        try:
+            if ok:
+                self.save(wait=True)
+        finally:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool, _STATE = None, None
+
+
+def _yield_to_import() -> None:
+    """A worker analysing beside an import runs at a lower priority: git and the import come first, and the
+    workers take the cores they leave idle."""
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+
+
+@contextmanager
+def alongside(settings: Settings, engine: Engine, workers: int | None = None) -> Iterator[Callable[[list[int]], None] | None]:
+    """While an import runs: a callback taking the ids of each batch it saved, analysed in forked workers as
+    `analyze` would analyse them (the same reads, the same results), so a later `analyze` finds them done.
+
+    Yields None, and the import leaves every item to `analyze`, on a machine with one core, where fork is
+    missing, or with `RADAR_ANALYSE_ON_IMPORT=0`.
+    """
+    if workers is None:
+        workers = min(os.cpu_count() or 1, 4)
+    off = os.environ.get("RADAR_ANALYSE_ON_IMPORT", "1").strip().lower() in ("0", "no", "false", "off")
+    if off or workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    runner, ok = _Alongside(settings, engine, workers), False
+    try:
+        yield runner.submit
+        ok = True
+    finally:
+        runner.close(ok)
 
 
 @contextmanager

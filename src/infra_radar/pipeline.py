@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from . import killpoint
-from .analysis_stage import analyze
+from .analysis_stage import alongside, analyze
 from .config import CONFIG_NAME, Settings, default_config_text
 from .errors import ConfigError, NotFoundError, SourceError, clip, redact
 from .models import Item, Window
@@ -100,25 +100,31 @@ def _counted(stream: Iterable[Item], tick: Tick) -> Iterator[Item]:
 
 def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Tick = _no_tick) -> list[ImportResult]:
     """Import history exports (JSON Lines, plain or gzipped); broken lines are skipped and reported."""
+    clean, results = _cleaner(settings), []
+    with alongside(settings, engine) as analysed:
+        for path in paths:
+            results.append(_import_one_jsonl(engine, path, clean, tick, analysed))
+    return results
+
+
+def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analysed) -> ImportResult:
+    """One export file, in its own run; `analysed` (analysis_stage.alongside) gets each saved batch."""
     from .sources.jsonl import JsonlReport, read_jsonl
 
-    clean, results = _cleaner(settings), []
-    for path in paths:
-        report = JsonlReport(str(path))
-        run = save.start_run(engine, "import-jsonl", str(path))
-        try:
-            stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick))
-        except (OSError, EOFError) as exc:
-            save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
-            raise SourceError(f"{path}: cannot read: {exc}") from None
-        except Exception as exc:  # never leave the run "running"
-            save.finish_run(engine, run, "failed", {"error": clip(redact(f"{type(exc).__name__}: {exc}"), 300)})
-            raise
-        report.skipped += stats.skipped
-        save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
-                                           "skipped": len(report.skipped)})
-        results.append(ImportResult(str(path), report.repo, stats, report.skipped))
-    return results
+    report = JsonlReport(str(path))
+    run = save.start_run(engine, "import-jsonl", str(path))
+    try:
+        stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick), on_saved=analysed)
+    except (OSError, EOFError) as exc:
+        save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
+        raise SourceError(f"{path}: cannot read: {exc}") from None
+    except Exception as exc:  # never leave the run "running"
+        save.finish_run(engine, run, "failed", {"error": clip(redact(f"{type(exc).__name__}: {exc}"), 300)})
+        raise
+    report.skipped += stats.skipped
+    save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
+                                       "skipped": len(report.skipped)})
+    return ImportResult(str(path), report.repo, stats, report.skipped)
 
 
 def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
@@ -135,7 +141,8 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     stream = read_clone(path, repo, patterns, _cleaner(settings),
                         window.since if window else None, window.until if window else None, notes)
     try:
-        stats = save.save_items(engine, _counted(stream, tick))
+        with alongside(settings, engine) as analysed:  # before the stream starts git's reader thread
+            stats = save.save_items(engine, _counted(stream, tick), on_saved=analysed)
     except Exception as exc:  # never leave the run "running"
         save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise

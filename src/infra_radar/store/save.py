@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -83,7 +83,8 @@ def _stored_items(conn: Connection, ids: list[int]) -> dict[int, Item]:
     return found
 
 
-def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
+def _save_batch(conn: Connection, repo: int, batch: list[Item], saved: list[int]) -> SaveStats:
+    """Upsert one repository's items; the ids of those inserted or changed are appended to `saved`."""
     stats = SaveStats()
     by_key: dict[tuple[str, str], Item] = {}
     for item in batch:  # the same PR twice (main and a release branch): merged, as across batches
@@ -137,6 +138,8 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item]) -> SaveStats:
         child_files += f
         child_comments += c
     stats.updated = len(changed)
+    saved += [item.id for item, _ in new_rows]
+    saved += [item_id for item_id, _ in changed]
     if child_files and conn.dialect.name == "sqlite":  # plain values: the driver's executemany, no per-row binding
         conn.exec_driver_sql(_FILES_SQL, [(f["item_id"], f["path"], f["additions"], f["deletions"], f["status"])
                                           for f in child_files])
@@ -165,23 +168,31 @@ def _insert_items(conn: Connection, repo: int, rows: list[dict]) -> list[int]:
     return [by_key[(row["kind"], row["key"])] for row in rows]
 
 
-def save_items(engine: Engine, stream: Iterable[Item], batch_size: int | None = None) -> SaveStats:
-    """Upsert items (with files and comments), one transaction per batch; unchanged items are skipped."""
+def save_items(engine: Engine, stream: Iterable[Item], batch_size: int | None = None,
+               on_saved: Callable[[list[int]], None] | None = None) -> SaveStats:
+    """Upsert items (with files and comments), one transaction per batch; unchanged items are skipped.
+    `on_saved` gets the ids of each batch's inserted and changed items once the batch is committed."""
     total, batch_size = SaveStats(), batch_size or BATCH
     batch: list[Item] = []
     for item in stream:
         batch.append(item)
         if len(batch) >= batch_size:
-            total.add(_flush(engine, batch))
-            killpoint.reached("save.batch")
+            _saved(total, _flush(engine, batch), on_saved)
             batch = []
     if batch:
-        total.add(_flush(engine, batch))
-        killpoint.reached("save.batch")
+        _saved(total, _flush(engine, batch), on_saved)
     return total
 
 
-def _flush(engine: Engine, batch: list[Item]) -> SaveStats:
+def _saved(total: SaveStats, flushed: tuple[SaveStats, list[int]], on_saved) -> None:
+    stats, ids = flushed
+    total.add(stats)
+    killpoint.reached("save.batch")
+    if on_saved is not None and ids:
+        on_saved(ids)
+
+
+def _flush(engine: Engine, batch: list[Item]) -> tuple[SaveStats, list[int]]:
     from ..sources.records import RecordError, check_item
 
     stats = SaveStats()
@@ -193,11 +204,12 @@ def _flush(engine: Engine, batch: list[Item]) -> SaveStats:
             stats.skipped.append(f"{item.repo}@{str(item.key)[:40]}: {exc}")
             continue
         by_repo.setdefault(item.repo, []).append(item)
+    ids: list[int] = []
     with engine.begin() as conn:
         for name, group in by_repo.items():
-            stats.add(_save_batch(conn, repo_id(conn, name), group))
+            stats.add(_save_batch(conn, repo_id(conn, name), group, ids))
         killpoint.reached("save.uncommitted")  # written, not committed: a kill here must leave no trace
-    return stats
+    return stats, ids
 
 
 def save_analyses(engine: Engine, results: list[tuple[int, str, Analysis]]) -> None:

@@ -1,0 +1,63 @@
+"""Imports analyse the batches they save in forked workers (analysis_stage.alongside): the same analyses as a
+later `radar analyze`, nothing left for it, small imports untouched, and an analysis fault never fails the import."""
+
+from __future__ import annotations
+
+import json
+
+from infra_radar import analysis_stage
+from infra_radar.analyse import item as item_module
+from infra_radar.analyse.rules import RuleSet
+from infra_radar.pipeline import analyze, export, import_jsonl, open_store
+from infra_radar.store import queries
+
+EXPORTS = ["verl-project+verl@release+v0.8.0.jsonl.gz", "vllm-project+vllm-omni.jsonl.gz"]
+
+
+def _import(settings, shared_data, monkeypatch, on: bool):
+    monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1" if on else "0")
+    engine = open_store(settings)
+    import_jsonl(settings, engine, [shared_data / "git" / name for name in EXPORTS])
+    pending = queries.count_to_analyse(engine, RuleSet.version_of(settings))
+    analyze(settings, engine)
+    data = json.dumps(export(settings, engine, None), sort_keys=True)
+    engine.dispose()
+    return pending, data
+
+
+def test_import_analyses_what_it_saved_as_analyze_would(settings, shared_data, monkeypatch, tmp_path):
+    monkeypatch.setattr(analysis_stage, "BATCH", 20)  # several worker batches from these two small exports
+    pending_on, alongside = _import(settings, shared_data, monkeypatch, on=True)
+    settings.db_url = f"sqlite:///{tmp_path / 'other.db'}"  # under PostgreSQL too: the stores give one export
+    pending_off, separate = _import(settings, shared_data, monkeypatch, on=False)
+    assert pending_on == 0  # the import analysed every item it saved
+    assert pending_off > 200
+    assert alongside == separate
+
+
+def test_a_small_import_leaves_its_items_to_analyze(settings, shared_data, monkeypatch):
+    loads = []
+    real = RuleSet.load.__func__
+
+    monkeypatch.setattr(RuleSet, "load", classmethod(lambda cls, s: loads.append(1) or real(cls, s)))
+    monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1")
+    engine = open_store(settings)
+    import_jsonl(settings, engine, [shared_data / "git" / EXPORTS[0]])  # 43 items: under one worker batch
+    assert not loads  # no rules loaded, no worker forked
+    assert queries.count_to_analyse(engine, RuleSet.version_of(settings)) == 43
+    engine.dispose()
+
+
+def test_an_analysis_fault_never_fails_the_import(settings, shared_data, monkeypatch):
+    monkeypatch.setattr(analysis_stage, "BATCH", 20)
+    monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1")
+
+    def broken(*_args, **_kw):
+        raise RuntimeError("a rule bug")
+
+    monkeypatch.setattr(item_module, "analyse_item", broken)  # inherited by the forked workers
+    engine = open_store(settings)
+    results = import_jsonl(settings, engine, [shared_data / "git" / EXPORTS[1]])
+    assert results[0].stats.inserted == 218
+    assert queries.count_to_analyse(engine, RuleSet.version_of(settings)) == 218  # left to `analyze`
+    engine.dispose()
