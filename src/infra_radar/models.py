@@ -167,7 +167,7 @@ class Analysis:
     perf_claims: list[PerfClaim] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     summary: Text = field(default_factory=dict)  # one-line conclusion
-    checklist: list[Text] = field(default_factory=list)  # verification steps
+    checklist: list[Text] = field(default_factory=list)  # no longer filled (render/checklist.py chooses the steps); kept so older stored analyses load
     version: str = ""  # analyser version; a change triggers recomputation
 
 

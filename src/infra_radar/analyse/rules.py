@@ -1,10 +1,11 @@
-"""The rule engine: kind, topics, priority, scores, grade, decision, risks, summary and checklist.
+"""The rule engine: kind, topics, priority, scores, grade, decision, risks and summary.
 
-The knowledge lives in `defaults/rules/*.toml` (kinds, topics, priority, grades, risks, checklist,
+The knowledge lives in `defaults/rules/*.toml` (kinds, topics, priority, grades, risks,
 bots); `RuleSet.load` (ruleset.py) compiles it once per run and `analyse_item` applies it to one item.
 The engine is pure: no store, no network, no clock. By job: matching.py (words, phrase index, path
 globs), ruleset.py (compiled tables, bots and noise), this module (facts, kind, topics, risks, flags,
-priority and decision), grading.py (adaptation grade and its reason), summary.py (summary, checklist).
+priority and decision), grading.py (adaptation grade and its reason), summary.py (summary). The verification steps are
+chosen when a report is rendered (render/checklist.py, `defaults/rules/checklists.toml`).
 
 Text is matched as words, never as raw substrings: titles, descriptions and labels are lower-cased
 and split into runs of letters and digits, so `kv_cache`, `KV-cache` and `kv cache` are one phrase
@@ -38,7 +39,7 @@ from .ruleset import (
     load_noise_patterns,
     strip_noise,
 )
-from .summary import _checklist, _summary, _win
+from .summary import _summary, _win
 
 __all__ = [  # the engine's names, some defined in ruleset.py and matching.py
     "ENGINE_VERSION", "KINDS", "RISKS", "RULE_FILES", "RuleSet", "_gate", "analyse_item", "clean_description",
@@ -508,6 +509,5 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
         insight=_score(rules.insight, flags), grade=grade, grade_reason=grade_reason, native=native,
         decision=decision, decision_reason=dict(decision_reason), risk_labels=risks, perf_claims=claims,
         links=[], summary=_summary(kind, topics, native, claims, facts, rules),
-        checklist=_checklist(flags, claims, topics, rules, settings, set(facts.title_words)),
         version=rules.version,
     )

@@ -23,7 +23,7 @@ from .matching import _Globs, _Index, words
 __all__ = ["ENGINE_VERSION", "KINDS", "RISKS", "RULE_FILES", "RuleSet", "is_bot", "load_noise_patterns", "strip_noise"]
 
 ENGINE_VERSION = "2"
-RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "checklist", "bots")
+RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "bots")
 KINDS = (
     "feature", "perf", "bugfix", "refactor", "docs", "ci", "test", "model-support", "deps", "revert",
     "release", "issue-bug", "issue-feature", "rfc", "misc",
@@ -131,8 +131,6 @@ class RuleSet:
     decision_rules: list[_Rule]
     importance: _Scores
     insight: _Scores
-    step_rules: list[_Rule]
-    fallback_rules: list[_Rule]
     bot_names: set[str]
     bot_patterns: list[re.Pattern[str]]
     noise_patterns: list[re.Pattern[str]]
@@ -224,9 +222,6 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         decision_rules=[_rule(r, (r["decision"], _text(r.get("reason"), "grades.decision")))
                         for r in data["grades"].get("decision", [])],
         importance=_scores(prio.get("importance", {})), insight=_scores(prio.get("insight", {})),
-        step_rules=[_rule(r, _text(r.get("text"), "checklist.step")) for r in data["checklist"].get("step", [])],
-        fallback_rules=[_rule(r, _text(r.get("text"), "checklist.fallback"))
-                        for r in data["checklist"].get("fallback", [])],
         bot_names={n.lower() for n in bots.get("bots", {}).get("names", [])},
         bot_patterns=[_regex(p, "bots.patterns", re.I) for p in bots.get("bots", {}).get("patterns", [])],
         noise_patterns=_noise(bots),

@@ -1,4 +1,4 @@
-"""The one-line summary of an item and its verification checklist, from the rule tables.
+"""The one-line summary of an item, from the rule tables.
 
 The headline figure is the largest improvement on the change's stated goal, with its condition; a
 slowdown is never written as a win, an A/B of two settings is written as a comparison, and the best
@@ -16,7 +16,6 @@ from .claims import claim_meaning, format_number
 from .matching import words
 
 if TYPE_CHECKING:  # pragma: no cover - types only: rules.py imports this module
-    from ..config import Settings
     from .rules import RuleSet, _Facts
 
 __all__: list[str] = []  # used by rules.py only
@@ -143,29 +142,3 @@ def _shorten(text: str, room: int) -> str:
         return text
     cut = text[: room - 1].rsplit(" ", 1)[0]
     return cut.rstrip(" ,;:-") + "…"
-
-
-def _checklist(flags: set[str], claims: Sequence[PerfClaim], topics: list[str], rules: RuleSet,
-               settings: Settings, goal: set[str] | None = None) -> list[Text]:
-    checklist = rules.data["checklist"]
-    summary = rules.data["kinds"].get("summary", {})
-    most, least = int(checklist.get("max_steps", 4)), int(checklist.get("min_steps", 2))
-    chosen = [r.value for r in rules.step_rules if r.holds(flags)][:most]
-    for rule in rules.fallback_rules:
-        if len(chosen) >= least:
-            break
-        if rule.holds(flags) and rule.value not in chosen:
-            chosen.append(rule.value)
-    metrics = list(dict.fromkeys(c.metric for c in claims if c.metric))[:3]
-    best = _best_claim(claims, goal, rules.metric_words)
-    labels = {t.id: t.label for t in rules.topics}
-    values = {}
-    for lang in _LANGS:
-        sep = ", " if lang == "en" else "、"
-        values[lang] = {
-            "metrics": sep.join(metrics) if metrics else checklist["default_metrics"][lang],
-            "claim": _claim_text(best, lang, summary, short=True, claims=claims) if best else "",
-            "target": rules.profile.label[lang],
-            "topics": sep.join(labels[t][lang] for t in topics if t in settings.focus),
-        }
-    return [{lang: text[lang].format(**values[lang]) for lang in _LANGS} for text in chosen]
