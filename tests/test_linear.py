@@ -172,11 +172,11 @@ def test_claim_candidates_examined_per_body_are_bounded(monkeypatch, unit):
 
 
 def test_table_rows_examined_per_body_are_bounded(monkeypatch):
-    from infra_radar.analyse import claims
+    from infra_radar.analyse import claim_tables, claims
 
     rules = claims.default_claim_rules()
     body = "| metric | before | after |\n|---|---|---|\n" + fill("| TTFT | 1.0 ms | 2.0 ms |\n", BIG)
-    cells = _counting(monkeypatch, claims, "_split_cells")
+    cells = _counting(monkeypatch, claim_tables, "_split_cells")
     found = claims.extract_claims(body)
     assert len(cells) <= 3 * rules.max_table_lines  # a row is split once, plus a few header and wrap checks
     assert 1 <= len(found) <= rules.max_claims
