@@ -116,7 +116,7 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
         with _batch_runner(state, workers) as run:
             for results, scans in run([ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]):
                 save.save_analyses(engine, results)
-                relations.save_scans(engine, scan.version, scans)
+                save.save_scans(engine, scan.version, scans)
                 killpoint.reached("analyze.saved")
                 count += len(results)
                 tick(len(results))

@@ -232,7 +232,7 @@ def daily_items(settings: Settings, engine: Engine, window: Window, names: list[
 
 def _watch_rechecks(engine: Engine, window: Window) -> list:
     from .render.context import WatchRecheck
-    from .store.db import files_digest
+    from .store.rows import files_digest
 
     rechecks = []
     for entry in queries.watch_list(engine):

@@ -382,12 +382,14 @@ class RelationScan:
 
 def update_relations(settings: Settings, engine: Engine, scan: RelationScan | None = None) -> int:
     """Rebuild ledger entries and distinctive terms of items whose content or rules changed; how many."""
+    from ..store.save import save_scans
+
     scan = scan or RelationScan.load(settings)
     if store.count_stale(engine, scan.version) == 0:
         return 0
     count = 0
     for batch in store.stale_items(engine, scan.version, scan.wanted):
-        store.save_scans(engine, scan.version, [_scan(item, scan.rules, scan.relations) for item in batch])
+        save_scans(engine, scan.version, [_scan(item, scan.rules, scan.relations) for item in batch])
         count += len(batch)
     return count
 
