@@ -7,21 +7,23 @@ analyse it and scan it for relations; this process saves both, one transaction p
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from . import killpoint
 from .config import Settings
 from .errors import ConfigError, clip
-from .store import queries, save
-from .store.lock import writer_lock
+from .store import queries
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from .store.reader import Reader
 
 Tick = Callable[[int], None]
 BATCH = 250  # items per worker task and per saved transaction
@@ -47,7 +49,7 @@ class _State:
     rules: object  # analyse.rules.RuleSet
     settings: Settings
     engine: Engine
-    scan: object  # analyse.ledger.RelationScan
+    scan: object  # analyse.relations.RelationScan
     to_scan: set[int]  # ids whose relation scan is stale
 
 
@@ -69,6 +71,8 @@ def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]
 @contextmanager
 def _batch_runner(state: _State, workers: int):
     """map(id batches) -> (analyses, scans), in order: in this process, or in forked workers."""
+    import multiprocessing  # here: `radar show` reads what needs analysing through this module (7 ms)
+
     global _STATE
     _STATE = state
     try:
@@ -91,9 +95,11 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     A backlog of 1,000 items or more is spread over up to 4 forked workers; results are saved by this
     process, one transaction per batch, relations (the ledger and distinctive terms) with them.
     """
-    from .analyse.ledger import RelationScan, update_relations
+    from .analyse.relations import RelationScan, update_relations
     from .analyse.rules import RuleSet
     from .store import ledger as relations
+    from .store import save
+    from .store.lock import writer_lock
 
     started, count = time.perf_counter(), 0
     with _rules_override(settings):
@@ -124,6 +130,17 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
 
 
+def work_left(settings: Settings, store: Engine | Reader) -> int:
+    """How many items `analyze` would analyse or scan for relations again (0: the store can be read as it is);
+    from the rule files' bytes, nothing compiled."""
+    from .analyse.versions import relation_version, rules_version
+    from .store.ledger import count_stale
+
+    with _rules_override(settings):
+        version, scan_version = rules_version(settings), relation_version(settings)
+    return queries.count_to_analyse(store, version) or count_stale(store, scan_version)
+
+
 @contextmanager
 def _rules_override(settings: Settings) -> Iterator[None]:
     """A user's rules override with a missing key or a value of the wrong type: one line naming its folder."""
@@ -139,6 +156,8 @@ def _rules_override(settings: Settings) -> Iterator[None]:
 
 def _analysis_skipped(engine: Engine, pending: int) -> None:
     """A reader met a writer: say (once, on stderr) that it shows the store as last analysed."""
+    from .store.lock import writer_lock
+
     if pending:
         holder = writer_lock(engine).holder()
         who = holder.describe() if holder else "another radar process"

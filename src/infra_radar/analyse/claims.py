@@ -19,7 +19,6 @@ Decisions (documented here because renderers and tests rely on them):
 from __future__ import annotations
 
 import heapq
-import math
 import re
 import tomllib
 from bisect import bisect_left
@@ -29,7 +28,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..models import PerfClaim
+from ..models import PerfClaim, format_number  # format_number: re-exported, where it was first
 
 __all__ = ["ClaimRules", "claim_meaning", "compile_claim_rules", "default_claim_rules", "extract_claims",
            "format_number"]
@@ -225,18 +224,6 @@ def default_claim_rules() -> ClaimRules:
     """The packaged claims.toml, compiled once."""
     path = resources.files("infra_radar") / "defaults" / "rules" / "claims.toml"
     return compile_claim_rules(tomllib.loads(path.read_text(encoding="utf-8")))
-
-
-def format_number(x: float) -> str:
-    """Shortest faithful text for a figure: 1048.64 -> "1048.64", 12.0 -> "12"."""
-    if math.isnan(x) or math.isinf(x):
-        return str(x)
-    if x.is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    text = repr(x)
-    if "e" in text:
-        text = f"{x:.12f}".rstrip("0").rstrip(".")
-    return text
 
 
 # --------------------------------------------------------------------------- small helpers
