@@ -8,9 +8,15 @@ from infra_radar.models import Comment, FileChange, Item
 from infra_radar.pipeline import open_store
 from infra_radar.store import save
 from infra_radar.store.merge import merge_items
-from infra_radar.store.queries import _base_query, _items
+from infra_radar.store.queries import ids_to_analyse, items_by_id
 
 T1, T2, T3 = (datetime(2026, 7, d, tzinfo=UTC) for d in (1, 2, 3))
+
+
+def stored_item(engine) -> Item:
+    """The one item in the store (every item lacks an analysis of version "none")."""
+    (found, _), = items_by_id(engine, ids_to_analyse(engine, "none"))
+    return found
 
 
 def item(source: str, **over) -> Item:
@@ -59,16 +65,14 @@ def test_import_time_gives_way_to_a_real_date(settings):
     undated = item("page", state="open", created_at=None, updated_at=None, merged_at=None, closed_at=None,
                    files=[], merge_commit=None)
     save.save_items(engine, [undated])
-    with engine.connect() as conn:
-        stored = _items(conn, _base_query())[0][0]
+    stored = stored_item(engine)
     assert stored.time_source == "import" and stored.updated_at is not None
     again = save.save_items(engine, [item("page", state="open", created_at=None, updated_at=None, merged_at=None,
                                           closed_at=None, files=[], merge_commit=None)])
     assert again.unchanged == 1
     dated = save.save_items(engine, [item("github", state="open", merged_at=None, closed_at=None, updated_at=T3)])
     assert dated.updated == 1
-    with engine.connect() as conn:
-        stored = _items(conn, _base_query())[0][0]
+    stored = stored_item(engine)
     assert stored.time_source == "" and stored.updated_at == T3 and stored.when == T3
 
 
@@ -88,5 +92,4 @@ def test_two_versions_of_one_pr_in_separate_batches_settle_on_the_newer(settings
     for records in ([older(), newer()], [newer(), older()]):
         again = save.save_items(engine, records, batch_size=1)
         assert (again.updated, again.unchanged) == (0, 2)
-        with engine.connect() as conn:
-            assert _items(conn, _base_query())[0][0].body == "Newer body."
+        assert stored_item(engine).body == "Newer body."

@@ -8,7 +8,8 @@ import sqlalchemy as sa
 
 from infra_radar.models import Analysis, FileChange, Item, Link, PerfClaim, Window
 from infra_radar.store import queries, save
-from infra_radar.store.db import item_hash, open_engine
+from infra_radar.store.db import open_engine
+from infra_radar.store.rows import item_hash
 from infra_radar.store.schema import MIGRATIONS, files, items
 
 T0 = datetime(2026, 7, 27, 12, tzinfo=UTC)

@@ -7,7 +7,6 @@ analyse it and scan it for relations; this process saves both, one transaction p
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import time
@@ -15,14 +14,17 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from . import killpoint
 from .config import Settings
 from .errors import ConfigError, clip
-from .store import queries, save
-from .store.lock import writer_lock
+from .store import queries
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from .store.reader import Reader
 
 Tick = Callable[[int], None]
 BATCH = 250  # items per worker task and per saved transaction
@@ -49,7 +51,7 @@ class _State:
     rules: object  # analyse.rules.RuleSet
     settings: Settings
     engine: Engine
-    scan: object  # analyse.ledger.RelationScan
+    scan: object  # analyse.relations.RelationScan
     to_scan: set[int] | None  # ids whose relation scan is stale (None: every item read, as an import saved it)
 
 
@@ -72,6 +74,8 @@ def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]
 @contextmanager
 def _batch_runner(state: _State, workers: int):
     """map(id batches) -> (analyses, scans), in order: in this process, or in forked workers."""
+    import multiprocessing  # here: `radar show` reads what needs analysing through this module (7 ms)
+
     global _STATE
     _STATE = state
     try:
@@ -94,9 +98,11 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     A backlog of 1,000 items or more is spread over up to 4 forked workers; results are saved by this
     process, one transaction per batch, relations (the ledger and distinctive terms) with them.
     """
-    from .analyse.ledger import RelationScan, update_relations
+    from .analyse.relations import RelationScan, update_relations
     from .analyse.rules import RuleSet
     from .store import ledger as relations
+    from .store import save
+    from .store.lock import writer_lock
 
     started, count = time.perf_counter(), 0
     with _rules_override(settings):
@@ -119,7 +125,7 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
         with _batch_runner(state, workers) as run:
             for results, scans in run([ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]):
                 save.save_analyses(engine, results)
-                relations.save_scans(engine, scan.version, scans)
+                save.save_scans(engine, scan.version, scans)
                 killpoint.reached("analyze.saved")
                 count += len(results)
                 tick(len(results))
@@ -148,7 +154,9 @@ class _Alongside:
         self.save(wait=False)
 
     def _start(self, size: int) -> bool:
-        from .analyse.ledger import RelationScan
+        import multiprocessing
+
+        from .analyse.relations import RelationScan
         from .analyse.rules import RuleSet
 
         global _STATE
@@ -168,7 +176,7 @@ class _Alongside:
 
     def save(self, wait: bool) -> None:
         """Save the finished batches, in the order they were submitted (`wait`: all of them)."""
-        from .store import ledger as relations
+        from .store import save
 
         while self.pending and (wait or self.pending[0].ready()):
             try:
@@ -178,7 +186,7 @@ class _Alongside:
                 self.off = True
                 return
             save.save_analyses(self.engine, results)
-            relations.save_scans(self.engine, self.state.scan.version, scans)
+            save.save_scans(self.engine, self.state.scan.version, scans)
             killpoint.reached("analyze.saved")
 
     def close(self, ok: bool) -> None:
@@ -211,6 +219,8 @@ def alongside(settings: Settings, engine: Engine, workers: int | None = None) ->
     Yields None, and the import leaves every item to `analyze`, on a machine with one core, where fork is
     missing, or with `RADAR_ANALYSE_ON_IMPORT=0`.
     """
+    import multiprocessing
+
     if workers is None:
         workers = min(os.cpu_count() or 1, 4)
     off = os.environ.get("RADAR_ANALYSE_ON_IMPORT", "1").strip().lower() in ("0", "no", "false", "off")
@@ -223,6 +233,17 @@ def alongside(settings: Settings, engine: Engine, workers: int | None = None) ->
         ok = True
     finally:
         runner.close(ok)
+
+
+def work_left(settings: Settings, store: Engine | Reader) -> int:
+    """How many items `analyze` would analyse or scan for relations again (0: the store can be read as it is);
+    from the rule files' bytes, nothing compiled."""
+    from .analyse.versions import relation_version, rules_version
+    from .store.ledger import count_stale
+
+    with _rules_override(settings):
+        version, scan_version = rules_version(settings), relation_version(settings)
+    return queries.count_to_analyse(store, version) or count_stale(store, scan_version)
 
 
 @contextmanager
@@ -240,6 +261,8 @@ def _rules_override(settings: Settings) -> Iterator[None]:
 
 def _analysis_skipped(engine: Engine, pending: int) -> None:
     """A reader met a writer: say (once, on stderr) that it shows the store as last analysed."""
+    from .store.lock import writer_lock
+
     if pending:
         holder = writer_lock(engine).holder()
         who = holder.describe() if holder else "another radar process"

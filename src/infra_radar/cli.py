@@ -365,17 +365,9 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
 @pass_ctx
 def show(obj: Context, ref: str, as_json: bool, lang: str | None, llm: bool | None) -> None:
     """The item card of OWNER/NAME#N."""
-    from .pipeline import card_input
-    from .render.markdown import card_json
+    from .card import show_card  # reads a ready SQLite store without SQLAlchemy (card.py)
 
-    settings = obj.settings(lang)
-    inp = card_input(settings, obj.engine(), ref)
-    if as_json:
-        click.echo(json.dumps(card_json(inp), ensure_ascii=False, indent=2))
-    else:
-        from .llm_render import card_text
-
-        click.echo(card_text(settings, obj.engine(), inp, llm), nl=False)
+    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, llm), nl=False)
 
 
 @main.command()

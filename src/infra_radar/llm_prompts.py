@@ -10,13 +10,15 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, StrictUndefined
 
-from .analyse.llm import JSON_MODES, LlmConfig
 from .config import Settings
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .analyse.llm import LlmConfig
 
 _KEYS = {"base_url", "model", "api_key_env", "json_mode", "max_concurrency", "timeout", "token_budget",
          "language", "prompts_dir", "run_deadline", "max_reply_bytes", "max_tokens"}
@@ -67,6 +69,8 @@ def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmC
     base, model = point.base_url, point.model
     if not model or not base:
         return None
+    from .analyse.llm import JSON_MODES, LlmConfig  # the model client (http.client): loaded with a model only
+
     key = env.get(point.key_env, "") if point.key_env else ""
     mode = table.get("json_mode", "json_object")
     if mode not in JSON_MODES:

@@ -2,11 +2,13 @@
 
 Every source (git clone, JSON Lines export, GitHub API, pasted page) is normalised into these
 records before anything else sees them; the store saves and loads them; analysis and rendering
-read them. They are plain dataclasses with no behaviour beyond small derived properties.
+read them. They are plain dataclasses with no behaviour beyond small derived properties (and
+`format_number`, how a PerfClaim's figure is written everywhere).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -130,6 +132,18 @@ class PerfClaim:
     context: dict[str, str] = field(default_factory=dict)  # model, hardware, concurrency, config
     span: tuple[int, int] = (0, 0)  # character offsets in the item body
     source: str = ""  # the line or table row it came from
+
+
+def format_number(x: float) -> str:
+    """Shortest faithful text for a figure: 1048.64 -> "1048.64", 12.0 -> "12"."""
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    text = repr(x)
+    if "e" in text:
+        text = f"{x:.12f}".rstrip("0").rstrip(".")
+    return text
 
 
 @dataclass(slots=True)

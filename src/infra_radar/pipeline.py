@@ -20,8 +20,9 @@ from sqlalchemy.engine import Engine
 
 from . import killpoint
 from .analysis_stage import alongside, analyze
+from .card import parse_ref
 from .config import CONFIG_NAME, Settings, default_config_text
-from .errors import ConfigError, NotFoundError, SourceError, clip, redact
+from .errors import ConfigError, SourceError, clip, redact
 from .models import Item, Window
 from .store import queries, save
 from .store.db import open_engine
@@ -239,7 +240,7 @@ def daily_items(settings: Settings, engine: Engine, window: Window, names: list[
 
 def _watch_rechecks(engine: Engine, window: Window) -> list:
     from .render.context import WatchRecheck
-    from .store.db import files_digest
+    from .store.rows import files_digest
 
     rechecks = []
     for entry in queries.watch_list(engine):
@@ -313,8 +314,8 @@ def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = N
 def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool, names: list[str],
                  explicit: bool, watch: list):
     """What the daily radar of `window` shows (render.context.DailyInput), the tracked items' rechecks given."""
-    from .analyse.ledger import related_links
     from .analyse.links import load_relation_rules
+    from .analyse.relations import related_links
     from .analyse.stories import stories
     from .render.context import DailyInput
 
@@ -365,50 +366,20 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
 
 
 def card_input(settings: Settings, engine: Engine, ref: str):
-    """Everything the item card of `OWNER/NAME#N` shows."""
-    from .analyse.ledger import upstream_stub
-    from .render.context import CardInput
-    from .store.ledger import adapted_in
+    """Everything the item card of `OWNER/NAME#N` shows (render.context.CardInput), the store analysed first."""
+    from .card import read_card
 
     repo, number = parse_ref(ref)
     analyze(settings, engine)
-    found = queries.analysed_item(engine, repo, number)
-    if found is None:  # an upstream PR known only because downstream PRs adapted to it
-        adapted = adapted_in(engine, repo, number)
-        if not adapted:
-            raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
-        return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
-                         referenced_by=queries.referenced_by(engine, repo, number), known=False)
-    return _card(settings, engine, found, queries.title_index_of(engine, found.item), {},
-                 queries.referenced_by(engine, found.item.repo, number))
-
-
-def _card(settings: Settings, engine: Engine, found, index, cache: dict, referenced_by: list):
-    """One stored item with every relation its card and export object show (`cache`: shared by a batch)."""
-    from .analyse.ledger import related_of
-    from .render.context import CardInput
-
-    item = found.item
-    rel = related_of(settings, engine, item, cache)
-    return CardInput(item=found, referenced_by=referenced_by,
-                     duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, item),
-                                                             *rel.duplicates]}.values()),
-                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted, target=settings.target)
-
-
-def parse_ref(ref: str) -> tuple[str, int]:
-    """'owner/name#123' -> ('owner/name', 123)."""
-    repo, sep, number = ref.strip().rpartition("#")
-    if not sep or repo.count("/") != 1 or not number.isdigit() or len(number) > 18:
-        raise ConfigError(f"invalid item reference {ref[:80]!r}: use OWNER/NAME#N (N below 10^18)")
-    return repo, int(number)
+    return read_card(settings, engine, repo, number)
 
 
 def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,
            state: str = "all") -> list[dict]:
     """The export contract: one JSON object per analysed item in the window, with the same links as its card
     (references, items referencing it, duplicates, chain parts, same-mechanism items, adaptations)."""
-    from .analyse.ledger import batch_cache
+    from .analyse.relations import batch_cache
+    from .card import card_of
     from .render.markdown import card_json
 
     names = _check_repos(engine, [repo]) if repo else None
@@ -417,7 +388,7 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
     index = queries.title_index(engine, sorted({a.item.repo for a in found}))
     cache = batch_cache(engine)
     back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
-    return [card_json(_card(settings, engine, a, index, cache,
+    return [card_json(card_of(settings, engine, a, index, cache,
                             back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
             for a in found]
 

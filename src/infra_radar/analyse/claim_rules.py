@@ -3,7 +3,6 @@ numbers, units, directions, text windows. The finders are in claims.py (prose) a
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -186,18 +185,6 @@ def default_claim_rules() -> ClaimRules:
     """The packaged claims.toml, compiled once."""
     path = resources.files("infra_radar") / "defaults" / "rules" / "claims.toml"
     return compile_claim_rules(tomllib.loads(path.read_text(encoding="utf-8")))
-
-
-def format_number(x: float) -> str:
-    """Shortest faithful text for a figure: 1048.64 -> "1048.64", 12.0 -> "12"."""
-    if math.isnan(x) or math.isinf(x):
-        return str(x)
-    if x.is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    text = repr(x)
-    if "e" in text:
-        text = f"{x:.12f}".rstrip("0").rstrip(".")
-    return text
 
 
 _LABEL_STOP = {"from", "to", "is", "was", "are", "were", "goes", "went", "reduced", "reduces", "dropped",

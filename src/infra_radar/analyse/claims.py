@@ -23,7 +23,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from ..models import PerfClaim
+from ..models import PerfClaim, format_number  # format_number: re-exported, where it was first
 from .claim_rules import (
     _ARROW_AT,
     _DIGIT,
@@ -47,7 +47,6 @@ from .claim_rules import (
     _window,
     compile_claim_rules,
     default_claim_rules,
-    format_number,
 )
 from .claim_tables import _table_claims
 

@@ -5,40 +5,21 @@ adaptation, in a table (`files | upstream change | adaptation`), under per-file 
 lists of URLs or in prose. `parse_adaptations` reads one PR's title and description and returns one
 `Adaptation` per upstream PR cited as adapted; the pairs and every phrase come from ledger.toml.
 
-The parsing is pure. The two stage functions at the end join it and the cross-item link finders
-(analyse/links.py) with the store (store/ledger.py): `update_relations` (run by the analysis stage)
-rebuilds ledger rows and distinctive terms of changed items; `related_of` gathers an item's
-duplicates, chain parts, same-mechanism items and adaptations for the card and the daily radar.
+The parsing is pure; analyse/relations.py joins it and the cross-item link finders (analyse/links.py) with
+the store.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from ..config import Settings, load_rule_file
-from ..models import AnalysedItem, Analysis, Item, Link, ref_number
-from ..store import ledger as store
-from .links import (
-    Change,
-    ChangeIndex,
-    RelationRules,
-    distinctive_terms,
-    duplicate_links,
-    load_relation_rules,
-    mechanism_links,
-)
+from ..models import ref_number
+from .versions import ledger_version
 
-__all__ = ["Adaptation", "LedgerRules", "Pair", "Related", "compile_ledger_rules", "load_ledger_rules",
-           "parse_adaptations", "RelationScan", "related_links", "related_of", "update_relations",
-           "upstream_stub"]
-
-LEDGER_ENGINE = "3"  # bump when the parser or term extraction changes, so stored relations are rebuilt
+__all__ = ["Adaptation", "LedgerRules", "Pair", "compile_ledger_rules", "load_ledger_rules", "parse_adaptations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +87,8 @@ def compile_ledger_rules(data: dict[str, Any]) -> LedgerRules:
     names = "|".join(re.escape(n) for n in text.get("path_names", []))
     path_re = re.compile(rf"(?<![\w/.{{}}-])((?:[\w.{{}},*-]+/)*(?:[\w{{}},*-][\w.{{}},*-]*\.(?:{exts})"
                          rf"{'|' + names if names else ''}))(?![\w/-])")
-    blob = json.dumps({"engine": LEDGER_ENGINE, "rules": data}, sort_keys=True, ensure_ascii=False)
     return LedgerRules(
-        version=hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12], pairs=pairs,
+        version=ledger_version(data), pairs=pairs,
         header_re=re.compile(rf"(?<![\w-])(?:{_words(detect.get('header_words', ['upstream']))})", re.I),
         sentence_re=re.compile(rf"(?<![\w-])(?:{_words(detect.get('sentence_phrases', ['adapt']))})(?![\w-])",
                                re.I),
@@ -336,148 +316,3 @@ def parse_adaptations(title: str, body: str, repo: str, rules: LedgerRules,
     for a in merged:
         a.files = _resolve(a.files, changed or [])
     return merged
-
-
-# --- stage: relations in the store ----------------------------------------------------------------
-
-def _scan_version(settings: Settings, rules: LedgerRules) -> str:
-    terms = load_rule_file("links", settings).get("terms", {})
-    blob = json.dumps({"ledger": rules.version, "terms": terms}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
-
-
-def _scan(item: store.ScanItem, rules: LedgerRules, relations: RelationRules) -> store.ScanResult:
-    result = store.ScanResult(item.id, item.content_hash)
-    if item.number is None:
-        return result  # commits and releases: nothing can link to them by number
-    result.terms = distinctive_terms(item.title, item.body, relations)
-    if item.kind == "pr":
-        found = parse_adaptations(item.title, item.body, item.repo, rules, item.files)
-        result.adaptations = [(a.upstream, a.number, a.files, a.how) for a in found]
-    return result
-
-
-@dataclass(slots=True)
-class RelationScan:
-    """The relation rules compiled once and their version: scans items for the ledger and terms."""
-
-    rules: LedgerRules
-    relations: RelationRules
-    version: str
-    wanted: set[str]  # downstream repositories (lower case): their PRs' changed paths complete ledger files
-
-    @classmethod
-    def load(cls, settings: Settings) -> RelationScan:
-        rules = load_ledger_rules(settings)
-        return cls(rules, load_relation_rules(settings), _scan_version(settings, rules),
-                   {p.downstream.lower() for p in rules.pairs})
-
-    def of_item(self, item: Item, content_hash: str) -> store.ScanResult:
-        """The scan of a whole stored item, as `update_relations` would make it from the store's rows."""
-        paths = [f.path for f in item.files] if item.kind == "pr" and item.repo.lower() in self.wanted else []
-        scan = store.ScanItem(item.id or 0, item.repo, item.number, item.kind, item.title, item.body,
-                              content_hash, paths)
-        return _scan(scan, self.rules, self.relations)
-
-
-def update_relations(settings: Settings, engine: Engine, scan: RelationScan | None = None) -> int:
-    """Rebuild ledger entries and distinctive terms of items whose content or rules changed; how many."""
-    scan = scan or RelationScan.load(settings)
-    if store.count_stale(engine, scan.version) == 0:
-        return 0
-    count = 0
-    for batch in store.stale_items(engine, scan.version, scan.wanted):
-        store.save_scans(engine, scan.version, [_scan(item, scan.rules, scan.relations) for item in batch])
-        count += len(batch)
-    return count
-
-
-@dataclass(slots=True)
-class Related:
-    """What the store says about an item beyond its own references."""
-
-    duplicates: list[Link] = field(default_factory=list)  # same change, e.g. on a release branch
-    chain: list[Link] = field(default_factory=list)  # other parts of a split change
-    mechanism: list[Link] = field(default_factory=list)  # same mechanism in other repositories
-    adapted: list[store.LedgerEntry] = field(default_factory=list)  # where this upstream PR was adapted
-
-
-def _change_index(engine: Engine, repo: str, relations: RelationRules, cache: dict,
-                  item: Change | None = None) -> ChangeIndex:
-    """The repository's PR titles indexed: all of them for a batch, only `item`'s possible matches for one card."""
-    if "terms" not in cache and item is not None:  # one card: key only the titles that could match
-        return ChangeIndex.around(repo, [Change(n, t) for n, t in store.pr_titles(engine, repo)], relations, item)
-    key = repo.lower()
-    if key not in cache:
-        cache[key] = ChangeIndex(repo, [Change(n, t) for n, t in store.pr_titles(engine, repo)], relations)
-    return cache[key]
-
-
-def _duplicates(engine: Engine, item: Item, index: ChangeIndex, relations: RelationRules, cache: dict) -> list[Link]:
-    similar = index.similar_titles(Change(item.number or 0, item.title))
-    if not similar:
-        return []
-    if "terms" in cache:  # a batch: every PR's paths of the repository, read once
-        key = ("files", item.repo.lower())
-        if key not in cache:
-            cache[key] = store.files_of(engine, item.repo, None)
-        paths = cache[key]
-    else:
-        paths = store.files_of(engine, item.repo, [c.number for c in similar])
-    own = Change(item.number or 0, item.title, frozenset(f.path for f in item.files))
-    found = [Change(c.number, c.title, paths.get(c.number, frozenset())) for c in similar]
-    return duplicate_links(own, found, item.repo, relations)
-
-
-def batch_cache(engine: Engine) -> dict:
-    """A cache for calling related_of on many items: the ledger, the terms and (per repository) the PR
-    titles and paths are read once instead of once per item."""
-    return {"ledger": store.adapted_by_upstream(engine), "terms": None}
-
-
-def related_of(settings: Settings, engine: Engine, item: Item, cache: dict | None = None) -> Related:
-    """Duplicates, chain parts, same-mechanism items and adaptations of one stored item or upstream ref."""
-    cache = {} if cache is None else cache
-    if "relations" not in cache:
-        cache["relations"] = load_relation_rules(settings)
-    relations = cache["relations"]
-    if not item.number:
-        adapted = []
-    elif "ledger" in cache:  # a batch: the whole ledger was read once
-        adapted = cache["ledger"].get((item.repo.lower(), item.number), [])
-    else:
-        adapted = store.adapted_in(engine, item.repo, item.number)
-    related = Related(adapted=adapted)
-    if item.kind == "pr" and item.number is not None:
-        index = _change_index(engine, item.repo, relations, cache, Change(item.number, item.title))
-        related.duplicates = _duplicates(engine, item, index, relations, cache)
-        related.chain = index.chain(Change(item.number, item.title))
-    if item.id is not None:
-        if "terms" in cache:
-            if cache["terms"] is None:
-                cache["terms"] = store.TermIndex(engine, relations.max_df)
-            near = cache["terms"].neighbours(item.id, item.repo)
-        else:
-            near = store.term_neighbours(engine, item.id, item.repo, relations.max_df)
-        title_terms = set(distinctive_terms(item.title, "", relations))
-        related.mechanism = mechanism_links(set(near.terms), title_terms, near.candidates, near.df, near.total,
-                                            relations, near.titles)
-    return related
-
-
-def related_links(settings: Settings, engine: Engine, found: list[AnalysedItem]) -> dict[str, list[Link]]:
-    """For the daily radar: each item's duplicates, chain parts, same-mechanism items and adaptations."""
-    cache = batch_cache(engine)
-    out = {}
-    for ai in found:
-        rel = related_of(settings, engine, ai.item, cache)
-        links = [*rel.duplicates, *rel.chain, *rel.mechanism, *(e.down_link() for e in rel.adapted)]
-        if links:
-            out[ai.item.ref] = links
-    return out
-
-
-def upstream_stub(repo: str, number: int) -> AnalysedItem:
-    """A placeholder for an upstream PR that is not in the store: only its reference is known."""
-    item = Item(repo=repo, kind="pr", key=str(number), title="", number=number, state="unknown")
-    return AnalysedItem(item, Analysis(item_kind="unknown", grade="", decision=""))

@@ -3,14 +3,11 @@ noise filters they define. `rules.py` applies them to items."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
-from pathlib import Path
 from re import _constants as _sre
 from re import _parser as _sre_parser
 from typing import Any
@@ -19,11 +16,10 @@ from ..config import DEFAULTS, Settings, load_rule_file
 from ..errors import ConfigError
 from ..models import Text
 from .matching import _Globs, _Index, words
+from .versions import ENGINE_VERSION, RULE_FILES, rules_version
 
 __all__ = ["ENGINE_VERSION", "KINDS", "RISKS", "RULE_FILES", "RuleSet", "is_bot", "load_noise_patterns", "strip_noise"]
 
-ENGINE_VERSION = "2"
-RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "bots")
 KINDS = (
     "feature", "perf", "bugfix", "refactor", "docs", "ci", "test", "model-support", "deps", "revert",
     "release", "issue-bug", "issue-feature", "rfc", "misc",
@@ -162,35 +158,11 @@ class RuleSet:
         """The version `load` gives, from the files' bytes alone (nothing parsed or compiled): enough to tell
         whether any item needs analysing, which is all a command showing one card needs when the store is
         up to date."""
-        return _version(settings)
+        return rules_version(settings)
 
     def classes(self, path: str) -> frozenset[str]:
         """The glob classes (`topic:attention`, `sig:triton`, `light`, ...) a changed path falls in."""
         return self.globs.classes(path)
-
-
-def _version(settings: Settings) -> str:
-    # Everything an analysis depends on: the rule files (packaged and the user's copies, as bytes), the
-    # claim and reference rules (claims.toml, links.toml), the code version, and the settings the rules
-    # read (target profile, focus), so changing any of them re-analyses.
-    rules = DEFAULTS / "rules"
-    files = [rules / f"{name}.toml" for name in RULE_FILES]
-    if settings.rules_dir is not None:
-        files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
-    files += [rules / "claims.toml", rules / "links.toml", *sorted(Path(__file__).parent.glob("*.py"))]
-    digest = hashlib.sha256()
-    for path in files:
-        try:
-            body = path.read_bytes()
-        except FileNotFoundError:  # a rule file the user did not override
-            body = b"-"
-        except OSError as exc:
-            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-        digest.update(hashlib.sha256(body).digest())
-    blob = json.dumps({"engine": ENGINE_VERSION, "files": digest.hexdigest(), "target": settings.target,
-                       "focus": sorted(settings.focus), "weights": settings.focus_weights},
-                      sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
 
 def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
@@ -214,7 +186,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     template = bots.get("template", {})
     lines = template.get("lines", [])
     return RuleSet(
-        version=_version(settings), target=settings.target, data=data, index=index, globs=globs,
+        version=rules_version(settings), target=settings.target, data=data, index=index, globs=globs,
         kind_rules=kind_rules, at_start=at_start, issue_rules=issue_rules, topics=topics,
         profile=profile, signal_labels=labels,
         priority_rules=[_rule(r, (r.get("priority", "none"), _text(r.get("why"), "priority.rule.why")))

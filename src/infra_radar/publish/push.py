@@ -31,7 +31,7 @@ from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
 from ..store import queries
-from ..store.db import from_db_time
+from ..store.rows import from_db_time
 from ..store.schema import items as items_table
 from ..store.schema import repos as repos_table
 from ..windows import iso_week, parse_when

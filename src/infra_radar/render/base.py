@@ -13,9 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..analyse.claims import format_number
 from ..errors import ConfigError
-from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text
+from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text, format_number
 from .explain import clickable
 
 LANGS = ("zh", "en")

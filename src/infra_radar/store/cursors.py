@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .db import from_db_time, to_db_time
+from .rows import from_db_time, to_db_time
 from .schema import fetch_cursors, fetch_etags, items, repos
 
 

@@ -1,7 +1,8 @@
 """Relations across items in the store: the adaptation ledger, distinctive terms, related-item look-ups.
 
 Rows are rebuilt per item whenever the item's content or the relation rules change (`relation_scans`
-remembers both), in one transaction per batch, like analyses.
+remembers both), in one transaction per batch, like analyses (store/save.py `save_scans`). The reads are SQL
+text run through a store/reader.py Reader, as in store/queries.py: `store` is a Reader or an engine.
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
-from ..models import MAX_NUMBER, Link, Window
-from .db import from_db_time, to_db_time
-from .schema import files, item_terms, items, ledger, relation_scans, repos
+from ..models import Link, Window
+from .queries import CHUNK, IN_REPO
+from .reader import Reader, reading
 
 __all__ = ["LedgerEntry", "ScanItem", "ScanResult", "adapted_in", "adapted_in_window", "count_stale",
-           "files_of", "item_id", "ledger_size", "pr_titles", "save_scans", "stale_ids", "stale_items",
+           "files_of", "item_id", "ledger_size", "pr_titles", "stale_ids", "stale_items",
            "term_neighbours", "TermIndex"]
 
 
@@ -73,42 +71,36 @@ class LedgerEntry:
         return f"{self.down_repo}#{self.down_number}"
 
 
-def _stale(version: str):
-    return sa.or_(relation_scans.c.item_id.is_(None), relation_scans.c.version != version,
-                  relation_scans.c.content_hash != items.c.content_hash)
+_STALE = ("(relation_scans.item_id IS NULL OR relation_scans.version != :version "
+          "OR relation_scans.content_hash != items.content_hash)")
+_SCANNED = "FROM items LEFT OUTER JOIN relation_scans ON relation_scans.item_id = items.id WHERE " + _STALE
 
 
-def count_stale(engine: Engine, version: str) -> int:
+def count_stale(store, version: str) -> int:
     """How many items lack relations computed from their current content under these rules."""
-    query = (sa.select(sa.func.count()).select_from(items)
-             .outerjoin(relation_scans, relation_scans.c.item_id == items.c.id).where(_stale(version)))
-    with engine.connect() as conn:
-        return conn.execute(query).scalar_one()
+    with reading(store) as db:
+        return db.scalar("SELECT count(*) " + _SCANNED, {"version": version})
 
 
-def stale_ids(engine: Engine, version: str) -> set[int]:
+def stale_ids(store, version: str) -> set[int]:
     """Ids of the items `stale_items` would return."""
-    query = (sa.select(items.c.id).outerjoin(relation_scans, relation_scans.c.item_id == items.c.id)
-             .where(_stale(version)))
-    with engine.connect() as conn:
-        return set(conn.execute(query).scalars())
+    with reading(store) as db:
+        return set(db.column("SELECT items.id " + _SCANNED, {"version": version}))
 
 
-def stale_items(engine: Engine, version: str, with_files: set[str], batch: int = 2000) -> Iterator[list[ScanItem]]:
+def stale_items(store, version: str, with_files: set[str], batch: int = 2000) -> Iterator[list[ScanItem]]:
     """Batches of items to rescan; changed paths are loaded for PRs of the `with_files` repositories."""
-    query = (sa.select(items.c.id, repos.c.name, items.c.number, items.c.kind, items.c.title, items.c.body,
-                       items.c.content_hash)
-             .join(repos, repos.c.id == items.c.repo_id)
-             .outerjoin(relation_scans, relation_scans.c.item_id == items.c.id)
-             .where(_stale(version)).order_by(items.c.id))
+    sql = ("SELECT items.id, repos.name, items.number, items.kind, items.title, items.body, items.content_hash "
+           "FROM items JOIN repos ON repos.id = items.repo_id "
+           "LEFT OUTER JOIN relation_scans ON relation_scans.item_id = items.id WHERE " + _STALE
+           + " AND items.id > :last ORDER BY items.id LIMIT :batch")
     wanted = {r.lower() for r in with_files}
     last = 0
     while True:
-        with engine.connect() as conn:
-            rows = conn.execute(query.where(items.c.id > last).limit(batch)).all()
-            found = [ScanItem(*row) for row in rows]
+        with reading(store) as db:
+            found = [ScanItem(*row) for row in db.rows(sql, {"version": version, "last": last, "batch": batch})]
             need = [s.id for s in found if s.kind == "pr" and s.repo.lower() in wanted]
-            paths = _paths(conn, need)
+            paths = _paths(db, need)
         if not found:
             return
         for scan in found:
@@ -117,111 +109,85 @@ def stale_items(engine: Engine, version: str, with_files: set[str], batch: int =
         last = found[-1].id
 
 
-def _paths(conn, ids: list[int]) -> dict[int, list[str]]:
+def _paths(db: Reader, ids: list[int]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = defaultdict(list)
-    for start in range(0, len(ids), 900):
-        part = ids[start:start + 900]
-        for item, path in conn.execute(sa.select(files.c.item_id, files.c.path).where(files.c.item_id.in_(part))):
+    for start in range(0, len(ids), CHUNK):
+        for item, path in db.rows("SELECT files.item_id, files.path FROM files WHERE files.item_id IN :ids",
+                                  {"ids": ids[start:start + CHUNK]}):
             out[item].append(path)
     return out
 
 
-def save_scans(engine: Engine, version: str, results: list[ScanResult]) -> None:
-    """Replace the ledger rows and terms of the scanned items and remember what they came from."""
-    if not results:
-        return
-    ids = [r.item_id for r in results]
-    ledger_rows = [{"item_id": r.item_id, "up_repo": up, "up_number": n, "files": fs, "how": how}
-                   for r in results for up, n, fs, how in r.adaptations if 0 < n <= MAX_NUMBER]
-    term_rows = [{"item_id": r.item_id, "term": t[:120]} for r in results for t in dict.fromkeys(r.terms)]
-    scan_rows = [{"item_id": r.item_id, "version": version, "content_hash": r.content_hash} for r in results]
-    with engine.begin() as conn:
-        for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
-            part = ids[start:start + 900]
-            for table in (ledger, item_terms, relation_scans):
-                conn.execute(table.delete().where(table.c.item_id.in_(part)))
-        for table, rows in ((ledger, ledger_rows), (item_terms, term_rows), (relation_scans, scan_rows)):
-            if rows:
-                conn.execute(table.insert(), rows)
-
-
 # --- the ledger ------------------------------------------------------------------------------------
 
-def _entries(conn, query) -> list[LedgerEntry]:
-    return [LedgerEntry(r.up_repo, r.up_number, r.name, r.number, r.title, from_db_time(r.when_at),
-                        list(r.files or []), r.how) for r in conn.execute(query)]
+_LEDGER = ("SELECT ledger.up_repo, ledger.up_number, ledger.files, ledger.how, repos.name, items.number, "
+           "items.title, items.when_at FROM ledger JOIN items ON items.id = ledger.item_id "
+           "JOIN repos ON repos.id = items.repo_id ")
 
 
-def _ledger_query():
-    return (sa.select(ledger.c.up_repo, ledger.c.up_number, ledger.c.files, ledger.c.how, repos.c.name,
-                      items.c.number, items.c.title, items.c.when_at)
-            .join(items, items.c.id == ledger.c.item_id).join(repos, repos.c.id == items.c.repo_id))
+def _entries(db: Reader, sql: str, params: dict | None = None) -> list[LedgerEntry]:
+    return [LedgerEntry(up_repo, up_number, name, number, title, db.time(when), list(db.json(paths) or []), how)
+            for up_repo, up_number, paths, how, name, number, title, when in db.rows(sql, params)]
 
 
-def adapted_in(engine: Engine, repo: str, number: int) -> list[LedgerEntry]:
+def adapted_in(store, repo: str, number: int) -> list[LedgerEntry]:
     """Where upstream PR repo#number was adapted downstream, oldest first."""
-    query = (_ledger_query().where(sa.func.lower(ledger.c.up_repo) == repo.lower(), ledger.c.up_number == number)
-             .order_by(items.c.when_at, items.c.id))
-    with engine.connect() as conn:
-        return _entries(conn, query)
+    with reading(store) as db:
+        return _entries(db, _LEDGER + "WHERE lower(ledger.up_repo) = :repo AND ledger.up_number = :number "
+                        "ORDER BY items.when_at, items.id", {"repo": repo.lower(), "number": number})
 
 
-def adapted_by_upstream(engine: Engine) -> dict[tuple[str, int], list[LedgerEntry]]:
+def adapted_by_upstream(store) -> dict[tuple[str, int], list[LedgerEntry]]:
     """The whole ledger keyed by (lower-cased upstream repo, number), each list oldest first: for batches."""
     out: dict[tuple[str, int], list[LedgerEntry]] = defaultdict(list)
-    with engine.connect() as conn:
-        for entry in _entries(conn, _ledger_query().order_by(items.c.when_at, items.c.id)):
+    with reading(store) as db:
+        for entry in _entries(db, _LEDGER + "ORDER BY items.when_at, items.id"):
             out[(entry.up_repo.lower(), entry.up_number)].append(entry)
     return dict(out)
 
 
-def adapted_in_window(engine: Engine, downstream: str, window: Window) -> list[LedgerEntry]:
+def adapted_in_window(store, downstream: str, window: Window) -> list[LedgerEntry]:
     """Ledger entries of downstream PRs of `downstream` merged (or updated) in the window."""
-    query = (_ledger_query().where(sa.func.lower(repos.c.name) == downstream.lower(),
-                                   items.c.when_at >= to_db_time(window.since),
-                                   items.c.when_at < to_db_time(window.until))
-             .order_by(items.c.when_at, items.c.id, ledger.c.id))
-    with engine.connect() as conn:
-        return _entries(conn, query)
+    with reading(store) as db:
+        return _entries(db, _LEDGER + "WHERE lower(repos.name) = :repo AND items.when_at >= :since "
+                        "AND items.when_at < :until ORDER BY items.when_at, items.id, ledger.id",
+                        {"repo": downstream.lower(), "since": window.since, "until": window.until})
 
 
-def ledger_size(engine: Engine) -> int:
+def ledger_size(store) -> int:
     """Number of upstream -> downstream links in the ledger."""
-    with engine.connect() as conn:
-        return conn.execute(sa.select(sa.func.count()).select_from(ledger)).scalar_one()
+    with reading(store) as db:
+        return db.scalar("SELECT count(*) FROM ledger")
 
 
 # --- related-item look-ups -------------------------------------------------------------------------
 
-def item_id(engine: Engine, repo: str, number: int) -> int | None:
+def item_id(store, repo: str, number: int) -> int | None:
     """The row id of PR or issue `number` of `repo`."""
-    query = (sa.select(items.c.id).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number)
-             .order_by(items.c.kind).limit(1))
-    with engine.connect() as conn:
-        return conn.execute(query).scalar()
+    with reading(store) as db:
+        return db.scalar(f"SELECT items.id FROM items WHERE {IN_REPO} AND items.number = :number "
+                         "ORDER BY items.kind, items.id LIMIT 1", {"repo": repo.lower(), "number": number})
 
 
-def pr_titles(engine: Engine, repo: str) -> list[tuple[int, str]]:
+def pr_titles(store, repo: str) -> list[tuple[int, str]]:
     """(number, title) of every PR of `repo`."""
-    query = (sa.select(items.c.number, items.c.title).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.kind == "pr",
-                    items.c.number.is_not(None)))
-    with engine.connect() as conn:
-        return [(n, t) for n, t in conn.execute(query)]
+    with reading(store) as db:
+        return [(n, t) for n, t in db.rows(
+            f"SELECT items.number, items.title FROM items WHERE {IN_REPO} AND items.kind = 'pr' "
+            "AND items.number IS NOT NULL", {"repo": repo.lower()})]
 
 
-def files_of(engine: Engine, repo: str, numbers: list[int] | None) -> dict[int, frozenset[str]]:
+def files_of(store, repo: str, numbers: list[int] | None) -> dict[int, frozenset[str]]:
     """Changed paths of PRs `numbers` of `repo` (None: of every PR of it, in one query)."""
     out: dict[int, set[str]] = defaultdict(set)
-    query = (sa.select(items.c.number, files.c.path).join(files, files.c.item_id == items.c.id)
-             .join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.kind == "pr"))
-    with engine.connect() as conn:
-        chunks = [query] if numbers is None else [query.where(items.c.number.in_(numbers[start:start + 900]))
-                                                  for start in range(0, len(numbers), 900)]
+    sql = ("SELECT items.number, files.path FROM items JOIN files ON files.item_id = items.id "
+           f"WHERE {IN_REPO} AND items.kind = 'pr'")
+    chunks = [{}] if numbers is None else [{"numbers": numbers[start:start + CHUNK]}
+                                            for start in range(0, len(numbers), CHUNK)]
+    with reading(store) as db:
         for chunk in chunks:
-            for number, path in conn.execute(chunk):
+            for number, path in db.rows(sql + (" AND items.number IN :numbers" if chunk else ""),
+                                        {"repo": repo.lower(), **chunk}):
                 out[number].add(path)
     return {n: frozenset(p) for n, p in out.items()}
 
@@ -237,24 +203,26 @@ class Neighbours:
     titles: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
-def term_neighbours(engine: Engine, item: int, repo: str, max_df: int) -> Neighbours:
+_HOLDERS = ("SELECT repos.name, items.number, item_terms.term, items.title FROM item_terms "
+            "JOIN items ON items.id = item_terms.item_id JOIN repos ON repos.id = items.repo_id WHERE ")
+
+
+def term_neighbours(store, item: int, repo: str, max_df: int) -> Neighbours:
     """Terms of item `item` and, for its terms in at most `max_df` items, the other repositories' items."""
-    with engine.connect() as conn:
-        own = list(conn.execute(sa.select(item_terms.c.term).where(item_terms.c.item_id == item)).scalars())
+    with reading(store) as db:
+        own = db.column("SELECT item_terms.term FROM item_terms WHERE item_terms.item_id = :item", {"item": item})
         if not own:
             return Neighbours([], {}, 0, {})
-        total = conn.execute(sa.select(sa.func.count()).select_from(relation_scans)).scalar_one()
-        df = dict(conn.execute(sa.select(item_terms.c.term, sa.func.count()).where(item_terms.c.term.in_(own))
-                               .group_by(item_terms.c.term)).all())
+        total = db.scalar("SELECT count(*) FROM relation_scans")
+        df = dict(db.rows("SELECT item_terms.term, count(*) FROM item_terms WHERE item_terms.term IN :terms "
+                          "GROUP BY item_terms.term", {"terms": own}))
         rare = [t for t in own if 2 <= df.get(t, 0) <= max_df]
         candidates: dict[tuple[str, int], set[str]] = defaultdict(set)
         titles: dict[tuple[str, int], str] = {}
         if rare:
-            query = (sa.select(repos.c.name, items.c.number, item_terms.c.term, items.c.title)
-                     .join(items, items.c.id == item_terms.c.item_id).join(repos, repos.c.id == items.c.repo_id)
-                     .where(item_terms.c.term.in_(rare), sa.func.lower(repos.c.name) != repo.lower(),
-                            items.c.number.is_not(None)))
-            for name, number, term, title in conn.execute(query):
+            for name, number, term, title in db.rows(
+                    _HOLDERS + "item_terms.term IN :terms AND lower(repos.name) != :repo AND items.number IS NOT NULL",
+                    {"terms": rare, "repo": repo.lower()}):
                 candidates[(name, number)].add(term)
                 titles[(name, number)] = title
     return Neighbours(own, df, total, dict(candidates), titles)
@@ -264,28 +232,25 @@ class TermIndex:
     """Every item's terms and the store's term frequencies, read in three queries, for term_neighbours on
     many items (an export, a daily radar): the same answers without three queries per item."""
 
-    def __init__(self, engine: Engine, max_df: int) -> None:
-        with engine.connect() as conn:
-            self.total = conn.execute(sa.select(sa.func.count()).select_from(relation_scans)).scalar_one()
+    def __init__(self, store, max_df: int) -> None:
+        with reading(store) as db:
+            self.total = db.scalar("SELECT count(*) FROM relation_scans")
             self.terms: dict[int, list[str]] = defaultdict(list)
-            for item_id, term in conn.execute(sa.select(item_terms.c.item_id, item_terms.c.term)):
+            for item_id, term in db.rows("SELECT item_terms.item_id, item_terms.term FROM item_terms"):
                 self.terms[item_id].append(term)
             # items holding each term ((item, term) is the table's key, so each item counts once)
             self.df: dict[str, int] = Counter(term for terms in self.terms.values() for term in terms)
             rare = {t for t, n in self.df.items() if 2 <= n <= max_df}
             self.holders: dict[str, list[tuple[str, int]]] = defaultdict(list)  # rare term -> items having it
             self.titles: dict[tuple[str, int], str] = {}
-            query = (sa.select(repos.c.name, items.c.number, item_terms.c.term, items.c.title)
-                     .join(items, items.c.id == item_terms.c.item_id).join(repos, repos.c.id == items.c.repo_id)
-                     .where(items.c.number.is_not(None)))
-            for name, number, term, title in conn.execute(query):
+            for name, number, term, title in db.rows(_HOLDERS + "items.number IS NOT NULL"):
                 if term in rare:
                     self.holders[term].append((name, number))
                     self.titles[(name, number)] = title
         self.max_df = max_df
 
     def neighbours(self, item: int, repo: str) -> Neighbours:
-        """What term_neighbours(engine, item, repo, max_df) returns."""
+        """What term_neighbours(store, item, repo, max_df) returns."""
         own = self.terms.get(item, [])
         if not own:
             return Neighbours([], {}, 0, {})

@@ -1,4 +1,9 @@
-"""The read side: items for analysis, analysed items in a window, links, runs, the watch list."""
+"""The read side: items for analysis, analysed items in a window, links, runs, the watch list.
+
+Every query is SQL text that SQLite and PostgreSQL both accept, run through a store/reader.py Reader: each
+function takes a Reader or an engine (`store`), so `radar show` runs the same queries over a read-only stdlib
+sqlite3 connection that every other command runs through SQLAlchemy.
+"""
 
 from __future__ import annotations
 
@@ -7,115 +12,147 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from typing import Any
 
 from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
 from ..windows import date_only, day_start, touches
-from .db import data_analysis, from_db_time, row_item, to_db_time
-from .schema import analyses, comments, files, items, links, repos, runs, watch
+from .reader import Reader, reading
+from .rows import data_analysis
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CHUNK = 900  # ids per IN list: below SQLite's bound-parameter limit
+# the items of repository :repo (any case), found through the items' (repo_id, ...) indexes: a join on
+# lower(repos.name) made SQLite scan every item of the store (10 ms for a card of a repository with 7 items)
+IN_REPO = "items.repo_id IN (SELECT repos.id FROM repos WHERE lower(repos.name) = :repo)"
 
 
-def repo_names(engine: Engine) -> list[str]:
+def repo_names(store) -> list[str]:
     """Names of the repositories in the store."""
-    with engine.connect() as conn:
-        return list(conn.execute(sa.select(repos.c.name).order_by(repos.c.name)).scalars())
+    with reading(store) as db:
+        return db.column("SELECT repos.name FROM repos ORDER BY repos.name")
 
 
-def _load_children(conn, ids: list[int]) -> tuple[dict[int, list[FileChange]], dict[int, list[Comment]]]:
+# The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
+# lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
+MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
+                   "006_created_index")
+
+
+def applied_migrations(store) -> set[str]:
+    """Names of the migrations recorded in `radar_migrations` (the table must exist)."""
+    with reading(store) as db:
+        return set(db.column("SELECT radar_migrations.name FROM radar_migrations"))
+
+
+# --- items ---------------------------------------------------------------------------------------
+
+# the columns `_item` reads, in its order; "key" is quoted, as SQLAlchemy quoted it
+_ITEM = ('SELECT items.id, items.kind, items."key", items.number, items.title, items.body, items.author, '
+         "items.state, items.draft, items.created_at, items.updated_at, items.merged_at, items.closed_at, "
+         "items.merge_commit, items.branches, items.labels, items.source, items.named_paths, items.time_source, "
+         "items.content_hash, repos.name{extra} FROM items JOIN repos ON repos.id = items.repo_id ")
+_ANALYSED = _ITEM.format(extra=", analyses.data") + "JOIN analyses ON analyses.item_id = items.id "
+_UNANALYSED = ("(analyses.item_id IS NULL OR analyses.version != :version "
+               "OR analyses.content_hash != items.content_hash)")
+
+
+def _load_children(db: Reader, ids: list[int]) -> tuple[dict[int, list[FileChange]], dict[int, list[Comment]]]:
     by_files: dict[int, list[FileChange]] = defaultdict(list)
     by_comments: dict[int, list[Comment]] = defaultdict(list)
-    for start in range(0, len(ids), 900):
-        part = ids[start:start + 900]
+    for start in range(0, len(ids), CHUNK):
+        part = {"ids": ids[start:start + CHUNK]}
         # ordered: PostgreSQL returns heap order, SQLite primary-key order; reports must not depend on it
-        for r in conn.execute(sa.select(files).where(files.c.item_id.in_(part)).order_by(files.c.item_id, files.c.path)):
-            by_files[r.item_id].append(FileChange(r.path, r.additions, r.deletions, r.status))
-        for r in conn.execute(sa.select(comments).where(comments.c.item_id.in_(part)).order_by(comments.c.seq)):
-            by_comments[r.item_id].append(Comment(r.author, r.body, from_db_time(r.created_at), r.is_bot, r.kind))
+        for item_id, path, additions, deletions, status in db.rows(
+                "SELECT files.item_id, files.path, files.additions, files.deletions, files.status FROM files "
+                "WHERE files.item_id IN :ids ORDER BY files.item_id, files.path", part):
+            by_files[item_id].append(FileChange(path, additions, deletions, status))
+        for item_id, author, body, created, is_bot, kind in db.rows(
+                "SELECT comments.item_id, comments.author, comments.body, comments.created_at, comments.is_bot, "
+                "comments.kind FROM comments WHERE comments.item_id IN :ids ORDER BY comments.seq", part):
+            by_comments[item_id].append(Comment(author, body, db.time(created), db.flag(is_bot), kind))
     return by_files, by_comments
 
 
-def _items(conn, query) -> list[tuple[Item, object]]:
-    rows = conn.execute(query).all()
-    by_files, by_comments = _load_children(conn, [r.id for r in rows])
-    return [(row_item(r, r.repo_name, by_files.get(r.id, []), by_comments.get(r.id, [])), r) for r in rows]
+def _items(db: Reader, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Item, str, tuple]]:
+    """(item, content hash, the row's columns past the item's) of an `_ITEM` query, files and comments loaded."""
+    rows = db.rows(sql, params)
+    by_files, by_comments = _load_children(db, [r[0] for r in rows])
+    return [(_item(db, r, by_files.get(r[0], []), by_comments.get(r[0], [])), r[19], r[21:]) for r in rows]
 
 
-def _base_query(*extra):
-    return (sa.select(items, repos.c.name.label("repo_name"), *extra)
-            .join(repos, repos.c.id == items.c.repo_id))
+def _item(db: Reader, row: tuple, files: list[FileChange], comments: list[Comment]) -> Item:
+    (id_, kind, key, number, title, body, author, state, draft, created, updated, merged, closed, commit,
+     branches, labels, source, named_paths, time_source, _hash, repo) = row[:21]
+    return Item(repo=repo, kind=kind, key=key, title=title, number=number, body=body, author=author, state=state,
+                draft=db.flag(draft), created_at=db.time(created), updated_at=db.time(updated),
+                merged_at=db.time(merged), closed_at=db.time(closed), merge_commit=commit,
+                branches=list(db.json(branches)), labels=list(db.json(labels)), files=files, comments=comments,
+                source=source, id=id_, named_paths=list(db.json(named_paths) or []), time_source=time_source or "")
 
 
-def _unanalysed(version: str):
-    return sa.or_(analyses.c.item_id.is_(None), analyses.c.version != version,
-                  analyses.c.content_hash != items.c.content_hash)
-
-
-def items_to_analyse(engine: Engine, version: str, batch: int = 1000) -> Iterator[list[tuple[Item, str]]]:
+def items_to_analyse(store, version: str, batch: int = 1000) -> Iterator[list[tuple[Item, str]]]:
     """Batches of (item, content hash) with no analysis, one from other rules, or changed since analysed."""
-    stale = _base_query().outerjoin(analyses, analyses.c.item_id == items.c.id).where(
-        _unanalysed(version)).order_by(items.c.id)
+    sql = (_ITEM.format(extra="") + "LEFT OUTER JOIN analyses ON analyses.item_id = items.id WHERE " + _UNANALYSED
+           + " AND items.id > :last ORDER BY items.id LIMIT :batch")
     last = 0
     while True:
-        with engine.connect() as conn:
-            found = _items(conn, stale.where(items.c.id > last).limit(batch))
+        with reading(store) as db:
+            found = _items(db, sql, {"version": version, "last": last, "batch": batch})
         if not found:
             return
-        yield [(item, row.content_hash) for item, row in found]
+        yield [(item, digest) for item, digest, _ in found]
         last = found[-1][0].id
 
 
-def ids_to_analyse(engine: Engine, version: str) -> list[int]:
+def ids_to_analyse(store, version: str) -> list[int]:
     """Ids of the items `items_to_analyse` would return, in its order."""
-    query = (sa.select(items.c.id).outerjoin(analyses, analyses.c.item_id == items.c.id)
-             .where(_unanalysed(version)).order_by(items.c.id))
-    with engine.connect() as conn:
-        return list(conn.execute(query).scalars())
+    with reading(store) as db:
+        return db.column("SELECT items.id FROM items LEFT OUTER JOIN analyses ON analyses.item_id = items.id "
+                         "WHERE " + _UNANALYSED + " ORDER BY items.id", {"version": version})
 
 
-def items_by_id(engine: Engine, ids: list[int]) -> list[tuple[Item, str]]:
+def items_by_id(store, ids: list[int]) -> list[tuple[Item, str]]:
     """(item, content hash) of these item ids (at most 900: one IN list), by id, as `items_to_analyse` gives them."""
-    with engine.connect() as conn:
-        found = _items(conn, _base_query().where(items.c.id.in_(ids)).order_by(items.c.id))
-    return [(item, row.content_hash) for item, row in found]
+    with reading(store) as db:
+        found = _items(db, _ITEM.format(extra="") + "WHERE items.id IN :ids ORDER BY items.id", {"ids": ids})
+    return [(item, digest) for item, digest, _ in found]
 
 
-def count_to_analyse(engine: Engine, version: str) -> int:
+def count_to_analyse(store, version: str) -> int:
     """How many items lack a current analysis."""
-    query = (sa.select(sa.func.count()).select_from(items)
-             .outerjoin(analyses, analyses.c.item_id == items.c.id)
-             .where(_unanalysed(version)))
-    with engine.connect() as conn:
-        return conn.execute(query).scalar_one()
+    with reading(store) as db:
+        return db.scalar("SELECT count(*) FROM items LEFT OUTER JOIN analyses ON analyses.item_id = items.id "
+                         "WHERE " + _UNANALYSED, {"version": version})
 
 
-def _analysed(conn, query) -> list[AnalysedItem]:
-    return [AnalysedItem(item, data_analysis(row.data)) for item, row in _items(conn, query)]
+def _analysed(db: Reader, sql: str, params: dict[str, Any]) -> list[AnalysedItem]:
+    return [AnalysedItem(item, data_analysis(db.json(rest[0]))) for item, _, rest in _items(db, sql, params)]
 
 
-def analysed_in_window(engine: Engine, window: Window | None, repos_filter: list[str] | None = None,
+def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
                        state: str = "all", kinds: list[str] | None = None, opened: bool = False) -> list[AnalysedItem]:
     """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
     window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
     the window (`opened_at`), and a date-only time counts for its whole day (windows.touches)."""
-    query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id)
+    where, params = [], {}
     if window is not None and opened:
-        start, until = to_db_time(day_start(window.since)), to_db_time(window.until)
-        query = query.where(sa.or_(sa.and_(items.c.when_at >= start, items.c.when_at < until),
-                                   sa.and_(items.c.created_at >= start, items.c.created_at < until)))
+        where.append("(items.when_at >= :start AND items.when_at < :until "
+                     "OR items.created_at >= :start AND items.created_at < :until)")
+        params.update(start=day_start(window.since), until=window.until)
     elif window is not None:
-        query = query.where(items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until))
+        where.append("items.when_at >= :since AND items.when_at < :until")
+        params.update(since=window.since, until=window.until)
     if repos_filter:
-        query = query.where(sa.func.lower(repos.c.name).in_([r.lower() for r in repos_filter]))
+        where.append("lower(repos.name) IN :repos")
+        params["repos"] = [r.lower() for r in repos_filter]
     if state != "all":
-        query = query.where(items.c.state == state)
+        where.append("items.state = :state")
+        params["state"] = state
     if kinds:
-        query = query.where(items.c.kind.in_(kinds))
-    with engine.connect() as conn:
-        found = _analysed(conn, query)
+        where.append("items.kind IN :kinds")
+        params["kinds"] = list(kinds)
+    with reading(store) as db:
+        found = _analysed(db, _ANALYSED + ("WHERE " + " AND ".join(where) if where else ""), params)
     if window is not None and opened:
         found = [a for a in found if touches(a.item.when, window) or touches(opened_at(a.item), window)]
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
@@ -133,41 +170,41 @@ def opened_at(item: Item) -> datetime | None:
     return item.created_at if item.source in ("github", "page") or date_only(item.created_at) else None
 
 
-def analysed_item(engine: Engine, repo: str, number: int) -> AnalysedItem | None:
+def analysed_item(store, repo: str, number: int) -> AnalysedItem | None:
     """One analysed PR or issue by repository and number."""
-    query = _base_query(analyses.c.data).join(analyses, analyses.c.item_id == items.c.id).where(
-        sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number).order_by(items.c.kind)
-    with engine.connect() as conn:
-        found = _analysed(conn, query.limit(1))
+    with reading(store) as db:
+        found = _analysed(db, _ANALYSED + f"WHERE {IN_REPO} AND items.number = :number "
+                          "ORDER BY items.kind, items.id LIMIT 1", {"repo": repo.lower(), "number": number})
     return found[0] if found else None
 
 
-def item_exists(engine: Engine, repo: str, number: int) -> bool:
+def item_exists(store, repo: str, number: int) -> bool:
     """Whether the store holds PR or issue `number` of `repo` (analysed or not)."""
-    query = (sa.select(items.c.id).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == repo.lower(), items.c.number == number))
-    with engine.connect() as conn:
-        return conn.execute(query.limit(1)).first() is not None
+    with reading(store) as db:
+        return bool(db.rows(f"SELECT items.id FROM items WHERE {IN_REPO} AND items.number = :number LIMIT 1",
+                            {"repo": repo.lower(), "number": number}))
 
 
-def referenced_by(engine: Engine, repo: str, number: int) -> list[Link]:
+# --- links ---------------------------------------------------------------------------------------
+
+def referenced_by(store, repo: str, number: int) -> list[Link]:
     """Items whose links point at repo#number, as links back to them, oldest first."""
-    return referenced_by_many(engine, [(repo, number)]).get((repo.lower(), number), [])
+    return referenced_by_many(store, [(repo, number)]).get((repo.lower(), number), [])
 
 
-def referenced_by_many(engine: Engine, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[Link]]:
+def referenced_by_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[Link]]:
     """referenced_by for many (repo, number) at once, keyed by (lower-cased repo, number)."""
     wanted = {(repo.lower(), number) for repo, number in refs}
     numbers = sorted({number for _, number in wanted})
     rows = []
-    with engine.connect() as conn:
-        for start in range(0, len(numbers), 900):  # below SQLite's bound-parameter limit
-            query = (sa.select(links.c.dst_repo, links.c.dst_number, links.c.kind, repos.c.name, items.c.number,
-                               items.c.title, items.c.when_at, items.c.id)
-                     .join(items, items.c.id == links.c.item_id).join(repos, repos.c.id == items.c.repo_id)
-                     .where(links.c.dst_number.in_(numbers[start:start + 900])))
-            rows.extend(conn.execute(query).all())
-    rows.sort(key=lambda r: (r.when_at is None, r.when_at or "", r.id))
+    with reading(store) as db:
+        for start in range(0, len(numbers), CHUNK):
+            rows += [(*r[:6], db.time(r[6]), r[7]) for r in db.rows(
+                "SELECT links.dst_repo, links.dst_number, links.kind, repos.name, items.number, items.title, "
+                "items.when_at, items.id FROM links JOIN items ON items.id = links.item_id "
+                "JOIN repos ON repos.id = items.repo_id WHERE links.dst_number IN :numbers",
+                {"numbers": numbers[start:start + CHUNK]})]
+    rows.sort(key=lambda r: (r[6] is None, r[6] or "", r[7]))
     out: dict[tuple[str, int], dict[tuple[str, int], Link]] = {}
     for dst_repo, dst_number, kind, src_repo, src_number, title, _when, _id in rows:
         key = ((dst_repo or "").lower(), dst_number)
@@ -177,15 +214,17 @@ def referenced_by_many(engine: Engine, refs: Iterable[tuple[str, int]]) -> dict[
     return {key: list(found.values()) for key, found in out.items()}
 
 
-def referencing_in_window(engine: Engine, repo: str, number: int, window: Window) -> list[str]:
+def referencing_in_window(store, repo: str, number: int, window: Window) -> list[str]:
     """Refs of items in the window that link to repo#number (new follow-ups of a watched item)."""
-    query = (sa.select(repos.c.name, items.c.number).distinct()
-             .join(items, items.c.id == links.c.item_id).join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(links.c.dst_repo) == repo.lower(), links.c.dst_number == number,
-                    items.c.when_at >= to_db_time(window.since), items.c.when_at < to_db_time(window.until)))
-    with engine.connect() as conn:
-        return [f"{name}#{n}" for name, n in conn.execute(query) if n is not None]
+    with reading(store) as db:
+        rows = db.rows("SELECT DISTINCT repos.name, items.number FROM links JOIN items ON items.id = links.item_id "
+                       "JOIN repos ON repos.id = items.repo_id WHERE lower(links.dst_repo) = :repo "
+                       "AND links.dst_number = :number AND items.when_at >= :since AND items.when_at < :until",
+                       {"repo": repo.lower(), "number": number, "since": window.since, "until": window.until})
+    return [f"{name}#{n}" for name, n in rows if n is not None]
 
+
+# --- titles --------------------------------------------------------------------------------------
 
 _TITLE_NOISE = re.compile(r"^\s*(\[[^\]]*\]\s*|\w+(\([^)]*\))?!?:\s*)*|\s*(\(#\d+\)\s*)+$")
 
@@ -195,33 +234,41 @@ def normalise_title(title: str) -> str:
     return " ".join(_TITLE_NOISE.sub("", title).lower().split())
 
 
-def title_index(engine: Engine, repo_list: list[str]) -> dict[tuple[str, str], list[tuple[int, str]]]:
+def title_index(store, repo_list: list[str]) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """(repo, normalised title) -> [(number, title)] over the PRs of the given repositories."""
-    query = (sa.select(repos.c.name, items.c.number, items.c.title).join(repos, repos.c.id == items.c.repo_id)
-             .where(items.c.kind == "pr", sa.func.lower(repos.c.name).in_([r.lower() for r in repo_list])))
     index: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
-    with engine.connect() as conn:
-        for name, number, title in conn.execute(query):
-            key = normalise_title(title)
-            if len(key) >= 12:  # short titles ("fix typo") are not evidence of the same change
-                index[(name.lower(), key)].append((number, title))
+    with reading(store) as db:
+        rows = db.rows("SELECT repos.name, items.number, items.title FROM items JOIN repos ON repos.id = "
+                       "items.repo_id WHERE items.repo_id IN (SELECT repos.id FROM repos WHERE lower(repos.name) "
+                       "IN :repos) AND items.kind = 'pr' ORDER BY items.id", {"repos": [r.lower() for r in repo_list]})
+    for name, number, title in rows:
+        key = normalise_title(title)
+        if len(key) >= 12:  # short titles ("fix typo") are not evidence of the same change
+            index[(name.lower(), key)].append((number, title))
     return index
 
 
-def title_index_of(engine: Engine, item: Item) -> dict[tuple[str, str], list[tuple[int, str]]]:
+def _like(word: str) -> str:
+    """A LIKE pattern for text containing `word` (ESCAPE '/')."""
+    return "%" + word.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+
+
+def title_index_of(store, item: Item) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """`title_index` for one item's card: only the entry its duplicates are looked up in, read through a
     LIKE on the title key's longest ASCII word instead of normalising every title of the repository."""
     key = normalise_title(item.title)
     if item.kind != "pr" or len(key) < 12:
         return {}
-    query = (sa.select(repos.c.name, items.c.number, items.c.title).join(repos, repos.c.id == items.c.repo_id)
-             .where(items.c.kind == "pr", sa.func.lower(repos.c.name) == item.repo.lower()))
+    sql = ("SELECT repos.name, items.number, items.title FROM items JOIN repos ON repos.id = items.repo_id "
+           f"WHERE {IN_REPO} AND items.kind = 'pr'")
+    params = {"repo": item.repo.lower()}
     ascii_words = [w for w in key.split() if w.isascii()]  # SQLite's lower() folds ASCII only
     if ascii_words:
-        query = query.where(sa.func.lower(items.c.title).contains(max(ascii_words, key=len), autoescape=True))
+        sql += " AND lower(items.title) LIKE :word ESCAPE '/'"
+        params["word"] = _like(max(ascii_words, key=len))
     index: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
-    with engine.connect() as conn:
-        for name, number, title in conn.execute(query):
+    with reading(store) as db:
+        for name, number, title in db.rows(sql + " ORDER BY items.id", params):
             if normalise_title(title) == key:
                 index[(name.lower(), key)].append((number, title))
     return index
@@ -235,14 +282,15 @@ def duplicates_of(index: dict, item: Item) -> list[Link]:
     return [Link(kind="duplicate", repo=item.repo, number=n, detail=t) for n, t in others if n != item.number]
 
 
-def last_success(engine: Engine, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
+# --- runs and the watch list ---------------------------------------------------------------------
+
+def last_success(store, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
     """(since, until) of the last successful run of `kind` over `scope`, or None."""
-    query = (sa.select(runs.c.since, runs.c.until).where(runs.c.kind == kind, runs.c.scope == scope,
-                                                         runs.c.status == "ok")
-             .order_by(runs.c.until.desc(), runs.c.id.desc()).limit(1))
-    with engine.connect() as conn:
-        row = conn.execute(query).first()
-    return (from_db_time(row.since), from_db_time(row.until)) if row else None
+    with reading(store) as db:
+        found = db.rows("SELECT runs.since, runs.until FROM runs WHERE runs.kind = :kind AND runs.scope = :scope "
+                        "AND runs.status = 'ok' ORDER BY runs.until DESC, runs.id DESC LIMIT 1",
+                        {"kind": kind, "scope": scope})
+        return (db.time(found[0][0]), db.time(found[0][1])) if found else None
 
 
 @dataclass(slots=True)
@@ -257,9 +305,9 @@ class WatchEntry:
     last_files: str | None
 
 
-def watch_list(engine: Engine) -> list[WatchEntry]:
+def watch_list(store) -> list[WatchEntry]:
     """The watch list, oldest first."""
-    with engine.connect() as conn:
-        rows = conn.execute(sa.select(watch).order_by(watch.c.id)).all()
-    return [WatchEntry(r.repo, r.number, r.reason, from_db_time(r.added_at), r.last_state, r.last_files)
-            for r in rows]
+    with reading(store) as db:
+        return [WatchEntry(repo, number, reason, db.time(added), state, digest) for repo, number, reason, added,
+                state, digest in db.rows("SELECT watch.repo, watch.number, watch.reason, watch.added_at, "
+                                         "watch.last_state, watch.last_files FROM watch ORDER BY watch.id")]

@@ -1,4 +1,4 @@
-"""The write side: idempotent upserts of items and analyses, runs and the watch list.
+"""The write side: idempotent upserts of items, analyses and relation scans, runs and the watch list.
 
 Every function writes one consistent unit in one transaction: an item is never stored without its
 files, an analysis never without its links, so a killed run leaves a store a rerun can complete.
@@ -18,9 +18,21 @@ from sqlalchemy.engine import Connection, Engine
 from .. import killpoint
 from ..errors import InputError
 from ..models import MAX_NUMBER, Analysis, Item, Window
-from .db import analysis_data, item_hash, item_row, row_item, to_db_time
 from .merge import merge_items
-from .schema import analyses, comments, files, items, links, repos, runs, watch
+from .rows import analysis_data, item_hash, item_row, to_db_time
+from .schema import (
+    analyses,
+    comments,
+    files,
+    item_terms,
+    items,
+    ledger,
+    links,
+    relation_scans,
+    repos,
+    runs,
+    watch,
+)
 
 
 @dataclass(slots=True)
@@ -70,17 +82,11 @@ def _children(item_id: int, item: Item) -> tuple[list[dict], list[dict]]:
 
 
 def _stored_items(conn: Connection, ids: list[int]) -> dict[int, Item]:
-    """The stored items with these row ids, whole (files and comments), by id."""
-    from .queries import _load_children
+    """The stored items with these row ids, whole (files and comments), by id (read in this transaction)."""
+    from .queries import items_by_id
 
-    if not ids:
-        return {}
-    found: dict[int, Item] = {}
-    by_files, by_comments = _load_children(conn, ids)
-    for start in range(0, len(ids), 900):
-        for row in conn.execute(sa.select(items).where(items.c.id.in_(ids[start:start + 900]))):
-            found[row.id] = row_item(row, "", by_files.get(row.id, []), by_comments.get(row.id, []))
-    return found
+    return {item.id: item for start in range(0, len(ids), 900)
+            for item, _ in items_by_id(conn, ids[start:start + 900])}
 
 
 def _save_batch(conn: Connection, repo: int, batch: list[Item], saved: list[int]) -> SaveStats:
@@ -231,6 +237,26 @@ def save_analyses(engine: Engine, results: list[tuple[int, str, Analysis]]) -> N
         conn.execute(analyses.insert(), rows)
         if link_rows:
             conn.execute(links.insert(), link_rows)
+
+
+def save_scans(engine: Engine, version: str, results: list) -> None:
+    """Replace the ledger rows and terms of the scanned items (store/ledger.py ScanResults) and remember what
+    they came from."""
+    if not results:
+        return
+    ids = [r.item_id for r in results]
+    ledger_rows = [{"item_id": r.item_id, "up_repo": up, "up_number": n, "files": fs, "how": how}
+                   for r in results for up, n, fs, how in r.adaptations if 0 < n <= MAX_NUMBER]
+    term_rows = [{"item_id": r.item_id, "term": t[:120]} for r in results for t in dict.fromkeys(r.terms)]
+    scan_rows = [{"item_id": r.item_id, "version": version, "content_hash": r.content_hash} for r in results]
+    with engine.begin() as conn:
+        for start in range(0, len(ids), 900):  # SQLite's bound-parameter limit
+            part = ids[start:start + 900]
+            for table in (ledger, item_terms, relation_scans):
+                conn.execute(table.delete().where(table.c.item_id.in_(part)))
+        for table, rows in ((ledger, ledger_rows), (item_terms, term_rows), (relation_scans, scan_rows)):
+            if rows:
+                conn.execute(table.insert(), rows)
 
 
 def start_run(engine: Engine, kind: str, scope: str, window: Window | None = None) -> int:

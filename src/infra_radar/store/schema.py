@@ -1,7 +1,8 @@
 """Tables of the store and the named, append-only migrations that create them.
 
-The `Table` objects below describe the schema as it stands after every migration and are what the
-queries use. The schema itself only ever changes through MIGRATIONS: each is a named function run once,
+The `Table` objects below describe the schema as it stands after every migration and are what the write
+side (store/save.py) uses; the read side's SQL text (store/queries.py, store/ledger.py) names the same tables
+and columns. The schema itself only ever changes through MIGRATIONS: each is a named function run once,
 in order, with alembic's `Operations` (portable DDL for SQLite and PostgreSQL); applied names are
 recorded in `radar_migrations`. Never edit or reorder a migration that has shipped: append a new one.
 """
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import killpoint
+from .queries import MIGRATION_NAMES, applied_migrations
 
 if TYPE_CHECKING:
     from alembic.operations import Operations
@@ -285,20 +287,16 @@ def m006_created_index(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
-MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = [
-    ("001_initial", m001_initial),
-    ("002_fetch_state", m002_fetch_state),
-    ("003_ledger", m003_ledger),
-    ("004_llm_cache", m004_llm_cache),
-    ("005_sources", m005_sources),
-    ("006_created_index", m006_created_index),
-]
+# named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
+MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
+    m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
+], strict=True))
 
 
 def migrate(conn: Connection) -> list[str]:
     """Apply the migrations not yet applied, in order; return their names."""
     migrations_table.create(conn, checkfirst=True)
-    done = set(conn.execute(sa.select(migrations_table.c.name)).scalars())
+    done = applied_migrations(conn)
     if all(name in done for name, _ in MIGRATIONS):
         return []  # the common case: nothing to do, and alembic (~0.2 s to import) stays unloaded
     from alembic.migration import MigrationContext

@@ -1,0 +1,91 @@
+"""Benchmark: `radar show REF` wall time on the stdlib sqlite3 path (card.py) against the SQLAlchemy path
+(RADAR_SHOW_SQLALCHEMY=1, what `show` did before), both measured in the same run, with the bare interpreter
+start as a floor.
+
+The store is a copy, so nothing given is written or even opened as a database: --home's radar.db (and its
+-wal, if any) copied file by file (give a store nobody is writing), or one built from ../shared/data (every
+history export and pasted page, imported and analysed: ~20 s on 2 cores). A warm-up run of each path comes
+first (the SQLAlchemy one analyses the copy when its rules are newer), and the two paths must print the same
+card before anything is timed.
+
+usage: python bench/show_card.py [--home RADAR_HOME] [--runs 5] [REF ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_REFS = ["vllm-project/vllm#47352", "vllm-project/vllm-ascend#7756"]
+
+
+def radar_cmd() -> list[str]:
+    script = Path(sys.executable).with_name("radar")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "infra_radar"]
+
+
+def run(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed: {done.stderr.strip()}")
+    return took, done.stdout
+
+
+def copy_store(home: Path, into: Path) -> None:
+    for name in ("radar.db", "radar.db-wal"):  # not through SQLite: a reader leaves -wal/-shm files behind
+        if (home / name).exists():
+            shutil.copyfile(home / name, into / name)
+
+
+def build_store(into: Path, env: dict[str, str]) -> None:
+    if not (DATA / "git").is_dir():
+        sys.exit(f"{DATA} is not available: give --home")
+    print("building the store from ../shared/data ...", file=sys.stderr, flush=True)
+    run([*radar_cmd(), "import-jsonl", *map(str, sorted((DATA / "git").glob("*.jsonl.gz")))], env)
+    for page in sorted((DATA / "pages").rglob("*.txt")):
+        run([*radar_cmd(), "import-page", str(page)], env)
+    run([*radar_cmd(), "analyze"], env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, help="RADAR_HOME whose radar.db is copied (default: build one)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("refs", nargs="*", default=DEFAULT_REFS)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="radar-bench-show-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR_")}
+        env.update(RADAR_HOME=tmp)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled modules are cached
+        if opts.home:
+            copy_store(opts.home, Path(tmp))
+        else:
+            build_store(Path(tmp), env)
+        old = {**env, "RADAR_SHOW_SQLALCHEMY": "1"}
+        for ref in opts.refs:
+            show = [*radar_cmd(), "show", ref]
+            if run(show, old)[1] != run(show, env)[1]:  # warm-up (the SQLAlchemy path analyses what is pending)
+                sys.exit(f"{ref}: the two paths print different cards")
+            times: dict[str, list[float]] = {"start": [], "stdlib": [], "sqlalchemy": []}
+            for _ in range(opts.runs):  # interleaved, so a busy moment hits every kind alike
+                times["start"].append(run([sys.executable, "-c", "pass"], env)[0])
+                times["stdlib"].append(run(show, env)[0])
+                times["sqlalchemy"].append(run(show, old)[0])
+            fast, slow, start = (statistics.median(times[k]) for k in ("stdlib", "sqlalchemy", "start"))
+            print(f"radar show {ref}: stdlib sqlite3 {fast:.3f} s | SQLAlchemy path {slow:.3f} s "
+                  f"({slow / fast:.1f}x) | python start {start:.3f} s  (medians of {opts.runs}; "
+                  f"stdlib runs {', '.join(f'{t:.3f}' for t in times['stdlib'])})")
+
+
+if __name__ == "__main__":
+    main()

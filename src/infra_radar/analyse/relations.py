@@ -1,0 +1,178 @@
+"""The relation stage: the adaptation ledger's parser (analyse/ledger.py) and the cross-item link finders
+(analyse/links.py) joined with the store (store/ledger.py).
+
+`update_relations` (run by the analysis stage) rebuilds the ledger rows and distinctive terms of changed
+items; `related_of` gathers an item's duplicates, chain parts, same-mechanism items and adaptations for the
+card and the daily radar. The ledger parser is imported only where items are scanned: a card never compiles
+its patterns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..config import Settings
+from ..models import AnalysedItem, Analysis, Item, Link
+from ..store import ledger as store
+from .links import (
+    Change,
+    ChangeIndex,
+    RelationRules,
+    distinctive_terms,
+    duplicate_links,
+    load_relation_rules,
+    mechanism_links,
+)
+from .versions import scan_version
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from ..store.reader import Reader
+    from .ledger import LedgerRules
+
+__all__ = ["Related", "RelationScan", "batch_cache", "related_links", "related_of", "update_relations",
+           "upstream_stub"]
+
+def _scan(item: store.ScanItem, rules: LedgerRules, relations: RelationRules) -> store.ScanResult:
+    from .ledger import parse_adaptations
+
+    result = store.ScanResult(item.id, item.content_hash)
+    if item.number is None:
+        return result  # commits and releases: nothing can link to them by number
+    result.terms = distinctive_terms(item.title, item.body, relations)
+    if item.kind == "pr":
+        found = parse_adaptations(item.title, item.body, item.repo, rules, item.files)
+        result.adaptations = [(a.upstream, a.number, a.files, a.how) for a in found]
+    return result
+
+
+@dataclass(slots=True)
+class RelationScan:
+    """The relation rules compiled once and their version: scans items for the ledger and terms."""
+
+    rules: LedgerRules
+    relations: RelationRules
+    version: str
+    wanted: set[str]  # downstream repositories (lower case): their PRs' changed paths complete ledger files
+
+    @classmethod
+    def load(cls, settings: Settings) -> RelationScan:
+        from .ledger import load_ledger_rules
+
+        rules = load_ledger_rules(settings)
+        return cls(rules, load_relation_rules(settings), scan_version(settings, rules.version),
+                   {p.downstream.lower() for p in rules.pairs})
+
+    def of_item(self, item: Item, content_hash: str) -> store.ScanResult:
+        """The scan of a whole stored item, as `update_relations` would make it from the store's rows."""
+        paths = [f.path for f in item.files] if item.kind == "pr" and item.repo.lower() in self.wanted else []
+        scan = store.ScanItem(item.id or 0, item.repo, item.number, item.kind, item.title, item.body,
+                              content_hash, paths)
+        return _scan(scan, self.rules, self.relations)
+
+
+def update_relations(settings: Settings, engine: Engine, scan: RelationScan | None = None) -> int:
+    """Rebuild ledger entries and distinctive terms of items whose content or rules changed; how many."""
+    from ..store.save import save_scans
+
+    scan = scan or RelationScan.load(settings)
+    if store.count_stale(engine, scan.version) == 0:
+        return 0
+    count = 0
+    for batch in store.stale_items(engine, scan.version, scan.wanted):
+        save_scans(engine, scan.version, [_scan(item, scan.rules, scan.relations) for item in batch])
+        count += len(batch)
+    return count
+
+
+@dataclass(slots=True)
+class Related:
+    """What the store says about an item beyond its own references."""
+
+    duplicates: list[Link] = field(default_factory=list)  # same change, e.g. on a release branch
+    chain: list[Link] = field(default_factory=list)  # other parts of a split change
+    mechanism: list[Link] = field(default_factory=list)  # same mechanism in other repositories
+    adapted: list[store.LedgerEntry] = field(default_factory=list)  # where this upstream PR was adapted
+
+
+def _change_index(db: Engine | Reader, repo: str, relations: RelationRules, cache: dict,
+                  item: Change | None = None) -> ChangeIndex:
+    """The repository's PR titles indexed: all of them for a batch, only `item`'s possible matches for one card."""
+    if "terms" not in cache and item is not None:  # one card: key only the titles that could match
+        return ChangeIndex.around(repo, [Change(n, t) for n, t in store.pr_titles(db, repo)], relations, item)
+    key = repo.lower()
+    if key not in cache:
+        cache[key] = ChangeIndex(repo, [Change(n, t) for n, t in store.pr_titles(db, repo)], relations)
+    return cache[key]
+
+
+def _duplicates(db: Engine | Reader, item: Item, index: ChangeIndex, relations: RelationRules, cache: dict) -> list[Link]:
+    similar = index.similar_titles(Change(item.number or 0, item.title))
+    if not similar:
+        return []
+    if "terms" in cache:  # a batch: every PR's paths of the repository, read once
+        key = ("files", item.repo.lower())
+        if key not in cache:
+            cache[key] = store.files_of(db, item.repo, None)
+        paths = cache[key]
+    else:
+        paths = store.files_of(db, item.repo, [c.number for c in similar])
+    own = Change(item.number or 0, item.title, frozenset(f.path for f in item.files))
+    found = [Change(c.number, c.title, paths.get(c.number, frozenset())) for c in similar]
+    return duplicate_links(own, found, item.repo, relations)
+
+
+def batch_cache(db: Engine | Reader) -> dict:
+    """A cache for calling related_of on many items: the ledger, the terms and (per repository) the PR
+    titles and paths are read once instead of once per item."""
+    return {"ledger": store.adapted_by_upstream(db), "terms": None}
+
+
+def related_of(settings: Settings, db: Engine | Reader, item: Item, cache: dict | None = None) -> Related:
+    """Duplicates, chain parts, same-mechanism items and adaptations of one stored item or upstream ref."""
+    cache = {} if cache is None else cache
+    if "relations" not in cache:
+        cache["relations"] = load_relation_rules(settings)
+    relations = cache["relations"]
+    if not item.number:
+        adapted = []
+    elif "ledger" in cache:  # a batch: the whole ledger was read once
+        adapted = cache["ledger"].get((item.repo.lower(), item.number), [])
+    else:
+        adapted = store.adapted_in(db, item.repo, item.number)
+    related = Related(adapted=adapted)
+    if item.kind == "pr" and item.number is not None:
+        index = _change_index(db, item.repo, relations, cache, Change(item.number, item.title))
+        related.duplicates = _duplicates(db, item, index, relations, cache)
+        related.chain = index.chain(Change(item.number, item.title))
+    if item.id is not None:
+        if "terms" in cache:
+            if cache["terms"] is None:
+                cache["terms"] = store.TermIndex(db, relations.max_df)
+            near = cache["terms"].neighbours(item.id, item.repo)
+        else:
+            near = store.term_neighbours(db, item.id, item.repo, relations.max_df)
+        title_terms = set(distinctive_terms(item.title, "", relations))
+        related.mechanism = mechanism_links(set(near.terms), title_terms, near.candidates, near.df, near.total,
+                                            relations, near.titles)
+    return related
+
+
+def related_links(settings: Settings, db: Engine | Reader, found: list[AnalysedItem]) -> dict[str, list[Link]]:
+    """For the daily radar: each item's duplicates, chain parts, same-mechanism items and adaptations."""
+    cache = batch_cache(db)
+    out = {}
+    for ai in found:
+        rel = related_of(settings, db, ai.item, cache)
+        links = [*rel.duplicates, *rel.chain, *rel.mechanism, *(e.down_link() for e in rel.adapted)]
+        if links:
+            out[ai.item.ref] = links
+    return out
+
+
+def upstream_stub(repo: str, number: int) -> AnalysedItem:
+    """A placeholder for an upstream PR that is not in the store: only its reference is known."""
+    item = Item(repo=repo, kind="pr", key=str(number), title="", number=number, state="unknown")
+    return AnalysedItem(item, Analysis(item_kind="unknown", grade="", decision=""))

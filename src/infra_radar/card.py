@@ -1,0 +1,142 @@
+"""The item card: what `radar show OWNER/NAME#N` prints and what the export holds for each item.
+
+`read_card` gathers a card from a store that is up to date, through a store/reader.py Reader or an engine.
+`radar show` reads a ready SQLite store (every migration applied, nothing to analyse or rescan) over a
+read-only stdlib sqlite3 connection, without importing SQLAlchemy, whose import alone is 0.15 s of the
+command's 0.2 s budget, and without the writer lock. Anything else goes through pipeline.card_input, which
+opens the store through SQLAlchemy and analyses first: PostgreSQL, a store to migrate or analyse, a missing or
+unreadable file, model prose (`--llm`, or a model configured for the Markdown card). RADAR_SHOW_SQLALCHEMY=1
+forces that path (bench/show_card.py times the two).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import Settings
+from .errors import ConfigError, NotFoundError
+from .store import queries
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from .render.context import CardInput
+    from .store.reader import Reader
+
+FORCE_SQLALCHEMY = "RADAR_SHOW_SQLALCHEMY"  # "1": `radar show` always takes the SQLAlchemy path
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """'owner/name#123' -> ('owner/name', 123)."""
+    repo, sep, number = ref.strip().rpartition("#")
+    if not sep or repo.count("/") != 1 or not number.isdigit() or len(number) > 18:
+        raise ConfigError(f"invalid item reference {ref[:80]!r}: use OWNER/NAME#N (N below 10^18)")
+    return repo, int(number)
+
+
+def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -> CardInput:
+    """Everything the card of repo#number shows, from a store that needs no analysis."""
+    from .analyse.relations import upstream_stub
+    from .render.context import CardInput
+    from .store.ledger import adapted_in
+
+    found = queries.analysed_item(db, repo, number)
+    if found is None:  # an upstream PR known only because downstream PRs adapted to it
+        adapted = adapted_in(db, repo, number)
+        if not adapted:
+            raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
+        return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
+                         referenced_by=queries.referenced_by(db, repo, number), known=False)
+    return card_of(settings, db, found, queries.title_index_of(db, found.item), {},
+                   queries.referenced_by(db, found.item.repo, number))
+
+
+def card_of(settings: Settings, db: Engine | Reader, found, index, cache: dict, referenced_by: list) -> CardInput:
+    """One stored item with every relation its card and export object show (`cache`: shared by a batch)."""
+    from .analyse.relations import related_of
+    from .render.context import CardInput
+
+    item = found.item
+    rel = related_of(settings, db, item, cache)
+    return CardInput(item=found, referenced_by=referenced_by,
+                     duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, item),
+                                                             *rel.duplicates]}.values()),
+                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted, target=settings.target)
+
+
+def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_json: bool, llm: bool | None) -> str:
+    """The text `radar show` prints: the card of `ref` in Markdown (model prose laid over it when wanted) or
+    its export object as JSON. `engine` opens the store through SQLAlchemy, called only when needed."""
+    inp = fast_card(settings, ref, as_json, llm)
+    fast = inp is not None
+    if inp is None:
+        from .pipeline import card_input
+
+        inp = card_input(settings, engine(), ref)
+    if as_json:
+        from .render.markdown import card_json
+
+        return json.dumps(card_json(inp), ensure_ascii=False, indent=2) + "\n"
+    if fast:  # no model prose wanted: what card_text gives without a model
+        from .render.markdown import render_card
+
+        return render_card(inp, settings.lang)
+    from .llm_render import card_text
+
+    return card_text(settings, engine(), inp, llm)
+
+
+def fast_card(settings: Settings, ref: str, as_json: bool, llm: bool | None) -> CardInput | None:
+    """The card of `ref` read through stdlib sqlite3, or None when the SQLAlchemy path must answer (see the
+    module docstring). Nothing is written and no lock is taken; the checks and the card read one snapshot."""
+    from .analysis_stage import _rules_override, work_left
+    from .store.reader import open_sqlite
+
+    path = sqlite_file(settings.db_url)
+    if path is None or os.environ.get(FORCE_SQLALCHEMY, "") not in ("", "0") or _prose_wanted(settings, as_json, llm):
+        return None
+    try:
+        db = open_sqlite(path)
+    except sqlite3.Error:  # missing, a directory, not a database...: the SQLAlchemy path says what is wrong
+        return None
+    try:
+        db.conn.execute("BEGIN")
+        if not set(queries.MIGRATION_NAMES) <= queries.applied_migrations(db) or work_left(settings, db):
+            return None
+        repo, number = parse_ref(ref)
+        with _rules_override(settings):  # a broken rules override: the line analyze() would give
+            return read_card(settings, db, repo, number)
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a `sqlite:///PATH` store URL that names it literally, else None (another database, an
+    in-memory one, or a URL with a query, %-escapes or `~`, which SQLAlchemy reads its own way)."""
+    path = url.removeprefix("sqlite:///")
+    if path == url or not path or path == ":memory:" or path.startswith(("~", "file:")) or any(
+            c in path for c in "?%"):
+        return None
+    return Path(path)
+
+
+def _prose_wanted(settings: Settings, as_json: bool, llm: bool | None) -> bool:
+    """Whether the card gets model prose (or `--llm` must say why it cannot): a model configured, for Markdown."""
+    if llm:
+        return True
+    if as_json or llm is False:
+        return False
+    from .llm_prompts import llm_endpoint
+
+    try:
+        point = llm_endpoint(settings)
+    except ConfigError:  # a broken [llm] table: the SQLAlchemy path says so, after the card's own errors
+        return True
+    return bool(point.base_url and point.model)  # what llm_config needs before it returns a config
