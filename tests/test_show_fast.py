@@ -251,3 +251,40 @@ def test_show_reads_while_another_process_holds_the_lock_mid_write(sample_store)
         writer.stdin.close()
         writer.wait(timeout=30)
     assert (code, err, imported) == (0, "", False) and out == expected  # the last committed state
+
+
+# --- `radar analyze` with nothing to do (analysis_stage.nothing_to_analyse) ------------------------------
+
+
+@sqlite_only
+def test_analyze_with_nothing_to_do_never_imports_sqlalchemy_and_says_what_the_slow_path_says(tmp_path):
+    url = f"sqlite:///{tmp_path / 'radar.db'}"
+    first, *rest = map(str, sample_files())
+    cli("--db", url, "import-jsonl", first)
+    code, slow, err, imported = probe("--db", url, "analyze")  # work left: the SQLAlchemy path analyses it
+    assert code == 0 and imported and not slow.startswith("analysed 0 "), err
+    code, out, err, imported = probe("--db", url, "analyze")
+    assert (code, err, imported) == (0, "", False)
+    version = slow.rsplit("(rules ", 1)[1]
+    assert out == f"analysed 0 item(s) in 0.0s (rules {version}"  # the same rules version as the slow path
+    cli("--db", url, "import-jsonl", *rest)  # new items: the slow path again, which analyses them
+    code, out, err, imported = probe("--db", url, "analyze")
+    assert code == 0 and imported and not out.startswith("analysed 0 "), err
+    settings = load_settings(db_url=url)
+    engine = open_store(settings)
+    assert work_left(settings, engine) == 0
+    engine.dispose()
+
+
+@sqlite_only
+def test_analyze_waits_for_a_writer_even_with_nothing_to_do(sample_store):
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_WRITING, sample_store], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "writing"
+        code, out, err, imported = probe("--db", sample_store, "--wait", "0", "analyze")
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=30)
+    # the lock was not free: not the stdlib answer, but the writer path, which (with --wait 0) names the holder
+    assert code == 1 and imported and "radar test-writer" in err and out == "", err

@@ -15,7 +15,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .config import Settings
@@ -94,37 +93,19 @@ def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_jso
 def fast_card(settings: Settings, ref: str, as_json: bool, llm: bool | None) -> CardInput | None:
     """The card of `ref` read through stdlib sqlite3, or None when the SQLAlchemy path must answer (see the
     module docstring). Nothing is written and no lock is taken; the checks and the card read one snapshot."""
-    from .analysis_stage import _rules_override, work_left
-    from .store.reader import open_sqlite
+    from .analysis_stage import _rules_override, ready_sqlite
 
-    path = sqlite_file(settings.db_url)
-    if path is None or os.environ.get(FORCE_SQLALCHEMY, "") not in ("", "0") or _prose_wanted(settings, as_json, llm):
+    if os.environ.get(FORCE_SQLALCHEMY, "") not in ("", "0") or _prose_wanted(settings, as_json, llm):
         return None
-    try:
-        db = open_sqlite(path)
-    except sqlite3.Error:  # missing, a directory, not a database...: the SQLAlchemy path says what is wrong
-        return None
-    try:
-        db.conn.execute("BEGIN")
-        if not set(queries.MIGRATION_NAMES) <= queries.applied_migrations(db) or work_left(settings, db):
+    with ready_sqlite(settings) as db:
+        if db is None:
             return None
         repo, number = parse_ref(ref)
-        with _rules_override(settings):  # a broken rules override: the line analyze() would give
-            return read_card(settings, db, repo, number)
-    except sqlite3.Error:
-        return None
-    finally:
-        db.close()
-
-
-def sqlite_file(url: str) -> Path | None:
-    """The file of a `sqlite:///PATH` store URL that names it literally, else None (another database, an
-    in-memory one, or a URL with a query, %-escapes or `~`, which SQLAlchemy reads its own way)."""
-    path = url.removeprefix("sqlite:///")
-    if path == url or not path or path == ":memory:" or path.startswith(("~", "file:")) or any(
-            c in path for c in "?%"):
-        return None
-    return Path(path)
+        try:
+            with _rules_override(settings):  # a broken rules override: the line analyze() would give
+                return read_card(settings, db, repo, number)
+        except sqlite3.Error:
+            return None
 
 
 def _prose_wanted(settings: Settings, as_json: bool, llm: bool | None) -> bool:

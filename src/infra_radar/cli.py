@@ -283,6 +283,12 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
 @pass_ctx
 def analyze(obj: Context) -> None:
     """Analyse items that are new, changed, or were analysed by older rules."""
+    from .analysis_stage import nothing_to_analyse
+
+    version = nothing_to_analyse(obj.settings())  # a ready SQLite store: said without opening it through SQLAlchemy
+    if version is not None:
+        click.echo(f"analysed 0 item(s) in 0.0s (rules {version})")
+        return
     from .pipeline import analyze as run_analyze
 
     with _progress("analysing") as tick:

@@ -32,11 +32,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from ..errors import StoreBusyError, StoreError
+
+if TYPE_CHECKING:  # imported where used: `radar analyze` takes the lock of a ready store without SQLAlchemy
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Engine
 
 try:
     import fcntl
@@ -151,11 +153,15 @@ class _AdvisoryLock:
     """A session-level PostgreSQL advisory lock on a connection of its own, keyed by database and schema."""
 
     def __init__(self, engine: Engine):
+        import sqlalchemy as sa
+
         self.engine = sa.create_engine(engine.url, poolclass=sa.pool.NullPool)
         self.conn: sa.Connection | None = None
         self.key = 0
 
     def _connect(self) -> sa.Connection:
+        import sqlalchemy as sa
+
         conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         where = conn.execute(sa.text("SELECT current_database(), current_schema()")).one()
         digest = hashlib.sha1(f"infra-radar writer {where[0]} {where[1]}".encode()).digest()
@@ -163,6 +169,8 @@ class _AdvisoryLock:
         return conn
 
     def try_lock(self, me: Holder) -> bool:
+        import sqlalchemy as sa
+
         if self.conn is None:  # kept between attempts; closed when the lock is given back
             self.conn = self._connect()
         conn = self.conn
@@ -181,6 +189,8 @@ class _AdvisoryLock:
                 self.engine.dispose()
 
     def holder(self) -> Holder | None:
+        import sqlalchemy as sa
+
         query = sa.text(
             "SELECT a.application_name, l.pid FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
             "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
@@ -209,9 +219,32 @@ def _backend(engine: Engine):
     if url.get_backend_name() == "sqlite" and fcntl is not None:
         database = url.database or ""
         if database and database != ":memory:" and not database.startswith("file:"):
-            path = Path(database).expanduser().resolve()
-            return _FileLock(path.with_name(path.name + ".lock"))
+            return _sqlite_lock(Path(database))
     return _NoLock()
+
+
+def _sqlite_lock(database: Path) -> _FileLock:
+    path = database.expanduser().resolve()
+    return _FileLock(path.with_name(path.name + ".lock"))
+
+
+@contextmanager
+def sqlite_writer(database: Path, command: str | None = None) -> Iterator[bool]:
+    """The writer lock of the SQLite store file `database`, taken without opening the store (no SQLAlchemy):
+    yields whether it was free (and is now ours until the block ends); never waits. False where flock is
+    missing. StoreError when the lock file cannot be made (the SQLAlchemy path then says why)."""
+    if fcntl is None:
+        yield False
+        return
+    lock = _sqlite_lock(database)
+    mine = lock.try_lock(_me(command or COMMAND))
+    try:
+        yield mine
+    finally:
+        if mine:
+            lock.unlock()
+        elif lock.fd is not None:
+            os.close(lock.fd)
 
 
 def _say(line: str) -> None:

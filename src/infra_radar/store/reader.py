@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Reader", "SqlaReader", "SqliteReader", "expand_in", "open_sqlite", "reading"]
+__all__ = ["Reader", "SqlaReader", "SqliteReader", "expand_in", "open_sqlite", "reading", "sqlite_file"]
 
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
@@ -176,3 +176,13 @@ def _connect(uri: str) -> SqliteReader:
         conn.close()
         raise
     return SqliteReader(conn)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a `sqlite:///PATH` store URL that names it literally, else None (another database, an
+    in-memory one, or a URL with a query, %-escapes or `~`, which SQLAlchemy reads its own way)."""
+    path = url.removeprefix("sqlite:///")
+    if path == url or not path or path == ":memory:" or path.startswith(("~", "file:")) or any(
+            c in path for c in "?%"):
+        return None
+    return Path(path)
