@@ -78,3 +78,82 @@ def test_replica_imports_with_the_packaged_config(ascend_replica):
     assert "vllm-project/vllm-ascend:" in out and " new" in out
     new = int(out.split("vllm-project/vllm-ascend: ")[1].split(" new")[0])
     assert new > 100
+
+
+# --- git log started before the store opens (sources.git.StartedClone) ------------------------------------
+
+
+def _long_history(repo: Path, commits: int = 40, body: int = 8000) -> None:
+    """`commits` commits whose messages make `git log` print about commits * body bytes (git fast-import)."""
+    stream = []
+    for i in range(1, commits + 1):
+        message = f"Change {i} (#{i})\n\n" + f"line {i} " * (body // 8) + "\n"
+        data = message.encode()
+        stream.append(f"commit refs/heads/main\ncommitter A <a@x.org> {1780000000 + i} +0000\n"
+                      f"data {len(data)}\n".encode() + data + f"M 644 inline f{i}.py\ndata 2\nx\n\n".encode())
+    subprocess.run(["git", "-C", str(repo), "fast-import", "--quiet"], input=b"".join(stream), check=True)
+
+
+def test_git_log_waits_on_a_full_queue_while_nobody_reads_then_gives_every_commit(make_repo, monkeypatch):
+    import time
+
+    from infra_radar.sources import git as git_source
+
+    repo = make_repo()
+    _long_history(repo, body=16000)  # ~640 KB of log: ten 64 KB blocks or more
+    monkeypatch.setattr(git_source, "_QUEUED_BLOCKS", 2)
+    started = git_source.StartedClone(repo, ["main"], None, None)
+    log = started.first
+    for _ in range(4000):  # poll (at most ~20 s) until the reader has filled the queue
+        if log.blocks.full():
+            break
+        time.sleep(0.005)
+    # bounded: two blocks queued, one in the reader's hand, the pipe full, and git waiting to write the rest
+    assert log.blocks.qsize() == 2 and log.proc.poll() is None
+    items = list(read_clone(repo, "acme/x", ["main"], CLEAN, started=started))
+    assert sorted(int(i.key) for i in items if i.kind == "pr") == list(range(1, 41))
+    assert log.proc.returncode == 0
+
+
+def test_a_clone_started_but_never_read_stops_its_git(make_repo):
+    from infra_radar.sources import git as git_source
+
+    repo = make_repo()
+    _long_history(repo)
+    started = git_source.StartedClone(repo, ["main"], None, None)
+    proc = started.first.proc
+    started.close()  # the import failed before reading (the store's lock was busy, say)
+    assert proc.returncode is not None and started.first is None
+
+
+def test_import_git_refused_by_a_busy_store_leaves_no_git_running(make_repo, tmp_path):
+    from .test_show_fast import HOLD_WRITING
+
+    repo = make_repo()
+    _long_history(repo, commits=60)
+    url = f"sqlite:///{tmp_path / 'store' / 'radar.db'}"
+    assert invoke("--db", url, "import-git", str(repo), "--repo", "acme/x")[0] == 0
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_WRITING, url], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "writing"
+        run = subprocess.run([sys.executable, "-m", "infra_radar", "--db", url, "--wait", "0", "import-git", str(repo),
+                              "--repo", "acme/x"], capture_output=True, text=True, timeout=120)
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=30)
+    assert run.returncode == 1 and "radar test-writer" in run.stderr and len(run.stderr.splitlines()) == 1
+    assert not _git_logs_of(repo)  # the git log started before the lock was asked for was stopped
+
+
+def _git_logs_of(repo: Path) -> list[str]:
+    """Command lines of the running `git -C repo log` processes (read from /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        if b"git" in args[:1] and str(repo).encode() in args and b"log" in args:
+            found.append(" ".join(a.decode(errors="replace") for a in args))
+    return found

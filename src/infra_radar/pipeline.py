@@ -129,18 +129,20 @@ def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analysed) -
 
 
 def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
-               window: Window | None = None, tick: Tick = _no_tick) -> ImportResult:
-    """Import a local clone's first-parent history of the matching branches, and its tags."""
+               window: Window | None = None, tick: Tick = _no_tick, started=None) -> ImportResult:
+    """Import a local clone's first-parent history of the matching branches, and its tags (`started`: a
+    sources.git.StartedClone of the same clone, branches and window, its git log already running)."""
     from .sources.git import check_clone, read_clone
 
     if repo.count("/") != 1:
         raise ConfigError(f"repository {repo!r} is not OWNER/NAME")
-    check_clone(path)
+    if started is None:
+        check_clone(path)
     patterns = branches or settings.repo(repo).branches
     run = save.start_run(engine, "import-git", repo, window)
     notes: list[str] = []
     stream = read_clone(path, repo, patterns, _cleaner(settings),
-                        window.since if window else None, window.until if window else None, notes)
+                        window.since if window else None, window.until if window else None, notes, started)
     try:
         with alongside(settings, engine) as analysed:  # before the stream starts git's reader thread
             stats = save.save_items(engine, _counted(stream, tick), on_saved=analysed)

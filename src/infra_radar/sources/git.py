@@ -120,65 +120,111 @@ class _LogParser:
         return rec
 
 
-def _drained(stream, size: int = 1 << 16) -> Iterator[bytes]:
-    """Blocks of `stream`, read by a thread so git never waits on a full pipe while we parse."""
-    blocks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+_QUEUED_BLOCKS = 256  # 64 KB blocks read ahead of the parser (16 MB) before git waits on the pipe
 
-    def pump() -> None:
+
+class GitLog:
+    """One `git log -z --numstat` of `revs`, running from the moment it is made, its output drained by a thread
+    into a bounded queue so git seldom waits while we parse (and never buffers without bound while nobody
+    reads, e.g. while the import waits for the store's writer lock). Iterate `records()`; `close()` stops it."""
+
+    def __init__(self, path: Path, revs: list[str], since: datetime | None = None, until: datetime | None = None):
+        args = ["git", "-C", str(path), "log", "-z", "--numstat", "--first-parent", "--diff-merges=first-parent",
+                "--no-renames", f"--format={_FORMAT}"]
+        if since:
+            args.append(f"--since={since.isoformat()}")
+        if until:
+            args.append(f"--until={until.isoformat()}")
+        self.path, self.revs = path, revs
+        self.proc = subprocess.Popen([*args, *revs, "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.blocks: queue.Queue[bytes] = queue.Queue(maxsize=_QUEUED_BLOCKS)
+        threading.Thread(target=self._pump, daemon=True, name="git-log-reader").start()
+
+    def _pump(self, size: int = 1 << 16) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
         try:
             for block in iter(lambda: stream.read1(size), b""):
-                blocks.put(block)
+                self.blocks.put(block)
+        except (OSError, ValueError):  # closed under us: close() stopped git
+            pass
         finally:
-            blocks.put(b"")
+            self.blocks.put(b"")
 
-    threading.Thread(target=pump, daemon=True, name="git-log-reader").start()
-    yield from iter(blocks.get, b"")
+    def records(self) -> Iterator[dict]:
+        """The commit records, newest first; SourceError when git fails. Leaving early stops git."""
+        buffer, parser, ended = b"", _LogParser(), False
+        try:
+            for block in iter(self.blocks.get, b""):
+                buffer += block
+                *complete, buffer = buffer.split(b"\0")  # bytes: a UTF-8 sequence is never cut by a NUL
+                for token in complete:
+                    rec = parser.feed(token.decode("utf-8", "replace"))
+                    if rec is not None:
+                        yield rec
+            if buffer:
+                parser.feed(buffer.decode("utf-8", "replace"))
+            rec = parser.flush()
+            if rec is not None:
+                yield rec
+            ended = True
+        finally:
+            err = self.proc.stderr.read().decode("utf-8", "replace").strip() if ended and self.proc.stderr else ""
+            if ended:
+                self.proc.wait()  # its output read to the end: git is exiting by itself
+            self.close()
+            if ended and self.proc.returncode != 0 and err:
+                raise SourceError(f"{self.path}: git log {self.revs[0]} failed: {err.splitlines()[-1]}")
+
+    def close(self) -> None:
+        """Stop git if it still runs (the import ended early or failed) and reap it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
-def log_records(path: Path, revs: list[str], since: datetime | None, until: datetime | None) -> Iterator[dict]:
-    """Stream the first-parent history of `revs` (e.g. ["release/x", "^main"]) as commit records, newest first."""
-    args = ["git", "-C", str(path), "log", "-z", "--numstat", "--first-parent", "--diff-merges=first-parent",
-            "--no-renames", f"--format={_FORMAT}"]
-    if since:
-        args.append(f"--since={since.isoformat()}")
-    if until:
-        args.append(f"--until={until.isoformat()}")
-    proc = subprocess.Popen([*args, *revs, "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    buffer, parser = b"", _LogParser()
-    try:
-        for block in _drained(proc.stdout):
-            buffer += block
-            *complete, buffer = buffer.split(b"\0")  # bytes: a UTF-8 sequence is never cut by a NUL
-            for token in complete:
-                rec = parser.feed(token.decode("utf-8", "replace"))
-                if rec is not None:
-                    yield rec
-        if buffer:
-            parser.feed(buffer.decode("utf-8", "replace"))
-        rec = parser.flush()
-        if rec is not None:
-            yield rec
-    finally:
-        proc.stdout.close()
-        err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
-        if proc.wait() != 0 and err:
-            raise SourceError(f"{path}: git log {revs[0]} failed: {err.splitlines()[-1]}")
+class StartedClone:
+    """A clone checked, its branches resolved and its first branch's `git log` already running (start_clone):
+    `radar import-git` starts git before it opens the store, so git reads while Python imports SQLAlchemy and
+    takes the writer lock. `close()` stops git if the import never reads it."""
+
+    def __init__(self, path: Path, patterns: list[str], since: datetime | None, until: datetime | None):
+        check_clone(path)
+        self.notes: list[str] = []
+        self.branches = resolve_branches(path, patterns, self.notes)
+        self.first: GitLog | None = GitLog(path, [self.branches[0][1]], since, until)
+
+    def take_first(self) -> GitLog | None:
+        first, self.first = self.first, None
+        return first
+
+    def close(self) -> None:
+        if self.first is not None:
+            self.take_first().close()
 
 
 def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
                since: datetime | None = None, until: datetime | None = None,
-               notes: list[str] | None = None) -> Iterator[Item]:
-    """Items of every matching branch, then tags.
+               notes: list[str] | None = None, started: StartedClone | None = None) -> Iterator[Item]:
+    """Items of every matching branch, then tags (`started`: the same clone and window, its git log running).
 
     The first branch (main) is read whole; later ones only for the commits not on it, as the release
     branch exports are. A PR found on two branches is merged into one item by the store.
     """
-    found = resolve_branches(path, branches, notes)
+    if started is not None:
+        found, first = started.branches, started.take_first()
+        if notes is not None:
+            notes.extend(started.notes)
+    else:
+        found, first = resolve_branches(path, branches, notes), None
     for position, (name, ref) in enumerate(found):
         killpoint.reached("git.branch")
         revs = [ref] if position == 0 else [ref, f"^{found[0][1]}"]
-        for rec in log_records(path, revs, since, until):
+        log = first if position == 0 and first is not None else GitLog(path, revs, since, until)
+        for rec in log.records():
             killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
             item = commit_item(repo, rec, name, "git", clean)
             if (since is None or item.when >= since) and (until is None or item.when < until):
