@@ -61,3 +61,24 @@ def test_an_analysis_fault_never_fails_the_import(settings, shared_data, monkeyp
     assert results[0].stats.inserted == 218
     assert queries.count_to_analyse(engine, RuleSet.version_of(settings)) == 218  # left to `analyze`
     engine.dispose()
+
+
+def test_a_killed_analysis_leaves_no_worker_behind(shared_data, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "0")
+    radar = [sys.executable, "-m", "infra_radar"]
+    done = subprocess.run([*radar, "import-jsonl", str(shared_data / "git" / "verl-project+verl.jsonl.gz")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    # 1,000+ items to analyse: forked workers; the parent kills itself when it has saved its first batch
+    killed = subprocess.run([*radar, "analyze"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "RADAR_KILL_AT": "analyze.saved:1"})
+    assert killed.returncode == -9
+    # the run returned at all: its stderr reached end of file, so no worker outlived the parent holding it open;
+    # and none of them finished its batch to find the pipe closed
+    assert "Traceback" not in killed.stderr and "BrokenPipeError" not in killed.stderr, killed.stderr
+    rerun = subprocess.run([*radar, "analyze"], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0 and "analysed" in rerun.stdout, rerun.stderr

@@ -85,7 +85,7 @@ def _batch_runner(state: _State, workers: int):
         # no pooled connection crosses the fork: each worker opens its own on first use (a connection in
         # use, such as PostgreSQL's lock session, stays checked out and is never touched by a worker)
         state.engine.dispose()
-        with multiprocessing.get_context("fork").Pool(workers) as pool:  # rules compiled once, copied on fork
+        with multiprocessing.get_context("fork").Pool(workers, _worker_start, (os.getpid(), 0)) as pool:  # rules compiled once, copied on fork
             yield lambda batches: pool.imap(_analyse_batch, batches)
     finally:
         _STATE = None
@@ -171,7 +171,7 @@ class _Alongside:
             return False
         _STATE = self.state
         self.engine.dispose()  # as in _batch_runner: no pooled connection crosses the fork
-        self.pool = multiprocessing.get_context("fork").Pool(self.workers, initializer=_yield_to_import)
+        self.pool = multiprocessing.get_context("fork").Pool(self.workers, _worker_start, (os.getpid(), NICE))
         return True
 
     def save(self, wait: bool) -> None:
@@ -202,13 +202,24 @@ class _Alongside:
             self.pool, _STATE = None, None
 
 
-def _yield_to_import() -> None:
-    """A worker analysing beside an import runs at a lower priority: git and the import come first, and the
-    workers take the cores they leave idle."""
+def _worker_start(parent: int, nice: int) -> None:
+    """A forked analysis worker's start: it dies with the radar process that forked it (Linux's parent-death
+    signal: a killed import or analyze leaves no worker finishing its batch and printing a broken pipe), and
+    beside an import it runs `nice`r, so git and the import come first and it takes the cores they leave."""
+    import ctypes
+    import signal
+
     try:
-        os.nice(NICE)
-    except OSError:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: a worker then ends when it finds the pipe closed
         pass
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(0)
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
 
 
 @contextmanager
