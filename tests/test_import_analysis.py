@@ -17,8 +17,10 @@ EXPORTS = ["verl-project+verl@release+v0.8.0.jsonl.gz", "vllm-project+vllm-omni.
 def _import(settings, shared_data, monkeypatch, on: bool):
     monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1" if on else "0")
     engine = open_store(settings)
-    import_jsonl(settings, engine, [shared_data / "git" / name for name in EXPORTS])
+    results = import_jsonl(settings, engine, [shared_data / "git" / name for name in EXPORTS])
     pending = queries.count_to_analyse(engine, RuleSet.version_of(settings))
+    inserted = sum(r.stats.inserted for r in results)
+    assert [r.analysed for r in results] == ([0, inserted] if on else [0, 0])  # the command's count, on the last
     analyze(settings, engine)
     data = json.dumps(export(settings, engine, None), sort_keys=True)
     engine.dispose()
@@ -82,3 +84,17 @@ def test_a_killed_analysis_leaves_no_worker_behind(shared_data, monkeypatch):
     assert "Traceback" not in killed.stderr and "BrokenPipeError" not in killed.stderr, killed.stderr
     rerun = subprocess.run([*radar, "analyze"], capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0 and "analysed" in rerun.stdout, rerun.stderr
+
+
+def test_the_import_says_how_many_items_it_analysed(shared_data, monkeypatch):
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    monkeypatch.setattr(analysis_stage, "BATCH", 20)
+    monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1")
+    result = CliRunner().invoke(main, ["import-jsonl", str(shared_data / "git" / EXPORTS[1])])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == "analysed 218 item(s) while importing"
+    again = CliRunner().invoke(main, ["analyze"])
+    assert again.stdout.startswith("analysed 0 item(s)")

@@ -145,6 +145,10 @@ class _Alongside:
     def __init__(self, settings: Settings, engine: Engine, workers: int):
         self.settings, self.engine, self.workers = settings, engine, workers
         self.pool, self.state, self.pending, self.off = None, None, deque(), False
+        self.analysed = 0  # items whose analyses this import saved
+
+    def __call__(self, ids: list[int]) -> None:
+        self.submit(ids)
 
     def submit(self, ids: list[int]) -> None:
         if self.off or self.pool is None and not self._start(len(ids)):
@@ -187,6 +191,7 @@ class _Alongside:
                 return
             save.save_analyses(self.engine, results)
             save.save_scans(self.engine, self.state.scan.version, scans)
+            self.analysed += len(results)
             killpoint.reached("analyze.saved")
 
     def close(self, ok: bool) -> None:
@@ -223,9 +228,10 @@ def _worker_start(parent: int, nice: int) -> None:
 
 
 @contextmanager
-def alongside(settings: Settings, engine: Engine, workers: int | None = None) -> Iterator[Callable[[list[int]], None] | None]:
+def alongside(settings: Settings, engine: Engine, workers: int | None = None) -> Iterator[_Alongside | None]:
     """While an import runs: a callback taking the ids of each batch it saved, analysed in forked workers as
-    `analyze` would analyse them (the same reads, the same results), so a later `analyze` finds them done.
+    `analyze` would analyse them (the same reads, the same results), so a later `analyze` finds them done;
+    its `analysed` counts them once the block has ended.
 
     Yields None, and the import leaves every item to `analyze`, on a machine with one core, where fork is
     missing, or with `RADAR_ANALYSE_ON_IMPORT=0`.
@@ -240,7 +246,7 @@ def alongside(settings: Settings, engine: Engine, workers: int | None = None) ->
         return
     runner, ok = _Alongside(settings, engine, workers), False
     try:
-        yield runner.submit
+        yield runner
         ok = True
     finally:
         runner.close(ok)

@@ -197,6 +197,8 @@ def init(obj: Context, force: bool) -> None:
 def _print_import(result) -> None:
     s = result.stats
     click.echo(f"{result.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged ({result.source})")
+    if result.analysed:  # analysis_stage.alongside: `radar analyze` will find these done
+        click.echo(f"analysed {result.analysed} item(s) while importing")
 
 
 @contextmanager

@@ -84,6 +84,7 @@ class ImportResult:
     stats: save.SaveStats
     skipped: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was passed over on purpose (a branch glob matching nothing)
+    analysed: int = 0  # items analysed while importing (import-jsonl: the whole command's, on its last file)
 
 
 def _cleaner(settings: Settings):
@@ -102,9 +103,11 @@ def _counted(stream: Iterable[Item], tick: Tick) -> Iterator[Item]:
 def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Tick = _no_tick) -> list[ImportResult]:
     """Import history exports (JSON Lines, plain or gzipped); broken lines are skipped and reported."""
     clean, results = _cleaner(settings), []
-    with alongside(settings, engine) as analysed:
+    with alongside(settings, engine) as analyser:
         for path in paths:
-            results.append(_import_one_jsonl(engine, path, clean, tick, analysed))
+            results.append(_import_one_jsonl(engine, path, clean, tick, analyser))
+    if results and analyser is not None:
+        results[-1].analysed = analyser.analysed
     return results
 
 
@@ -144,14 +147,14 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     stream = read_clone(path, repo, patterns, _cleaner(settings),
                         window.since if window else None, window.until if window else None, notes, started)
     try:
-        with alongside(settings, engine) as analysed:  # before the stream starts git's reader thread
-            stats = save.save_items(engine, _counted(stream, tick), on_saved=analysed)
+        with alongside(settings, engine) as analyser:
+            stats = save.save_items(engine, _counted(stream, tick), on_saved=analyser)
     except Exception as exc:  # never leave the run "running"
         save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise
     save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                        "notes": notes, "skipped": len(stats.skipped)})
-    return ImportResult(str(path), repo, stats, stats.skipped, notes)
+    return ImportResult(str(path), repo, stats, stats.skipped, notes, analyser.analysed if analyser else 0)
 
 
 # -- reports --------------------------------------------------------------------------------------
