@@ -82,13 +82,22 @@ def _batch_runner(state: _State, workers: int):
         if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
             yield lambda batches: map(_analyse_batch, batches)
             return
-        # no pooled connection crosses the fork: each worker opens its own on first use (a connection in
-        # use, such as PostgreSQL's lock session, stays checked out and is never touched by a worker)
-        state.engine.dispose()
-        with multiprocessing.get_context("fork").Pool(workers, _worker_start, (os.getpid(), 0)) as pool:  # rules compiled once, copied on fork
+        with _fork_pool(state, workers, 0) as pool:
             yield lambda batches: pool.imap(_analyse_batch, batches)
     finally:
         _STATE = None
+
+
+def _fork_pool(state: _State, workers: int, nice: int):
+    """Forked workers that inherit `state` (the rules compiled once, copied on fork), started by _worker_start."""
+    import multiprocessing
+
+    global _STATE
+    _STATE = state
+    # no pooled connection crosses the fork: each worker opens its own on first use (a connection in
+    # use, such as PostgreSQL's lock session, stays checked out and is never touched by a worker)
+    state.engine.dispose()
+    return multiprocessing.get_context("fork").Pool(workers, _worker_start, (os.getpid(), nice))
 
 
 def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: int | None = None,
@@ -148,9 +157,7 @@ class _Alongside:
         self.analysed = 0  # items whose analyses this import saved
 
     def __call__(self, ids: list[int]) -> None:
-        self.submit(ids)
-
-    def submit(self, ids: list[int]) -> None:
+        """save.save_items' `on_saved`: hand one committed batch's ids to the workers."""
         if self.off or self.pool is None and not self._start(len(ids)):
             return
         for start in range(0, len(ids), BATCH):
@@ -158,12 +165,9 @@ class _Alongside:
         self.save(wait=False)
 
     def _start(self, size: int) -> bool:
-        import multiprocessing
-
         from .analyse.relations import RelationScan
         from .analyse.rules import RuleSet
 
-        global _STATE
         if size < BATCH:
             return False
         try:
@@ -173,9 +177,7 @@ class _Alongside:
         except (ConfigError, OSError):  # `analyze` will say what is wrong with the rules
             self.off = True
             return False
-        _STATE = self.state
-        self.engine.dispose()  # as in _batch_runner: no pooled connection crosses the fork
-        self.pool = multiprocessing.get_context("fork").Pool(self.workers, _worker_start, (os.getpid(), NICE))
+        self.pool = _fork_pool(self.state, self.workers, NICE)
         return True
 
     def save(self, wait: bool) -> None:

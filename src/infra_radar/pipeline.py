@@ -111,14 +111,14 @@ def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Ti
     return results
 
 
-def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analysed) -> ImportResult:
-    """One export file, in its own run; `analysed` (analysis_stage.alongside) gets each saved batch."""
+def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser) -> ImportResult:
+    """One export file, in its own run; `analyser` (analysis_stage.alongside) gets each saved batch."""
     from .sources.jsonl import JsonlReport, read_jsonl
 
     report = JsonlReport(str(path))
     run = save.start_run(engine, "import-jsonl", str(path))
     try:
-        stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick), on_saved=analysed)
+        stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick), on_saved=analyser)
     except (OSError, EOFError) as exc:
         save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise SourceError(f"{path}: cannot read: {exc}") from None

@@ -187,7 +187,7 @@ class GitLog:
 
 
 class StartedClone:
-    """A clone checked, its branches resolved and its first branch's `git log` already running (start_clone):
+    """A clone checked, its branches resolved and its first branch's `git log` already running:
     `radar import-git` starts git before it opens the store, so git reads while Python imports SQLAlchemy and
     takes the writer lock. `close()` stops git if the import never reads it."""
 
