@@ -8,6 +8,7 @@ every test runs on its own PostgreSQL schema (see conftest), so the same tests c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -294,3 +295,26 @@ def test_a_bad_lock_wait_is_one_line(monkeypatch):
     monkeypatch.delenv("RADAR_LOCK_TIMEOUT")
     result = CliRunner().invoke(main, ["--wait", "soon", "watch", "list"])
     assert result.exit_code == 2 and "--wait" in result.stderr
+
+
+def test_a_released_lock_is_free_at_once(radar_home):
+    """Given back means given back: the next look finds nobody, with no wait. A closed PostgreSQL session
+    frees its locks a moment after the client has gone, so release unlocks before it closes. (On PostgreSQL the
+    look comes from a session opened beforehand, so it follows the release by microseconds, not a connect.)"""
+    radar_home.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(load_settings().db_url)
+    lock = writer_lock(engine)
+    with contextlib.ExitStack() as stack:
+        look = current_holder
+        if TEST_DB_URL:
+            with lock.attempt():
+                key = lock._backend.key & 0xFFFF_FFFF_FFFF_FFFF  # pg_locks shows a bigint key as two oids
+            observer = stack.enter_context(engine.connect())
+            held = sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                           "AND objsubid = 1 AND classid::bigint = :hi AND objid::bigint = :lo")
+            look = lambda: observer.execute(held, {"hi": key >> 32, "lo": key & 0xFFFF_FFFF}).scalar() or None  # noqa: E731
+        for _ in range(200):
+            with lock.attempt() as mine:
+                assert mine and look() is not None
+            assert look() is None
+    engine.dispose()

@@ -181,9 +181,17 @@ class _AdvisoryLock:
         return True
 
     def unlock(self) -> None:
+        import sqlalchemy as sa
+
         if self.conn is not None:
             try:
-                self.conn.close()  # ending the session releases its advisory locks
+                # Released here, before close: the server ends a closed session (and frees its locks) a
+                # moment after the client has gone, so a check right after close could still see us holding it
+                self.conn.execute(sa.text("SELECT pg_advisory_unlock_all()"))
+            except sa.exc.SQLAlchemyError:
+                pass  # a broken connection: closing it ends the session, and with it the lock
+            try:
+                self.conn.close()
             finally:
                 self.conn = None
                 self.engine.dispose()
