@@ -21,9 +21,11 @@ import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from .rows import from_db_time, to_db_time
 
 __all__ = ["Reader", "SqlaReader", "SqliteReader", "expand_in", "open_sqlite", "reading", "sqlite_file"]
 
@@ -50,7 +52,7 @@ def expand_in(sql: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str
 def _stored_time(value: datetime) -> str:
     """A datetime as SQLAlchemy's DateTime stores it on SQLite (naive UTC, microseconds always written)."""
     if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
+        value = to_db_time(value)
     return (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
             f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}")
 
@@ -83,15 +85,11 @@ class Reader:
             return value
         if self.sqlite:
             return _stored_time(value)
-        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
+        return to_db_time(value) if value.tzinfo is not None else value
 
     def time(self, value: Any) -> datetime | None:
         """A DateTime column's value as an aware UTC datetime (None stays None)."""
-        if value is None:
-            return None
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        return value.replace(tzinfo=UTC)
+        return from_db_time(datetime.fromisoformat(value) if isinstance(value, str) else value)
 
     def json(self, value: Any) -> Any:
         """A JSON column's value, parsed (SQLite returns the text; PostgreSQL's driver parses it)."""
