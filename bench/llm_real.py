@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from infra_radar.config import load_settings  # noqa: E402
-from infra_radar.pipeline import analyze, daily, import_jsonl, open_store  # noqa: E402
+from infra_radar.pipeline.analysis import analyze  # noqa: E402
+from infra_radar.pipeline.home import open_store  # noqa: E402
+from infra_radar.pipeline.imports import import_jsonl  # noqa: E402
+from infra_radar.pipeline.reports import daily  # noqa: E402
 from infra_radar.windows import parse_when  # noqa: E402
 
 ROW = re.compile(r"^\| (P[01]) \| \[([\w./-]+#\d+)\]\([^)]*\) (.*?) \| .* \| ([^|]*) \|$", re.M)
@@ -81,7 +84,7 @@ def main() -> int:
     kept = run.report.get("conclusions", {})  # the model's one-line conclusions that survived grounding
     shown_rows = {**_rows(_section(report.text, "P0 / P1")), **_rows(_section(report.text, short))}
     # a row shows model prose when its conclusion differs from the rule-only report's; a grounded line that
-    # only repeats the rule text or echoes the title is left out by llm_render (counted apart)
+    # only repeats the rule text or echoes the title is left out by llm.render (counted apart)
     shown = {ref for ref in rule_rows if ref in shown_rows and shown_rows[ref][1] != rule_rows[ref][1]}
     conclusions = (f"{len(shown)}/{len(rule_rows)} rows show model prose ({len(kept)} lines survived grounding, "
                    f"{len(set(kept) - shown)} of them left out as a copy of the rule text or an echo of the title)")

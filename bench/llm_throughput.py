@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # daily --llm` has imported them to build its report before the stage runs. Imported here with the rest, so
 # the figure is the stage's work (prompts, requests, validation, grounding, cache) and not module loading.
 import infra_radar.render.context  # noqa: E402, F401
-from infra_radar.analyse.llm import LlmConfig  # noqa: E402
 from infra_radar.config import Settings  # noqa: E402
-from infra_radar.llm_stage import apply_llm  # noqa: E402
+from infra_radar.llm.client import LlmConfig  # noqa: E402
+from infra_radar.llm.stage import apply_llm  # noqa: E402
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item  # noqa: E402
-from infra_radar.pipeline import open_store  # noqa: E402
+from infra_radar.pipeline.home import open_store  # noqa: E402
 
 N, CONCURRENCY, LATENCY = 200, 16, 0.050
 

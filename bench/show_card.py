@@ -1,4 +1,4 @@
-"""Benchmark: `radar show REF` wall time on the stdlib sqlite3 path (card.py) against the SQLAlchemy path
+"""Benchmark: `radar show REF` wall time on the stdlib sqlite3 path (pipeline/card.py) against the SQLAlchemy path
 (RADAR_SHOW_SQLALCHEMY=1, what `show` did before), both measured in the same run, with the bare interpreter
 start as a floor.
 

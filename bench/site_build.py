@@ -29,7 +29,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="radar-site-bench-"))
     os.environ["RADAR_HOME"] = str(work / "home")
     from infra_radar.config import load_settings
-    from infra_radar.pipeline import analyze, import_jsonl, open_store
+    from infra_radar.pipeline.analysis import analyze
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.imports import import_jsonl
     from infra_radar.publish import charts
     from infra_radar.publish.site import build_site
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 
 from .conftest import commit
 

@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from infra_radar import pipeline
 from infra_radar.cli import main
 from infra_radar.models import FileChange, Item
+from infra_radar.pipeline.home import open_store
 from infra_radar.sources.records import RecordError, check_item, clean_text
 from infra_radar.store import schema
 
@@ -97,7 +97,7 @@ def check_every_command(tmp_path, repo: str, number: int) -> None:
 
 
 def stored_numbers(settings) -> set[int]:
-    engine = pipeline.open_store(settings)
+    engine = open_store(settings)
     with engine.connect() as conn:
         found = {n for n in conn.execute(sa.select(schema.items.c.number)).scalars() if n is not None}
         link_numbers = set(conn.execute(sa.select(schema.links.c.dst_number)).scalars())
@@ -126,7 +126,7 @@ def test_hostile_jsonl_records_are_skipped_by_line_and_the_rest_kept(settings, t
     assert len(items) == n_good
     numbers = stored_numbers(settings)
     assert {101, 102, 103, 104, 105, 106} <= numbers and not numbers & set(range(200, 300))
-    engine = pipeline.open_store(settings)
+    engine = open_store(settings)
     with engine.connect() as conn:
         runs = conn.execute(sa.select(schema.runs.c.status)).scalars().all()
         texts = conn.execute(sa.select(schema.items.c.title, schema.items.c.body)).all()
@@ -167,14 +167,14 @@ def hostile_nodes(pulls: list[dict]) -> tuple[list[dict], list[int]]:
 
 
 def test_hostile_github_records_are_skipped_and_the_rest_kept(settings, tmp_path):
-    from infra_radar.fetch import fetch
+    from infra_radar.pipeline.fetch import fetch
     from infra_radar.sources.github import Endpoints, GitHubClient
 
     repos = load_repos("acme/infer")
     extra, good = hostile_nodes(repos["acme/infer"].pulls)
     repos["acme/infer"].pulls = extra + repos["acme/infer"].pulls
     token = "ghp_MARKERtoken0123456789abcdefSECRET"
-    engine = pipeline.open_store(settings)
+    engine = open_store(settings)
     with GitHubStub(repos, token=token) as stub, \
             GitHubClient(Endpoints(stub.url, stub.url + "/graphql", token), wait=lambda s, r: None) as client:
         result = fetch(settings, engine, client, ["acme/infer"], datetime(2026, 7, 1, tzinfo=UTC))

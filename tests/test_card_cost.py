@@ -6,7 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 from infra_radar.analyse import links as links_module
 from infra_radar.models import Item
-from infra_radar.pipeline import analyze, card_input, open_store
+from infra_radar.pipeline.analysis import analyze
+from infra_radar.pipeline.card import card_input
+from infra_radar.pipeline.home import open_store
 from infra_radar.store import queries
 from infra_radar.store.save import save_items
 

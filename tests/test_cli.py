@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 
 
 def invoke(*args: str) -> tuple[int, str, str]:

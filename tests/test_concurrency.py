@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from infra_radar.config import load_settings
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 from infra_radar.store.lock import writer_lock
 from infra_radar.store.schema import MIGRATIONS, migrations_table
 
@@ -33,7 +33,7 @@ STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # a report's "generated 
 HOLD = """
 import sys
 from infra_radar.config import load_settings
-from infra_radar.pipeline import open_store
+from infra_radar.pipeline.home import open_store
 from infra_radar.store import lock
 lock.COMMAND = "radar test-holder"
 open_store(load_settings(), writer=True)

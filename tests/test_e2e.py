@@ -165,7 +165,8 @@ def test_export_objects_carry_the_same_links_as_the_cards(ascend):
     """The export is the card in JSON: every relation the card shows (items referencing it, duplicates,
     chain parts, same-mechanism items, adaptations) is in the export object too."""
     from infra_radar.config import load_settings
-    from infra_radar.pipeline import card_input, open_store
+    from infra_radar.pipeline.card import card_input
+    from infra_radar.pipeline.home import open_store
     from infra_radar.render.markdown import card_json
 
     data = export_window()

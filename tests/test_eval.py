@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from infra_radar.analyse.rules import RuleSet, analyse_item
 from infra_radar.cli import main
 from infra_radar.config import RepoSettings, Settings
-from infra_radar.evaluate import (
+from infra_radar.evaluate.score import (
     THRESHOLDS,
     check,
     evaluate,
@@ -24,7 +24,7 @@ from infra_radar.evaluate import (
     split_of,
 )
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item, PerfClaim
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 
 DEV_SET = Path(__file__).resolve().parents[1] / "data" / "labels" / "dev.jsonl"
 

@@ -12,7 +12,7 @@ import pytest
 from infra_radar.analyse.porting import applied, load_map
 from infra_radar.errors import ConfigError
 from infra_radar.models import MERGED, OPEN, PR, AnalysedItem, Analysis, FileChange, Item, PerfClaim, Window
-from infra_radar.pipeline import state_at
+from infra_radar.pipeline.reports import state_at
 from infra_radar.render.base import load_strings
 from infra_radar.render.checklist import item_checklist, shape, spread_out
 from infra_radar.render.clusters import clusters

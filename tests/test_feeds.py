@@ -40,7 +40,9 @@ def test_feeds_parse_and_hold_the_newest_reports_first():
 
 
 def test_built_site_feeds_list_daily_and_weekly(settings, tmp_path, monkeypatch):
-    from infra_radar.pipeline import import_jsonl, open_store, sample_files
+    from infra_radar.pipeline.demo import sample_files
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.imports import import_jsonl
 
     monkeypatch.setattr(charts, "available", lambda: False)
     engine = open_store(settings)

@@ -10,10 +10,12 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from infra_radar import pipeline
 from infra_radar.cli import main
-from infra_radar.fetch import bot_test, fetch
 from infra_radar.models import Window
+from infra_radar.pipeline.analysis import analyze
+from infra_radar.pipeline.fetch import bot_test, fetch
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.reports import daily
 from infra_radar.sources.github import Endpoints, GitHubClient, RateLimited
 from infra_radar.store import cursors, queries, schema
 
@@ -35,7 +37,7 @@ def stub():
 
 @pytest.fixture
 def store(settings):
-    engine = pipeline.open_store(settings)
+    engine = open_store(settings)
     yield engine
     engine.dispose()
 
@@ -80,7 +82,7 @@ def baseline(tmp_path_factory) -> list[dict]:
     mp = pytest.MonkeyPatch()
     mp.setenv("RADAR_HOME", str(tmp_path_factory.mktemp("baseline")))
     settings = load_settings()
-    engine = pipeline.open_store(settings)
+    engine = open_store(settings)
     with GitHubStub(load_repos(*REPOS), token=TOKEN) as server:
         result = run(server, settings, engine)
     assert not result.errors
@@ -100,7 +102,7 @@ def refs(engine) -> set[str]:
 def test_fetch_analyse_daily_lists_the_live_items(stub, settings, store):
     result = run(stub, settings, store, is_bot=None)  # the default: the rules' bot test
     assert not result.errors and result.stats.inserted == len(EXPECTED)
-    pipeline.analyze(settings, store)
+    analyze(settings, store)
     assert refs(store) == EXPECTED  # PR 1150, issue 1100 and release v0.9.0 predate --since; the draft release is left out
     found = {a.item.ref: a.item for a in queries.analysed_in_window(store, EVERYTHING)}
     assert len(found["acme/infer#1204"].files) == 250
@@ -109,7 +111,7 @@ def test_fetch_analyse_daily_lists_the_live_items(stub, settings, store):
     assert (found["acme/infer#1202"].state, found["acme/infer#1202"].draft) == ("open", True)
     assert found["acme/infer#1203"].state == "closed" and found["acme/infer#1201"].state == "merged"
     settings.lang = "en"
-    text = pipeline.daily(settings, store, SINCE, datetime(2026, 8, 3, tzinfo=UTC)).text
+    text = daily(settings, store, SINCE, datetime(2026, 8, 3, tzinfo=UTC)).text
     assert f"Items: {len(EXPECTED)} scanned" in text and "Releases: acme/infer v0.9.1" in text
     top, rest = text.split("## Deep dives")[0].split("## P0 / P1")[1], text.split("## Short table")[1]
     for ref in ("acme/infer#1201", "acme/infer-npu#310", "acme/infer#1202", "acme/infer-npu#311"):
@@ -136,7 +138,7 @@ def test_first_run_looks_back_first_lookback_hours(stub, settings, store):
     settings.first_lookback_hours = int((datetime.now(UTC) - datetime(2026, 7, 15, tzinfo=UTC)).total_seconds() // 3600)
     result = run(stub, settings, store, since=None)
     assert not result.errors
-    pipeline.analyze(settings, store)
+    analyze(settings, store)
     assert refs(store) == EXPECTED
     state = cursors.read_state(store, "acme/infer", "pulls")
     assert state.cursor == datetime(2026, 8, 1, 19, 45, 30, tzinfo=UTC) and state.resume is None
@@ -149,7 +151,7 @@ def test_later_updates_are_picked_up_and_merge_an_open_pr(stub, settings, store)
                 mergeCommit={"oid": "ab" * 20})
     result = run(stub, settings, store, since=None)
     assert result.stats.updated == 1
-    pipeline.analyze(settings, store)
+    analyze(settings, store)
     item = queries.analysed_item(store, "acme/infer", 1202).item
     assert (item.state, item.merge_commit, item.draft) == ("merged", "ab" * 20, False)
 
@@ -158,7 +160,7 @@ def test_anonymous_mode_uses_rest_and_counts_no_pr_as_an_issue(stub, settings, s
     result = run(stub, settings, store, token=None, page_size=2)  # small pages: Link pagination, PR-only pages
     assert result.anonymous and not result.errors and stub.count("/graphql") == 0
     assert any(r.query.get("page") == "2" for r in stub.requests if r.path == "/repos/acme/infer/issues")
-    pipeline.analyze(settings, store)
+    analyze(settings, store)
     kinds = {(a.item.ref, a.item.kind) for a in queries.analysed_in_window(store, EVERYTHING)}
     assert {r for r, _ in kinds} == EXPECTED
     assert {r for r, k in kinds if k == "issue"} == {"acme/infer#1205", "acme/infer#1188", "acme/infer-npu#312"}
@@ -275,7 +277,7 @@ def test_radar_fetch_malformed_page_exits_nonzero(stub, radar_home, monkeypatch)
     _configure(radar_home)
     monkeypatch.setenv("GITHUB_API_URL", stub.url)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setattr("infra_radar.fetch.open_client",
+    monkeypatch.setattr("infra_radar.pipeline.fetch.open_client",
                         lambda max_wait, wait: GitHubClient(Endpoints.from_env(), max_wait=max_wait, backoff=0.0))
     stub.fault("truncate", "/graphql", times=5)
     result = CliRunner().invoke(main, ["fetch", "--since", "2026-07-29"])
@@ -296,7 +298,7 @@ def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store
     run(stub, settings, store)
     runner = CliRunner()
     assert runner.invoke(main, ["watch", "add", "acme/infer#1202", "--reason", "MLA chunked prefill"]).exit_code == 0
-    first = pipeline.daily(settings, store, datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
+    first = daily(settings, store, datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
     section = first.text[first.text.index("## Tracked items"):first.text.index("## Short table")]
     assert "acme/infer#1202" in section and "first recheck, now" in section, section
 
@@ -312,7 +314,7 @@ def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store
               "createdAt": "2026-08-02T09:00:00Z"}
     stub.repos["acme/infer"].pulls.insert(0, follow)
     run(stub, settings, store, since=datetime(2026, 8, 2, tzinfo=UTC))
-    second = pipeline.daily(settings, store, datetime(2026, 8, 2, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC))
+    second = daily(settings, store, datetime(2026, 8, 2, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC))
     section = second.text[second.text.index("## Tracked items"):second.text.index("## Short table")]
     assert "now merged" in section and "c0ffee" in section, section
     assert "acme/infer#1206" in section, section

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from infra_radar.cli import main
 from infra_radar.config import load_settings
 from infra_radar.errors import clip, redact
-from infra_radar.pipeline import open_store
+from infra_radar.pipeline.home import open_store
 from infra_radar.sources.github import Endpoints, GitHubClient, PageError, RateLimited
 from infra_radar.store.schema import runs as runs_table
 

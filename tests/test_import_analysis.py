@@ -1,14 +1,17 @@
-"""Imports analyse the batches they save in forked workers (analysis_stage.alongside): the same analyses as a
+"""Imports analyse the batches they save in forked workers (pipeline.analysis.alongside): the same analyses as a
 later `radar analyze`, nothing left for it, small imports untouched, and an analysis fault never fails the import."""
 
 from __future__ import annotations
 
 import json
 
-from infra_radar import analysis_stage
 from infra_radar.analyse import item as item_module
 from infra_radar.analyse.rules import RuleSet
-from infra_radar.pipeline import analyze, export, import_jsonl, open_store
+from infra_radar.pipeline import analysis
+from infra_radar.pipeline.analysis import analyze
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_jsonl
+from infra_radar.pipeline.reports import export
 from infra_radar.store import queries
 
 EXPORTS = ["verl-project+verl@release+v0.8.0.jsonl.gz", "vllm-project+vllm-omni.jsonl.gz"]
@@ -28,7 +31,7 @@ def _import(settings, shared_data, monkeypatch, on: bool):
 
 
 def test_import_analyses_what_it_saved_as_analyze_would(settings, shared_data, monkeypatch, tmp_path):
-    monkeypatch.setattr(analysis_stage, "BATCH", 20)  # several worker batches from these two small exports
+    monkeypatch.setattr(analysis, "BATCH", 20)  # several worker batches from these two small exports
     pending_on, alongside = _import(settings, shared_data, monkeypatch, on=True)
     settings.db_url = f"sqlite:///{tmp_path / 'other.db'}"  # under PostgreSQL too: the stores give one export
     pending_off, separate = _import(settings, shared_data, monkeypatch, on=False)
@@ -51,7 +54,7 @@ def test_a_small_import_leaves_its_items_to_analyze(settings, shared_data, monke
 
 
 def test_an_analysis_fault_never_fails_the_import(settings, shared_data, monkeypatch):
-    monkeypatch.setattr(analysis_stage, "BATCH", 20)
+    monkeypatch.setattr(analysis, "BATCH", 20)
     monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1")
 
     def broken(*_args, **_kw):
@@ -91,7 +94,7 @@ def test_the_import_says_how_many_items_it_analysed(shared_data, monkeypatch):
 
     from infra_radar.cli import main
 
-    monkeypatch.setattr(analysis_stage, "BATCH", 20)
+    monkeypatch.setattr(analysis, "BATCH", 20)
     monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1")
     result = CliRunner().invoke(main, ["import-jsonl", str(shared_data / "git" / EXPORTS[1])])
     assert result.exit_code == 0, result.output

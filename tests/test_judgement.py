@@ -35,7 +35,7 @@ def store(full_store):
         mp.setenv("RADAR_HOME", str(home))
         mp.delenv("RADAR_DB_URL", raising=False)
         settings = load_settings(db_url=url)
-        from infra_radar.pipeline import open_store
+        from infra_radar.pipeline.home import open_store
         from infra_radar.store import queries
 
         engine = open_store(settings)

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 from infra_radar.store import schema
 
 from .conftest import TEST_DB_URL, _fresh_schema, commit, git

@@ -12,7 +12,11 @@ from click.testing import CliRunner
 
 from infra_radar.analyse.ledger import compile_ledger_rules, load_ledger_rules, parse_adaptations
 from infra_radar.cli import main
-from infra_radar.pipeline import analyze, card_input, import_jsonl, open_store, weekly
+from infra_radar.pipeline.analysis import analyze
+from infra_radar.pipeline.card import card_input
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_jsonl
+from infra_radar.pipeline.reports import weekly
 from infra_radar.render.markdown import render_card
 from infra_radar.store.ledger import adapted_in, ledger_size
 from infra_radar.windows import iso_week

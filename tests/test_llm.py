@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from infra_radar.analyse.grounding import Grounds, ground, language_ok, normalise, numbers, refs
-from infra_radar.analyse.llm import LlmClient, LlmConfig, LlmError, Request, parse_reply
 from infra_radar.config import Settings, load_settings
 from infra_radar.errors import ConfigError
-from infra_radar.llm_stage import apply_llm, llm_config, load_prompt, render_messages, settings_prompt
+from infra_radar.llm.client import LlmClient, LlmConfig, LlmError, Request, parse_reply
+from infra_radar.llm.grounding import Grounds, ground, language_ok, normalise, numbers, refs
+from infra_radar.llm.stage import apply_llm, llm_config, load_prompt, render_messages, settings_prompt
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item, PerfClaim
-from infra_radar.pipeline import import_jsonl, open_store, weekly
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_jsonl
+from infra_radar.pipeline.reports import weekly
 from infra_radar.windows import make_window
 
 from .llm_stub import INVENTED_NUMBER, INVENTED_REF, LlmStub
@@ -283,7 +285,7 @@ def test_cli_llm_flags_dry_run_and_cache(monkeypatch):
     from click.testing import CliRunner
 
     from infra_radar.cli import main
-    from infra_radar.pipeline import sample_files
+    from infra_radar.pipeline.demo import sample_files
 
     def invoke(*args: str):
         result = CliRunner().invoke(main, list(args))
@@ -332,14 +334,14 @@ def _other_item() -> AnalysedItem:
 def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     from dataclasses import replace
 
-    from infra_radar.llm_render import render_daily_llm
-    from infra_radar.llm_stage import daily_llm
+    from infra_radar.llm.render import render_daily_llm
+    from infra_radar.llm.stage import daily_llm
 
     settings, config = _stage_settings(tmp_path, stub)
     config = replace(config, max_concurrency=1)
     engine = open_store(settings)
     inp = _daily_input([_item(), _other_item()])
-    from infra_radar.llm_stage import _daily_ctx
+    from infra_radar.llm.stage import _daily_ctx
 
     headline = {"headline": f"Rope got faster: TTFT 512 ms. It is {INVENTED_NUMBER}x better. See #70. Start with #12."}
     rows = {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms. It is 22.1 times faster. Compare #78.",
@@ -381,7 +383,8 @@ def _daily_plain(text: str) -> str:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(monkeypatch, lang):
-    from infra_radar.pipeline import daily, sample_files
+    from infra_radar.pipeline.demo import sample_files
+    from infra_radar.pipeline.reports import daily
 
     settings = load_settings(lang=lang)
     engine = open_store(settings)
@@ -441,7 +444,7 @@ def _cli(*args: str) -> tuple[int, str, str]:
 def test_a_user_prompt_replaces_the_packaged_one_and_its_version_keys_the_cache(radar_home, monkeypatch):
     from importlib import resources
 
-    from infra_radar.pipeline import sample_files
+    from infra_radar.pipeline.demo import sample_files
 
     for var in ("RADAR_LLM_BASE_URL", "RADAR_LLM_MODEL", "RADAR_LLM_API_KEY"):
         monkeypatch.delenv(var, raising=False)
@@ -542,7 +545,7 @@ def test_doctor_reads_llm_from_radar_toml_and_never_prints_the_key(radar_home, m
 def test_prompts_in_radar_home_override_and_a_missing_variable_names_the_file(tmp_path, stub):
     from importlib import resources
 
-    from infra_radar.llm_stage import prompts_dir, settings_prompt
+    from infra_radar.llm.stage import prompts_dir, settings_prompt
 
     settings, config = _stage_settings(tmp_path, stub)  # home = tmp_path, no radar.toml
     assert prompts_dir(settings) is None and settings_prompt(settings, "item").source == "defaults/prompts/item.toml"
@@ -557,7 +560,7 @@ def test_prompts_in_radar_home_override_and_a_missing_variable_names_the_file(tm
 
 
 def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_path, monkeypatch):
-    from infra_radar.pipeline import daily
+    from infra_radar.pipeline.reports import daily
 
     settings = load_settings(lang="zh")
     engine = open_store(settings)
@@ -584,7 +587,7 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
 def test_a_model_line_that_only_repeats_the_rule_conclusion_leaves_the_rule_text():
     """A small model shown the rule conclusion tends to copy it; grounding then cuts its figures. The copy
     (whole, cut short, or nearly the same) never replaces the rule text; a line of its own does."""
-    from infra_radar.llm_render import _overlay_daily
+    from infra_radar.llm.render import _overlay_daily
 
     rule = "作者：“This PR adds X.”；涉及 `forced_max_seqlen`；Total Step Time 534.13 s → 397.71 s；建议先验证"
     refs = ["a/b#1", "a/b#2", "a/b#3", "a/b#4"]
@@ -611,8 +614,8 @@ def test_a_translated_title_or_a_pasted_prompt_is_not_model_prose():
     """A small model's line for a P0/P1 row must say more than the title: a translated title (few CJK
     characters, no Latin word beyond the title's) leaves the rule text; a Chinese explanation does not.
     A sentence carrying a prompt field label is the prompt pasted back: dropped as filler."""
-    from infra_radar.analyse.grounding import Grounds, ground_counted
-    from infra_radar.llm_render import says_more_than_title
+    from infra_radar.llm.grounding import Grounds, ground_counted
+    from infra_radar.llm.render import says_more_than_title
 
     title = "[hardware] fix: add flops estimation for ascend a2g3 device"
     assert not says_more_than_title("添加 ascend a2g3 设备的 flops 估计", title)

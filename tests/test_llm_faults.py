@@ -13,14 +13,15 @@ from datetime import UTC, datetime
 import pytest
 from click.testing import CliRunner
 
-from infra_radar.analyse.grounding import Grounds, ground_counted
-from infra_radar.analyse.llm import LlmClient, LlmConfig, LlmError, Request
 from infra_radar.cli import main
 from infra_radar.config import Settings
-from infra_radar.llm_render import merge_recommendations
-from infra_radar.llm_stage import apply_llm
+from infra_radar.llm.client import LlmClient, LlmConfig, LlmError, Request
+from infra_radar.llm.grounding import Grounds, ground_counted
+from infra_radar.llm.render import merge_recommendations
+from infra_radar.llm.stage import apply_llm
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item, PerfClaim
-from infra_radar.pipeline import open_store, sample_files
+from infra_radar.pipeline.demo import sample_files
+from infra_radar.pipeline.home import open_store
 
 from .llm_stub import INVENTED_NUMBER, INVENTED_REF, LlmStub
 
@@ -349,7 +350,7 @@ def test_cli_prints_why_each_item_fell_back_and_retry_failed_resends(radar_home,
 def test_the_watchdog_fires_due_alarms_in_order_and_never_a_disarmed_one():
     import time
 
-    from infra_radar.analyse.llm_transport import _Watchdog
+    from infra_radar.llm.transport import _Watchdog
 
     dog, fired, done = _Watchdog(), [], threading.Event()
     now = time.monotonic()
@@ -364,7 +365,7 @@ def test_the_watchdog_fires_due_alarms_in_order_and_never_a_disarmed_one():
 
 @pytest.mark.no_store
 def test_a_request_cut_by_the_run_deadline_is_a_run_failure_not_cached(tmp_path):
-    from infra_radar.analyse.llm import RunFailure
+    from infra_radar.llm.client import RunFailure
 
     with Hostile(_trickle) as server:
         client = _client(server.base_url, timeout=60, run_deadline=0.5)

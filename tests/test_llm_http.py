@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from infra_radar.analyse.llm import LlmClient, LlmConfig, LlmError, Request
 from infra_radar.errors import ConfigError
-from infra_radar.llm_stage import apply_llm
+from infra_radar.llm.client import LlmClient, LlmConfig, LlmError, Request
+from infra_radar.llm.stage import apply_llm
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item
-from infra_radar.pipeline import open_store
+from infra_radar.pipeline.home import open_store
 
 from .llm_stub import LlmStub
 from .test_llm import KEY, MESSAGES, SCHEMA, _item, _stage_settings

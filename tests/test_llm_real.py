@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from infra_radar.analyse.grounding import numbers, refs
 from infra_radar.cli import main
+from infra_radar.llm.grounding import numbers, refs
 
 URL, MODEL = os.environ.get("RADAR_TEST_LLM_URL", ""), os.environ.get("RADAR_TEST_LLM_MODEL", "")
 pytestmark = pytest.mark.skipif(not (URL and MODEL), reason="real-model pass: RADAR_TEST_LLM_URL/MODEL not set "

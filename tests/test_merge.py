@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from infra_radar.models import Comment, FileChange, Item
-from infra_radar.pipeline import open_store
+from infra_radar.pipeline.home import open_store
 from infra_radar.store import save
 from infra_radar.store.merge import merge_items
 from infra_radar.store.queries import ids_to_analyse, items_by_id

@@ -93,7 +93,9 @@ def test_a_rules_override_with_a_wrong_type_names_its_folder(tmp_path):
     (rules / "priority.toml").write_text('substance_lines = "many"\n')
     cfg = config(tmp_path, f'rules_dir = "{rules}"\n')
     from infra_radar.config import load_settings
-    from infra_radar.pipeline import import_jsonl, open_store, sample_files
+    from infra_radar.pipeline.demo import sample_files
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.imports import import_jsonl
 
     settings = load_settings()
     engine = open_store(settings)
@@ -133,7 +135,7 @@ def test_the_last_net_hides_sql_and_record_text():
 @sqlite_only
 def test_a_full_disk_is_one_line_without_sql_or_pr_text(monkeypatch):
     """SQLite's max_page_count stands in for a full disk: the import stops with one line, no SQL, no PR text."""
-    from infra_radar.pipeline import sample_files
+    from infra_radar.pipeline.demo import sample_files
     from infra_radar.store import db
 
     real = db._sqlite_pragmas  # noqa: SLF001
@@ -156,7 +158,7 @@ def test_a_file_size_limit_is_one_line(radar_home):
     import subprocess
     import sys
 
-    from infra_radar.pipeline import sample_files
+    from infra_radar.pipeline.demo import sample_files
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
@@ -196,7 +198,7 @@ def test_import_jsonl_reads_a_pipe(radar_home):
     import subprocess
     import sys
 
-    from infra_radar.pipeline import sample_files
+    from infra_radar.pipeline.demo import sample_files
 
     env = {**os.environ, "RADAR_HOME": str(radar_home)}
     sample = sample_files()[0]

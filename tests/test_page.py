@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from infra_radar.analyse.claims import extract_claims
 from infra_radar.cli import main
 from infra_radar.errors import ConfigError, SourceError
-from infra_radar.pipeline import open_store
-from infra_radar.sources.page import PageReport, decode_page, import_page, load_page_rules, parse_page
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_page
+from infra_radar.sources.page import PageReport, decode_page, load_page_rules, parse_page
 from infra_radar.store.queries import analysed_item
 
 PAGES = Path(__file__).parent / "data" / "pages"
@@ -111,7 +112,7 @@ def test_real_page_over_a_git_import_keeps_files_and_merge(settings, shared_data
     if rec is None:
         pytest.skip("#7756 is not in the history export")
     export.write_text(head + rec, encoding="utf-8")
-    from infra_radar.pipeline import import_jsonl
+    from infra_radar.pipeline.imports import import_jsonl
 
     engine = open_store(settings)
     import_jsonl(settings, engine, [export])

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from infra_radar.config import load_settings
-from infra_radar.pipeline import open_store
-from infra_radar.sources.page import PageReport, import_page, load_page_rules, parse_page, read_page
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_page
+from infra_radar.sources.page import PageReport, load_page_rules, parse_page, read_page
 
 THREADS = "threads-2026-07-02"
 D = "2026-{}".format  # noqa: UP030
@@ -234,7 +235,7 @@ def test_thread_pages_import_into_the_store_and_twice_changes_nothing(settings, 
 
 def test_thread_pages_onto_history_change_no_title_or_body(settings, threads, tmp_path):
     """Pages of PRs the history already holds only add: titles, bodies, files and merge times stay."""
-    from infra_radar.pipeline import import_jsonl
+    from infra_radar.pipeline.imports import import_jsonl
     from infra_radar.store.queries import analysed_item
 
     from .conftest import export_rows
@@ -258,7 +259,7 @@ def test_thread_pages_onto_history_change_no_title_or_body(settings, threads, tm
         pytest.skip("no thread page is in the history exports")
     engine = open_store(settings)
     import_jsonl(settings, engine, exports)
-    from infra_radar.pipeline import analyze
+    from infra_radar.pipeline.analysis import analyze
 
     analyze(settings, engine)
     before = {}

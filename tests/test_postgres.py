@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 from infra_radar.store.db import open_engine
 from infra_radar.store.schema import MIGRATIONS, migrate, migrations_table
 

@@ -14,7 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.pipeline import import_jsonl, open_store, sample_files
+from infra_radar.pipeline.demo import sample_files
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_jsonl
 from infra_radar.publish.push import (
     Digest,
     Line,

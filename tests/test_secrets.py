@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 from infra_radar.config import load_settings
-from infra_radar.pipeline import sample_files
+from infra_radar.pipeline.demo import sample_files
 
 from .github_stub import GitHubStub, load_repos
 

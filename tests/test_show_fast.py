@@ -1,4 +1,4 @@
-"""`radar show` reads a ready SQLite store through stdlib sqlite3, never importing SQLAlchemy (card.py), and
+"""`radar show` reads a ready SQLite store through stdlib sqlite3, never importing SQLAlchemy (pipeline/card.py), and
 gives exactly the card the SQLAlchemy path gives; anything not ready falls back to that path, which analyses
 first. Counted and compared, never timed (bench/show_card.py prints the times)."""
 
@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from infra_radar.analysis_stage import work_left
-from infra_radar.card import fast_card, parse_ref, read_card
 from infra_radar.cli import main
 from infra_radar.config import load_settings
 from infra_radar.errors import NotFoundError
-from infra_radar.pipeline import open_store, sample_files
+from infra_radar.pipeline.analysis import work_left
+from infra_radar.pipeline.card import fast_card, parse_ref, read_card
+from infra_radar.pipeline.demo import sample_files
+from infra_radar.pipeline.home import open_store
 from infra_radar.render.markdown import card_json, render_card
 from infra_radar.store.ledger import adapted_by_upstream
 from infra_radar.store.reader import open_sqlite
@@ -229,7 +230,7 @@ HOLD_WRITING = """
 import sys
 import sqlalchemy as sa
 from infra_radar.config import load_settings
-from infra_radar.pipeline import open_store
+from infra_radar.pipeline.home import open_store
 from infra_radar.store import lock
 lock.COMMAND = "radar test-writer"
 engine = open_store(load_settings(db_url=sys.argv[1]), writer=True)
@@ -255,7 +256,7 @@ def test_show_reads_while_another_process_holds_the_lock_mid_write(sample_store)
     assert (code, err, imported) == (0, "", False) and out == expected  # the last committed state
 
 
-# --- `radar analyze` with nothing to do (analysis_stage.nothing_to_analyse) ------------------------------
+# --- `radar analyze` with nothing to do (pipeline.analysis.nothing_to_analyse) ------------------------------
 
 
 @sqlite_only

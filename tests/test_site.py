@@ -15,7 +15,9 @@ from click.testing import CliRunner
 from infra_radar.cli import main
 from infra_radar.config import load_settings
 from infra_radar.models import FileChange, Item
-from infra_radar.pipeline import import_jsonl, open_store, sample_files
+from infra_radar.pipeline.demo import sample_files
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.imports import import_jsonl
 from infra_radar.publish import charts
 from infra_radar.publish.markup import markdown_html, safe_url, script_json
 from infra_radar.publish.search import tokens
@@ -254,7 +256,7 @@ def test_cli_site_build_and_serve(store, tmp_path):
 def test_report_pages_carry_the_same_markdown_as_the_cli(settings, store):
     from datetime import date
 
-    from infra_radar.pipeline import analyze
+    from infra_radar.pipeline.analysis import analyze
     from infra_radar.publish.data import load_site_data
     from infra_radar.publish.site import Site
     from infra_radar.render.markdown import render_daily, render_weekly

@@ -57,7 +57,9 @@ def test_same_title_pair_on_main(settings):
 
 def test_daily_shows_a_backport_next_to_its_original(settings, shared_data, tmp_path):
     """verl#6886 on main and #6881 on release/v0.8.0 are one change; the daily radar says which is which."""
-    from infra_radar.pipeline import daily, import_jsonl, open_store
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.imports import import_jsonl
+    from infra_radar.pipeline.reports import daily
 
     from .conftest import export_rows
 

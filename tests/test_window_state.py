@@ -10,7 +10,8 @@ import pytest
 
 from infra_radar.config import load_settings
 from infra_radar.models import FileChange, Item, Window
-from infra_radar.pipeline import daily, open_store
+from infra_radar.pipeline.home import open_store
+from infra_radar.pipeline.reports import daily
 from infra_radar.store import save
 from infra_radar.store.queries import opened_at
 from infra_radar.windows import touches
@@ -99,7 +100,7 @@ def test_judging_items_as_they_stood_compiles_the_rules_once_per_build(radar_hom
     items did not change state after it."""
     from infra_radar.analyse.ruleset import RuleSet
     from infra_radar.models import AnalysedItem, Analysis
-    from infra_radar.pipeline import as_of
+    from infra_radar.pipeline.reports import as_of
 
     settings = load_settings(lang="en")
     loads = []

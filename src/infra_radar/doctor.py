@@ -195,7 +195,7 @@ def local_model_server(env: dict[str, str]) -> str:
 def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> Check:
     """The optional LLM endpoint as the stage resolves it (radar.toml [llm], RADAR_LLM_* overrides): set, key
     present (by variable name), and answering GET {base_url}/models within 3 s."""
-    from .llm_stage import llm_endpoint
+    from .llm.stage import llm_endpoint
 
     try:
         point = llm_endpoint(settings, env)

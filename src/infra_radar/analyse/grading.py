@@ -23,9 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover - types only: rules.py imports this module
+if TYPE_CHECKING:  # pragma: no cover - types only
     from ..models import Item, PerfClaim, Text
-    from .rules import RuleSet, _Facts
+    from .facts import Facts
+    from .ruleset import RuleSet
 
 __all__ = ["grade", "is_native"]
 
@@ -49,7 +50,7 @@ def _is_code(classes: frozenset[str]) -> bool:
     return "code" in classes and "code_exclude" not in classes
 
 
-def is_native(item: Item, facts: _Facts, rules: RuleSet) -> bool:
+def is_native(item: Item, facts: Facts, rules: RuleSet) -> bool:
     """Already written for the target: own repository, a target code path, or the title names it."""
     profile = rules.profile
     if item.repo.lower() in profile.native_repos:
@@ -62,7 +63,7 @@ def is_native(item: Item, facts: _Facts, rules: RuleSet) -> bool:
     return not facts.diffstat and len(facts.hit("body", "native")) >= profile.native_body_min
 
 
-def _evidence(facts: _Facts, rules: RuleSet, key: str, signals: list[str], body_min: int,
+def _evidence(facts: Facts, rules: RuleSet, key: str, signals: list[str], body_min: int,
               title_decides: bool, kernel: bool) -> _Evidence:
     """Files and words of `signals`: a code file decides, title words decide when `title_decides`,
     otherwise words need `body_min` distinct phrases (title and description together). With
@@ -85,7 +86,7 @@ def _evidence(facts: _Facts, rules: RuleSet, key: str, signals: list[str], body_
     return found
 
 
-def _light_files(facts: _Facts, rules: RuleSet) -> bool:
+def _light_files(facts: Facts, rules: RuleSet) -> bool:
     """Every changed file is light (docs, tests, CI, config), and none is a kernel source."""
     if not facts.files or not facts.diffstat:  # paths a text names are a partial view
         return False
@@ -98,7 +99,7 @@ def _light_kind(kind: str, rules: RuleSet) -> bool:
     return kind in rules.data["grades"].get("light_kinds", [])
 
 
-def _light_category(facts: _Facts) -> str:
+def _light_category(facts: Facts) -> str:
     """What the light files are: docs, tests, ci, config (code such as config.py) or mixed."""
     cats = set()
     for path, classes, _ in facts.files:
@@ -117,18 +118,18 @@ def _light_category(facts: _Facts) -> str:
     return "config_code" if cats & {"config_code", "tests"} else "mixed"
 
 
-def _title_hit(facts: _Facts, owner: str) -> bool:
+def _title_hit(facts: Facts, owner: str) -> bool:
     return bool(facts.hit("title", owner) or facts.hit("tags", owner))
 
 
-def _measured(kind: str, claims: Sequence[PerfClaim], facts: _Facts) -> bool:
+def _measured(kind: str, claims: Sequence[PerfClaim], facts: Facts) -> bool:
     """A performance change: its benefit has to be measured again on the target."""
     if kind == "perf" or _title_hit(facts, "g:measure"):
         return True
     return any(c.ratio is not None or (c.before is not None and c.after is not None) for c in claims)
 
 
-def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: _Facts,
+def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
           rules: RuleSet) -> tuple[str, bool, Text]:
     """(grade, native, reason) of one item."""
     profile = rules.profile
@@ -153,13 +154,13 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: _Facts,
     return "S", False, _reason("S" if facts.files and facts.diffstat else "S_nofiles", _Evidence(), facts, rules)
 
 
-def _kernel_files(facts: _Facts, rules: RuleSet) -> bool:
+def _kernel_files(facts: Facts, rules: RuleSet) -> bool:
     kernel = {f"sig:{s}" for s in [*rules.profile.signals_l, *rules.profile.native_l]}
     return any(kernel & classes and _is_code(classes) and path not in facts.deleted
                for path, classes, _ in facts.files)
 
 
-def _native_grade(item: Item, kind: str, facts: _Facts, rules: RuleSet) -> tuple[str, bool, Text]:
+def _native_grade(item: Item, kind: str, facts: Facts, rules: RuleSet) -> tuple[str, bool, Text]:
     profile = rules.profile
     light = _light_kind(kind, rules) or (_light_files(facts, rules) and not _kernel_files(facts, rules))
     if not light:
@@ -176,7 +177,7 @@ def _native_grade(item: Item, kind: str, facts: _Facts, rules: RuleSet) -> tuple
     return "S", True, _reason(key, _Evidence(), facts, rules)
 
 
-def _reason(key: str, found: _Evidence, facts: _Facts, rules: RuleSet,
+def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
             what: Sequence[tuple[str, str]] = ()) -> Text:
     grades = rules.data["grades"]
     template = grades["reasons"][key]
@@ -199,7 +200,7 @@ def _area(ranked: list[str], grades: Mapping, lang: str) -> str:
     return "/".join(parts[:2]) if parts else ranked[0]
 
 
-def _ranked_files(facts: _Facts) -> list[str]:
+def _ranked_files(facts: Facts) -> list[str]:
     """Changed paths, code before docs/tests/config, larger changes first: what a reason should name."""
     ranked = sorted(facts.files, key=lambda f: ("light" in f[1], -f[2]))
     return [path for path, _, _ in ranked]

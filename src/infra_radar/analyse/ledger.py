@@ -5,7 +5,7 @@ adaptation, in a table (`files | upstream change | adaptation`), under per-file 
 lists of URLs or in prose. `parse_adaptations` reads one PR's title and description and returns one
 `Adaptation` per upstream PR cited as adapted; the pairs and every phrase come from ledger.toml.
 
-The parsing is pure; analyse/relations.py joins it and the cross-item link finders (analyse/links.py) with
+The parsing is pure; pipeline/relations.py joins it and the cross-item link finders (analyse/links.py) with
 the store.
 """
 

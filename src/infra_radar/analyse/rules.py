@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
 from ..models import Analysis, FileChange, Item, PerfClaim
+from .facts import _NO_HITS, Facts
 from .grading import grade as _grade
 from .matching import words
 from .ruleset import (
@@ -66,38 +66,6 @@ _MARKUP = re.compile(r"`+|\*\*+|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])")  # code 
 
 
 # --------------------------------------------------------------------------- text facts
-
-
-_NO_HITS: frozenset[int] = frozenset()
-
-
-@dataclass(slots=True)
-class _Facts:
-    """What the rules look at, extracted once per item."""
-
-    title: str  # the title without tags, type and trailing (#N)
-    type_word: str
-    tag_words: list[str]
-    title_words: list[str]
-    body: str  # cleaned description
-    design_chars: int
-    found: dict[str, set[int]]  # region (title, tags, body, labels) -> ids of the phrases found there
-    pids: dict[str, frozenset[int]]  # the index's owner -> phrase ids
-    files: list[tuple[str, frozenset[str], int]]  # path, glob classes, changed lines
-    counts: dict[str, int] = field(default_factory=dict)  # glob class -> number of files in it
-    deleted: set[str] = field(default_factory=set)  # paths whose change only removes lines
-    code_lines: int = 0
-    lines: int = 0
-    has_code: bool = False
-    has_tests: bool = False
-    diffstat: bool = True  # False: `files` are paths the text names (no line counts known)
-
-    def hit(self, region: str, owner: str) -> set[int] | frozenset[int]:
-        return self.found[region] & self.pids.get(owner, _NO_HITS)
-
-    def share(self, cls: str) -> float:
-        """The share of changed files in glob class `cls` (0 without files)."""
-        return self.counts.get(cls, 0) / len(self.files) if self.files else 0.0
 
 
 def _split_title(title: str) -> tuple[list[str], str, str]:
@@ -153,7 +121,7 @@ def _clean(body: str, rules: RuleSet) -> tuple[str, int]:
     return cleaned[:_BODY_CHARS], design
 
 
-def _facts(item: Item, rules: RuleSet) -> _Facts:
+def _facts(item: Item, rules: RuleSet) -> Facts:
     tags, type_word, title = _split_title(item.title)
     title_words = words(title)
     label_words = [w for label in item.labels for w in [*words(label), ""]]
@@ -161,7 +129,7 @@ def _facts(item: Item, rules: RuleSet) -> _Facts:
              "labels": rules.index.find(label_words)}
     kind_tags = _kind_tags(tags, rules)
     found["kind_tags"] = found["tags"] if kind_tags is tags else rules.index.find([*kind_tags, type_word])
-    facts = _Facts(title, type_word, tags, title_words, "", 0, found, rules.index.pids, [])
+    facts = Facts(title, type_word, tags, title_words, "", 0, found, rules.index.pids, [])
     _add_files(facts, item, rules)
     if _housekeeping(facts, rules):
         # A change to docs, CI or tests only is judged on its title, labels and paths: its (often
@@ -193,7 +161,7 @@ def _kind_tags(tags: list[str], rules: RuleSet) -> list[str]:
     return kept if dropped else tags
 
 
-def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
+def _add_files(facts: Facts, item: Item, rules: RuleSet) -> None:
     # no diffstat (an issue, an RFC, a pasted page): the paths its text names stand in, without line counts
     facts.diffstat = bool(item.files)
     for change in item.files or [FileChange(path) for path in item.named_paths]:
@@ -211,7 +179,7 @@ def _add_files(facts: _Facts, item: Item, rules: RuleSet) -> None:
     facts.has_tests = "test" in facts.counts
 
 
-def _housekeeping(facts: _Facts, rules: RuleSet) -> bool:
+def _housekeeping(facts: Facts, rules: RuleSet) -> bool:
     """Every changed file is docs, CI or tests (one of those path classes of kinds.toml)."""
     if not facts.files or not facts.diffstat:  # named paths are a partial view: the text still counts
         return False
@@ -222,7 +190,7 @@ def _housekeeping(facts: _Facts, rules: RuleSet) -> bool:
 # --------------------------------------------------------------------------- kind
 
 
-def _kind(item: Item, facts: _Facts, rules: RuleSet) -> str:
+def _kind(item: Item, facts: Facts, rules: RuleSet) -> str:
     if item.kind == "release":
         return "release"
     if item.kind == "issue":
@@ -258,7 +226,7 @@ def _keep_max(scores: dict[str, float], rule: _Weighted) -> None:
     scores[rule.kind] = max(scores.get(rule.kind, 0.0), rule.weight)
 
 
-def _type_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> bool:
+def _type_kind(facts: Facts, rules: RuleSet, scores: dict[str, float]) -> bool:
     """Score the conventional-commit type (`fix:`); True when the title has a known one."""
     if not facts.type_word:
         return False
@@ -271,14 +239,14 @@ def _type_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> bool:
     return typed
 
 
-def _start_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> None:
+def _start_kind(facts: Facts, rules: RuleSet, scores: dict[str, float]) -> None:
     first = facts.title_words[0] if facts.title_words else ""
     for vocabulary, rule in rules.at_start:
         if first in vocabulary:
             _keep_max(scores, rule)
 
 
-def _path_kind(facts: _Facts, rules: RuleSet, scores: dict[str, float]) -> None:
+def _path_kind(facts: Facts, rules: RuleSet, scores: dict[str, float]) -> None:
     if not facts.files or not facts.diffstat:  # "every file is a test" needs every file, not the ones named
         return
     for rule in rules.kind_rules["paths"]:
@@ -294,7 +262,7 @@ def _best_kind(scores: Mapping[str, float], rules: RuleSet) -> str:
     return min(scores, key=lambda k: (-scores[k], order.get(k, len(order))))
 
 
-def _issue_kind(facts: _Facts, rules: RuleSet) -> str:
+def _issue_kind(facts: Facts, rules: RuleSet) -> str:
     for kind, owner in rules.issue_rules:
         if any(facts.hit(region, owner) for region in ("tags", "labels", "title")):
             return kind
@@ -307,7 +275,7 @@ def _issue_kind(facts: _Facts, rules: RuleSet) -> str:
 _TOPIC_SOURCES = {"title": ("t", "ttl"), "tags": ("t", "tt", "ttl"), "labels": ("t", "tl")}
 
 
-def _topics(item: Item, facts: _Facts, rules: RuleSet) -> list[str]:
+def _topics(item: Item, facts: Facts, rules: RuleSet) -> list[str]:
     """Topics hit, strongest first: title, tags and labels 3, paths 2, each body keyword 0.5 (max 2)."""
     score: dict[int, float] = {}
     if facts.has_code:  # a code change in a repository written for one platform is on that platform
@@ -337,7 +305,7 @@ def _topics(item: Item, facts: _Facts, rules: RuleSet) -> list[str]:
 # --------------------------------------------------------------------------- risks
 
 
-def _risks(item: Item, kind: str, topics: list[str], facts: _Facts, rules: RuleSet) -> list[str]:
+def _risks(item: Item, kind: str, topics: list[str], facts: Facts, rules: RuleSet) -> list[str]:
     risk = rules.data["risks"]
     found: set[str] = set()
     core = rules.core.get(item.repo.lower())
@@ -362,7 +330,7 @@ def _risks(item: Item, kind: str, topics: list[str], facts: _Facts, rules: RuleS
     return [r for r in RISKS if r in found]
 
 
-def _word_risk(rid: str, entry: Mapping[str, Any], facts: _Facts) -> bool:
+def _word_risk(rid: str, entry: Mapping[str, Any], facts: Facts) -> bool:
     if facts.hit("title", f"rtitle:{rid}") or facts.hit("tags", f"rtags:{rid}"):
         return True
     if facts.hit("labels", f"rlabels:{rid}"):
@@ -370,7 +338,7 @@ def _word_risk(rid: str, entry: Mapping[str, Any], facts: _Facts) -> bool:
     return len(facts.hit("body", f"rbody:{rid}")) >= int(entry.get("body_min", 1))
 
 
-def _extra_risk(extra: str | None, item: Item, topics: list[str], facts: _Facts, rules: RuleSet) -> bool:
+def _extra_risk(extra: str | None, item: Item, topics: list[str], facts: Facts, rules: RuleSet) -> bool:
     if extra == "external-refs":
         return _depends_on_other_repo(item, rules)
     if extra == "platform-paths":
@@ -412,7 +380,7 @@ def _numbers(claims: Sequence[PerfClaim]) -> bool:
 
 
 def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, risks: list[str],
-           claims: Sequence[PerfClaim], facts: _Facts, rules: RuleSet, settings: Settings) -> set[str]:
+           claims: Sequence[PerfClaim], facts: Facts, rules: RuleSet, settings: Settings) -> set[str]:
     prio = rules.data["priority"]
     focus = [t for t in topics if t in settings.focus]
     named = bool(facts.hit("title", "native") or facts.hit("tags", "native"))
@@ -461,7 +429,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
     return flags
 
 
-def _mechanism_count(facts: _Facts) -> int:
+def _mechanism_count(facts: Facts) -> int:
     return len(facts.hit("title", "mech") | facts.hit("body", "mech"))
 
 

@@ -15,8 +15,9 @@ from ..models import PerfClaim, Text
 from .claims import claim_meaning, format_number
 from .matching import words
 
-if TYPE_CHECKING:  # pragma: no cover - types only: rules.py imports this module
-    from .rules import RuleSet, _Facts
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from .facts import Facts
+    from .ruleset import RuleSet
 
 __all__: list[str] = []  # used by rules.py only
 
@@ -87,7 +88,7 @@ def _claim_text(claim: PerfClaim, lang: str, summary: Mapping[str, Any], short: 
     return text
 
 
-def _lead(facts: _Facts, rules: RuleSet) -> str:
+def _lead(facts: Facts, rules: RuleSet) -> str:
     """The first meaningful sentence of the description when it says what the change does, else the title."""
     prefixes = rules.lead_prefixes
     for paragraph in re.split(r"\n\s*\n", facts.body[:1500])[:3]:
@@ -113,7 +114,7 @@ def _drop_words(sentence: str, n: int) -> str:
     return sentence[found[n - 1].end():].strip() if len(found) >= n else sentence
 
 
-def _summary(kind: str, topics: list[str], native: bool, claims: Sequence[PerfClaim], facts: _Facts,
+def _summary(kind: str, topics: list[str], native: bool, claims: Sequence[PerfClaim], facts: Facts,
              rules: RuleSet) -> Text:
     summary = rules.data["kinds"].get("summary", {})
     names = rules.data["kinds"].get("names", {})

@@ -1,6 +1,6 @@
 """What a stored analysis or relation scan was computed from: versions taken from the rule files' bytes and
 tables and the analyser's source, nothing compiled. A store whose analyses and scans carry the current ones
-needs no analysing, which is all `radar show` asks before reading a card (analysis_stage.work_left).
+needs no analysing, which is all `radar show` asks before reading a card (pipeline.analysis.work_left).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     t = load_strings(settings.lang)
     window = day_window(day)
     names = repos or queries.repo_names(engine)
-    from ..pipeline import daily_items
+    from ..pipeline.reports import daily_items
 
     found = daily_items(settings, engine, window, names)
     ctx = daily_context(DailyInput(window=window, repos=names, items=found, watch=[],
@@ -423,7 +423,7 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
                  repos: list[str] | None = None, week: str | None = None, day: str | None = None,
                  site_url: str = "") -> list[str]:
     """Push (or with dry_run, describe) the report; returns the lines to print."""
-    from ..pipeline import analyze
+    from ..pipeline.analysis import analyze
 
     conf = load_limits()[platform]
     url = os.environ.get(conf["webhook_env"], "")

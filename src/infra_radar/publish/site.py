@@ -169,7 +169,7 @@ class Site:
     # inputs
     def daily_input(self, day: date) -> DailyInput:
         """The daily radar of one UTC day [D 00:00Z, D+1)."""
-        from ..pipeline import as_of
+        from ..pipeline.reports import as_of
 
         window = day_window(day)
         # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
@@ -306,7 +306,7 @@ def _static(writer: PageWriter) -> None:
 
 def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "") -> BuildResult:
     """Build (or incrementally rebuild) the static site under `out_dir`."""
-    from ..pipeline import analyze
+    from ..pipeline.analysis import analyze
 
     started = time.perf_counter()
     analyze(settings, engine)

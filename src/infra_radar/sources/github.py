@@ -2,7 +2,7 @@
 
 `GraphQLSource` and `RestSource` turn one page of a repository's pull requests and issues into Items;
 `fetch_releases` reads releases with ETag conditional requests. The HTTP client lives in github_client.py
-(re-exported here). Nothing here writes the store: fetch.py saves what these yield.
+(re-exported here). Nothing here writes the store: pipeline/fetch.py saves what these yield.
 """
 
 from __future__ import annotations

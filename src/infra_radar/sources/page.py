@@ -23,21 +23,17 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
-from ..config import Settings
 from ..errors import ConfigError, SourceError
 from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, Comment, Item
 from .page_copies import _description_group, _format_score, _groups, _tidy, _unflatten
-from .page_meta import _date, _Meta, _meta
+from .page_meta import _Block, _date, _Meta, _meta
 from .page_rules import PageRules, _any, compile_page_rules, load_page_rules
 from .page_shapes import Shaped, finish, named_paths, read_shape
 
-__all__ = ["PageReport", "PageRules", "compile_page_rules", "decode_page", "import_page", "load_page_rules",
+__all__ = ["PageReport", "PageRules", "compile_page_rules", "decode_page", "load_page_rules",
            "parse_page", "read_page"]
 
 _SEP = "\x1e"  # a line that stands for a removed timeline event: it ends the block before it
@@ -58,21 +54,6 @@ class PageReport:
     stats: Any = None  # store.save.SaveStats of the import
     shape: str = "browser copy"  # or gh-plain | gh-json | thread
     review_paths: list[str] = field(default_factory=list)  # files review comments are on (named paths)
-
-
-@dataclass(slots=True)
-class _Block:
-    lines: list[str] = field(default_factory=list)
-    author: str = ""
-    when: datetime | None = None
-    bot: bool = False
-    review: bool = False
-    headed: bool = False
-    flat: bool = False
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines).strip()
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -390,42 +371,3 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
 # -- import ---------------------------------------------------------------------------------------
 
 
-def _adopt_stored(engine: Engine, item: Item) -> None:
-    """Take the store's name, kind and key for the PR or issue it has under this number (history calls every
-    numbered change a PR); a page item stored under the other kind by an older import is moved to this one."""
-    import sqlalchemy as sa
-
-    from ..store.schema import items, repos
-
-    if item.number is None:
-        return
-    query = (sa.select(items.c.id, repos.c.name, items.c.kind, items.c.key, items.c.source)
-             .join(repos, repos.c.id == items.c.repo_id)
-             .where(sa.func.lower(repos.c.name) == item.repo.lower(), items.c.number == item.number,
-                    items.c.kind.in_(["pr", "issue"])).order_by(items.c.kind).limit(1))
-    with engine.connect() as conn:
-        row = conn.execute(query).first()
-    if row is None:
-        return
-    item.repo = row.name
-    if row.source == "page" and row.kind != item.kind:
-        with engine.begin() as conn:  # the page now says which it is
-            conn.execute(items.update().where(items.c.id == row.id).values(kind=item.kind))
-        return
-    item.kind, item.key = row.kind, row.key
-
-
-def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
-                report: PageReport | None = None) -> Item:
-    """Read a pasted PR page, save it as one item (merged with the stored one) and return it."""
-    from ..store import save
-
-    report = report if report is not None else PageReport()
-    report.path = str(path)
-    item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
-    _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
-    run = save.start_run(engine, "import-page", str(path))
-    report.stats = save.save_items(engine, [item])
-    save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,
-                                       "updated": report.stats.updated})
-    return item

@@ -15,7 +15,8 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .page import PageRules, _Block, _Meta
+    from .page_meta import _Block, _Meta
+    from .page_rules import PageRules
 
 _NORM = re.compile(r"[\W_]+")
 _INLINE_SEP = re.compile(r"\|(?:\s*:?-{3,}:?\s*\|)+")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..models import utc
@@ -27,6 +27,21 @@ class _Meta:
     base: str = ""
     merged_at: datetime | None = None
     closed_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class _Block:
+    lines: list[str] = field(default_factory=list)
+    author: str = ""
+    when: datetime | None = None
+    bot: bool = False
+    review: bool = False
+    headed: bool = False
+    flat: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines).strip()
 
 
 # -- metadata -------------------------------------------------------------------------------------

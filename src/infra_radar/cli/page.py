@@ -7,21 +7,22 @@ from pathlib import Path
 
 import click
 
-from .cli import Context, main, pass_ctx
+from .common import Context, pass_ctx
 
 
 def _counts(counter) -> str:
     return ", ".join(f"{n} {name}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])) if n)
 
 
-@main.command("import-page")
+@click.command("import-page")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--repo", help="OWNER/NAME of the pull request (wins over what the page says).")
 @click.option("--number", type=click.IntRange(min=1), help="Pull request number (wins over what the page says).")
 @pass_ctx
 def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | None) -> None:
     """Import text copied from a PR page (any site, any fragment): description once, human comments, no noise."""
-    from .sources.page import PageReport, import_page
+    from ..pipeline.imports import import_page
+    from ..sources.page import PageReport
 
     report = PageReport()
     item = import_page(obj.settings(), obj.engine(write=True), file, repo, number, report)
@@ -46,3 +47,6 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
     if not report.number_found:
         click.echo("note: no PR number on the page; pass --number N to make it addressable as OWNER/NAME#N",
                    err=True)
+
+
+COMMANDS = [import_page_cmd]

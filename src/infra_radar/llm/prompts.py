@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, StrictUndefined
 
-from .config import Settings
-from .errors import ConfigError
+from ..config import Settings
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .analyse.llm import LlmConfig
+    from .client import LlmConfig
 
 _KEYS = {"base_url", "model", "api_key_env", "json_mode", "max_concurrency", "timeout", "token_budget",
          "language", "prompts_dir", "run_deadline", "max_reply_bytes", "max_tokens"}
@@ -69,7 +69,7 @@ def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmC
     base, model = point.base_url, point.model
     if not model or not base:
         return None
-    from .analyse.llm import JSON_MODES, LlmConfig  # the model client (http.client): loaded with a model only
+    from .client import JSON_MODES, LlmConfig  # the model client (http.client): loaded with a model only
 
     key = env.get(point.key_env, "") if point.key_env else ""
     mode = table.get("json_mode", "json_object")

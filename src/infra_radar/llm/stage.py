@@ -1,12 +1,12 @@
 """The optional LLM stage: model prose for items and reports, grounded, cached, over any OpenAI-compatible server.
 
 Rules give the facts; this stage only adds wording. It never changes the item set, states, numbers,
-files or grades: it returns prose keyed by item ref (and report-level prose) that llm_render lays over
-the rule-based text. Every string of a reply is grounded (analyse/grounding.py): a sentence holding a
+files or grades: it returns prose keyed by item ref (and report-level prose) that llm.render lays over
+the rule-based text. Every string of a reply is grounded (llm/grounding.py): a sentence holding a
 number or a `#N` the prompt's sources do not hold, one that names nothing of its item (filler) or one in
 the wrong language is dropped and counted. A reply that fails for good is cached with its reason, so a
 rerun sends nothing (unless --retry-failed). No `[llm]` model configured means this stage is never entered.
-Configuration and prompts: llm_prompts.py (re-exported here); rendering: llm_render.py.
+Configuration and prompts: llm/prompts.py (re-exported here); rendering: llm/render.py.
 """
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from .analyse.grounding import DROP_REASONS, Grounds, claim_numbers, field_language_ok, ground_counted
-from .analyse.llm import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
-from .config import Settings
-from .llm_prompts import (
+from ..config import Settings
+from ..models import AnalysedItem
+from ..store import llm_cache
+from ..store.llm_cache import Cached, CacheKey
+from .client import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
+from .grounding import DROP_REASONS, Grounds, claim_numbers, field_language_ok, ground_counted
+from .prompts import (
     LlmEndpoint,
     Prompt,
     llm_config,
@@ -37,9 +40,6 @@ from .llm_prompts import (
     settings_prompt,
     use_llm,
 )
-from .models import AnalysedItem
-from .store import llm_cache
-from .store.llm_cache import Cached, CacheKey
 
 __all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "daily_llm", "llm_config", "llm_endpoint",
            "load_prompt", "parse_prompt", "prompts_dir", "render_messages", "settings_prompt", "use_llm",
@@ -259,7 +259,7 @@ def _grounded(text: Any, grounds: Grounds, summary: LlmRunSummary, filler: bool 
 # --- items -----------------------------------------------------------------------------------------
 
 def _item_values(ai: AnalysedItem, lang: str, target: str) -> dict[str, Any]:
-    from .render.context import claim_phrase, pick, top_files
+    from ..render.context import claim_phrase, pick, top_files
 
     item, a = ai.item, ai.analysis
     files = f"+{item.additions}/-{item.deletions}, {len(item.files)} files: " + ", ".join(top_files(item.files, 8))
@@ -343,7 +343,7 @@ def _report_prose(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummar
 
 
 def _weekly_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    from .render.context import load_strings, weekly_context
+    from ..render.context import load_strings, weekly_context
 
     t = load_strings(lang)
     return weekly_context(inp, t, weights), t
@@ -376,13 +376,13 @@ def weekly_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run:
 # --- daily -----------------------------------------------------------------------------------------
 
 def _daily_ctx(inp: Any, lang: str, weights: dict[str, float] | None) -> dict[str, Any]:
-    from .render.context import daily_context, load_strings
+    from ..render.context import daily_context, load_strings
 
     return daily_context(inp, load_strings(lang), weights)
 
 
 def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
-    from .render.context import claim_phrase, mechanism, top_files
+    from ..render.context import claim_phrase, mechanism, top_files
 
     decision = row["decision"] + (f" ({row['decision_reason']})" if row["decision_reason"] else "")
     # "summary" (the rule conclusion) stays available to a user's prompt file; the packaged one leaves it out

@@ -12,10 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..config import Settings
-from ..models import AnalysedItem, Analysis, Item, Link
-from ..store import ledger as store
-from .links import (
+from ..analyse.links import (
     Change,
     ChangeIndex,
     RelationRules,
@@ -24,19 +21,22 @@ from .links import (
     load_relation_rules,
     mechanism_links,
 )
-from .versions import scan_version
+from ..analyse.versions import scan_version
+from ..config import Settings
+from ..models import AnalysedItem, Analysis, Item, Link
+from ..store import ledger as store
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from ..analyse.ledger import LedgerRules
     from ..store.reader import Reader
-    from .ledger import LedgerRules
 
 __all__ = ["Related", "RelationScan", "batch_cache", "related_links", "related_of", "update_relations",
            "upstream_stub"]
 
 def _scan(item: store.ScanItem, rules: LedgerRules, relations: RelationRules) -> store.ScanResult:
-    from .ledger import parse_adaptations
+    from ..analyse.ledger import parse_adaptations
 
     result = store.ScanResult(item.id, item.content_hash)
     if item.number is None:
@@ -59,7 +59,7 @@ class RelationScan:
 
     @classmethod
     def load(cls, settings: Settings) -> RelationScan:
-        from .ledger import load_ledger_rules
+        from ..analyse.ledger import load_ledger_rules
 
         rules = load_ledger_rules(settings)
         return cls(rules, load_relation_rules(settings), scan_version(settings, rules.version),

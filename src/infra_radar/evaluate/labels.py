@@ -1,5 +1,5 @@
 """The labels `radar eval` scores against: the JSON Lines format (docs/labelling.md), its checks and the
-tune/held-out split; the team's parts and their windows. Scoring and output are in evaluate.py."""
+tune/held-out split; the team's parts and their windows. Scoring and output are in evaluate/score.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .models import DECISIONS, GRADES, PRIORITIES
+from ..errors import InputError
+from ..models import DECISIONS, GRADES, PRIORITIES
 
 PARTS = ("all", "tune", "holdout")
 TEAM = "team"
@@ -98,7 +98,7 @@ def _window_line(raw: str, where: str, result: LabelFile) -> bool:
         return False
     if not isinstance(obj, dict) or "window" not in obj or "item" in obj:
         return False
-    from .windows import parse_when
+    from ..windows import parse_when
 
     window = obj["window"]
     try:
@@ -119,8 +119,8 @@ def default_codes() -> dict[str, list[str]]:
     """The valid codes of the packaged rules (kinds and topics) and the models."""
     import tomllib
 
-    from .analyse.rules import KINDS
-    from .config import DEFAULTS
+    from ..analyse.rules import KINDS
+    from ..config import DEFAULTS
 
     topics = tomllib.loads((DEFAULTS / "rules" / "topics.toml").read_text(encoding="utf-8"))
     return {"kind": list(KINDS), "priority": list(PRIORITIES), "grade": list(GRADES),

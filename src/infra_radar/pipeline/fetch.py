@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
-from . import killpoint
-from .config import Settings
-from .errors import ConfigError, SourceError
-from .models import PR
-from .sources.github import (
+from .. import killpoint
+from ..config import Settings
+from ..errors import ConfigError, SourceError
+from ..models import PR
+from ..sources.github import (
     PAGE_SIZE,
     RELEASES_PAGE,
     Endpoints,
@@ -34,7 +34,7 @@ from .sources.github import (
     default_is_bot,
     release_page,
 )
-from .store import cursors, save
+from ..store import cursors, save
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def open_client(max_wait: float = 900.0, wait: Wait | None = None, **kw) -> GitH
 def bot_test(settings: Settings) -> IsBot:
     """The rules' bot test when the rules engine is there, else GitHub's `[bot]` suffix."""
     try:
-        from .analyse.rules import RuleSet, is_bot
+        from ..analyse.rules import RuleSet, is_bot
     except ImportError:
         return default_is_bot
     rules = RuleSet.load(settings)

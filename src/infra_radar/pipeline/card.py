@@ -17,15 +17,15 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .config import Settings
-from .errors import ConfigError, NotFoundError
-from .store import queries
+from ..config import Settings
+from ..errors import ConfigError, NotFoundError
+from ..store import queries
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from .render.context import CardInput
-    from .store.reader import Reader
+    from ..render.context import CardInput
+    from ..store.reader import Reader
 
 FORCE_SQLALCHEMY = "RADAR_SHOW_SQLALCHEMY"  # "1": `radar show` always takes the SQLAlchemy path
 
@@ -40,9 +40,9 @@ def parse_ref(ref: str) -> tuple[str, int]:
 
 def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -> CardInput:
     """Everything the card of repo#number shows, from a store that needs no analysis."""
-    from .analyse.relations import upstream_stub
-    from .render.context import CardInput
-    from .store.ledger import adapted_in
+    from ..render.context import CardInput
+    from ..store.ledger import adapted_in
+    from .relations import upstream_stub
 
     found = queries.analysed_item(db, repo, number)
     if found is None:  # an upstream PR known only because downstream PRs adapted to it
@@ -57,8 +57,8 @@ def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -
 
 def card_of(settings: Settings, db: Engine | Reader, found, index, cache: dict, referenced_by: list) -> CardInput:
     """One stored item with every relation its card and export object show (`cache`: shared by a batch)."""
-    from .analyse.relations import related_of
-    from .render.context import CardInput
+    from ..render.context import CardInput
+    from .relations import related_of
 
     item = found.item
     rel = related_of(settings, db, item, cache)
@@ -74,18 +74,16 @@ def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_jso
     inp = fast_card(settings, ref, as_json, llm)
     fast = inp is not None
     if inp is None:
-        from .pipeline import card_input
-
         inp = card_input(settings, engine(), ref)
     if as_json:
-        from .render.markdown import card_json
+        from ..render.markdown import card_json
 
         return json.dumps(card_json(inp), ensure_ascii=False, indent=2) + "\n"
     if fast:  # no model prose wanted: what card_text gives without a model
-        from .render.markdown import render_card
+        from ..render.markdown import render_card
 
         return render_card(inp, settings.lang)
-    from .llm_render import card_text
+    from ..llm.render import card_text
 
     return card_text(settings, engine(), inp, llm)
 
@@ -93,7 +91,7 @@ def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_jso
 def fast_card(settings: Settings, ref: str, as_json: bool, llm: bool | None) -> CardInput | None:
     """The card of `ref` read through stdlib sqlite3, or None when the SQLAlchemy path must answer (see the
     module docstring). Nothing is written and no lock is taken; the checks and the card read one snapshot."""
-    from .analysis_stage import _rules_override, ready_sqlite
+    from .analysis import _rules_override, ready_sqlite
 
     if os.environ.get(FORCE_SQLALCHEMY, "") not in ("", "0") or _prose_wanted(settings, as_json, llm):
         return None
@@ -114,10 +112,19 @@ def _prose_wanted(settings: Settings, as_json: bool, llm: bool | None) -> bool:
         return True
     if as_json or llm is False:
         return False
-    from .llm_prompts import llm_endpoint
+    from ..llm.prompts import llm_endpoint
 
     try:
         point = llm_endpoint(settings)
     except ConfigError:  # a broken [llm] table: the SQLAlchemy path says so, after the card's own errors
         return True
     return bool(point.base_url and point.model)  # what llm_config needs before it returns a config
+
+
+def card_input(settings: Settings, engine: Engine, ref: str):
+    """Everything the item card of `OWNER/NAME#N` shows (render.context.CardInput), the store analysed first."""
+    from .analysis import analyze  # here: `radar show`'s fast path never imports SQLAlchemy
+
+    repo, number = parse_ref(ref)
+    analyze(settings, engine)
+    return read_card(settings, engine, repo, number)

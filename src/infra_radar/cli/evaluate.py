@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from .cli import Context, main, pass_ctx
+from .common import Context, pass_ctx
 
 
-@main.command("eval")
+@click.command("eval")
 @click.argument("labels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON instead of text.")
 @click.option("--split", "part",
@@ -20,7 +20,7 @@ from .cli import Context, main, pass_ctx
 @pass_ctx
 def eval_cmd(obj: Context, labels: Path, as_json: bool, part: str | None, strict: bool) -> None:
     """Score kind, topics, priority, grade, decision and claims against a labels file (JSON Lines)."""
-    from .evaluate import check, evaluate_store, report_json, report_text
+    from ..evaluate.score import check, evaluate_store, report_json, report_text
 
     report = evaluate_store(obj.settings(), obj.engine(), labels)
     if part and part not in report.parts:
@@ -39,3 +39,6 @@ def eval_cmd(obj: Context, labels: Path, as_json: bool, part: str | None, strict
         raise SystemExit(1)
     if strict:
         click.echo("all thresholds met", err=True)
+
+
+COMMANDS = [eval_cmd]

@@ -25,15 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from .llm_transport import (
-    BudgetExhausted,
-    LlmError,
-    RequestTimeout,
-    RunFailure,
-    _Answer,
-    _Connections,
-    _TooLarge,
-)
+from .transport import BudgetExhausted, LlmError, RequestTimeout, RunFailure, _Answer, _Connections, _TooLarge
 
 __all__ = ["JSON_MODES", "BudgetExhausted", "LlmClient", "LlmConfig", "LlmError", "Reply", "Request",
            "RequestTimeout", "RunFailure", "parse_reply", "validate"]

@@ -6,11 +6,11 @@ import os
 
 import click
 
-from .cli import Context, _progress, main, pass_ctx
-from .errors import ConfigError
+from ..errors import ConfigError
+from .common import Context, _progress, pass_ctx
 
 
-@main.command("llm")
+@click.command("llm")
 @click.option("--repo", required=True, help="OWNER/NAME of the weekly report.")
 @click.option("--week", help="ISO week, e.g. 2026-W31.")
 @click.option("--since", help="Range start (date or ISO time), with --until.")
@@ -22,9 +22,9 @@ from .errors import ConfigError
 def llm_cmd(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
             dry_run: bool, retry_failed: bool) -> None:
     """Write (and cache) the model prose of a weekly report and print the run summary."""
-    from .llm_stage import use_llm, weekly_llm
-    from .pipeline import weekly_input
-    from .windows import iso_week, make_window, parse_when
+    from ..llm.stage import use_llm, weekly_llm
+    from ..pipeline.reports import weekly_input
+    from ..windows import iso_week, make_window, parse_when
 
     if retry_failed:
         os.environ["RADAR_LLM_RETRY_FAILED"] = "1"
@@ -40,3 +40,6 @@ def llm_cmd(obj: Context, repo: str, week: str | None, since: str | None, until:
         click.echo(text + "\n")
     for line in summary.lines():
         click.echo(line, err=True)
+
+
+COMMANDS = [llm_cmd]

@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from .config import Settings
-from .llm_prompts import use_llm
-from .llm_stage import ITEM_FIELDS, LlmRunSummary, _weekly_ctx, apply_llm
+from ..config import Settings
+from .prompts import use_llm
+from .stage import ITEM_FIELDS, LlmRunSummary, _weekly_ctx, apply_llm
 
 
 def _overlay_rows(rows: Iterable[dict[str, Any]], prose: dict[str, dict[str, str]]) -> None:
@@ -23,7 +23,7 @@ def _overlay_rows(rows: Iterable[dict[str, Any]], prose: dict[str, dict[str, str
 def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
                       focus_weights: dict[str, float] | None = None) -> str:
     """The weekly report with model prose where it survived grounding, rule text elsewhere."""
-    from .render.markdown import _render
+    from ..render.markdown import _render
 
     ctx, t = _weekly_ctx(inp, lang, focus_weights)
     _overlay_rows(ctx["quick"], summary.prose)
@@ -55,8 +55,8 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
                      focus_weights: dict[str, float] | None = None) -> str:
     """The daily radar with the daily prompt's headline and one-line conclusions and the item prompt's
     mechanisms where they survived grounding; rule text wherever they did not."""
-    from .render.context import daily_context, load_strings
-    from .render.markdown import _render
+    from ..render.context import daily_context, load_strings
+    from ..render.markdown import _render
 
     t = load_strings(lang)
     ctx = daily_context(inp, t, focus_weights)
@@ -71,7 +71,7 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
 def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；", colon: str = "：") -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
     that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
-    from .analyse.grounding import numbers
+    from .grounding import numbers
 
     conclusions = report.get("conclusions", {})
 
@@ -116,8 +116,8 @@ def says_more_than_title(line: str, title: str) -> bool:
     """Whether a model line says more than its item's title: Latin words beyond the title's (render's
     echo test), or, for Chinese prose whose meaning sits in CJK characters, enough of them for more than a
     translated title (grounding.toml [echo])."""
-    from .analyse.grounding import cjk_chars, echo_thresholds
-    from .render.conclusion import bare_title, echoes
+    from ..render.conclusion import bare_title, echoes
+    from .grounding import cjk_chars, echo_thresholds
 
     bare = bare_title(title)
     if len(bare) >= 20 and bare.lower() in line.lower():  # the title pasted whole, with or without its header
@@ -131,8 +131,8 @@ def says_more_than_title(line: str, title: str) -> bool:
 
 def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
     """The item card with the model's summary, mechanism, why and risks when they survived grounding."""
-    from .render.context import card_context, load_strings
-    from .render.markdown import _render
+    from ..render.context import card_context, load_strings
+    from ..render.markdown import _render
 
     t = load_strings(lang)
     ctx = card_context(inp, t)
@@ -144,7 +144,7 @@ def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
 
 def card_text(settings: Settings, engine: Engine, inp: Any, flag: bool | None = None) -> str:
     """The card of a CardInput, with model prose when a model is configured and `flag` is not False."""
-    from .render.markdown import render_card
+    from ..render.markdown import render_card
 
     config = use_llm(settings, flag)
     if config is None or not inp.known:

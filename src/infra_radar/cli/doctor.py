@@ -6,15 +6,15 @@ import sys
 
 import click
 
-from .cli import Context, main, pass_ctx
+from .common import Context, pass_ctx
 
 
-@main.command()
+@click.command()
 @click.option("--offline", is_flag=True, help="Skip the reachability checks of the LLM endpoint and webhooks.")
 @pass_ctx
 def doctor(obj: Context, offline: bool) -> None:
     """Check config, store and migrations, git, token, LLM and webhooks; exit 1 if something required is missing."""
-    from .doctor import format_table, run_checks
+    from ..doctor import format_table, run_checks
 
     checks = run_checks(obj.config, obj.db, network=not offline)
     click.echo(format_table(checks), nl=False)
@@ -22,3 +22,6 @@ def doctor(obj: Context, offline: bool) -> None:
     if failed:
         click.echo(f"error: required check(s) failed: {', '.join(failed)}", err=True)
         sys.exit(1)
+
+
+COMMANDS = [doctor]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from .cli import Context, Seconds, _err, main, pass_ctx
+from .common import Context, Seconds, _err, pass_ctx
 
 
 def _countdown(seconds: float, reason: str) -> None:
@@ -33,7 +33,7 @@ def _countdown(seconds: float, reason: str) -> None:
             bar.update(task, completed=seconds - max(0.0, end - time.monotonic()))
 
 
-@main.command()
+@click.command()
 @click.option("--repo", "repos", multiple=True, help="Only this OWNER/NAME (repeatable; default: the configured repos).")
 @click.option("--since", help="Fetch items updated since this time (default: each repository's cursor; "
                               "first run: first_lookback_hours back).")
@@ -43,9 +43,9 @@ def _countdown(seconds: float, reason: str) -> None:
 @pass_ctx
 def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: float, stats: bool) -> None:
     """Fetch PRs, issues and releases updated since the last fetch from GitHub (GITHUB_TOKEN)."""
-    from .fetch import ANONYMOUS_NOTE, open_client
-    from .fetch import fetch as run_fetch
-    from .windows import parse_when
+    from ..pipeline.fetch import ANONYMOUS_NOTE, open_client
+    from ..pipeline.fetch import fetch as run_fetch
+    from ..windows import parse_when
 
     # the command reports waits and skipped pages itself: keep Python's last-resort log handler quiet
     logging.getLogger("infra_radar").addHandler(logging.NullHandler())
@@ -72,3 +72,6 @@ def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: flo
         _err(f"{len(result.errors)} page(s) or repositories could not be read; everything else was saved, "
              "rerun to complete")
         sys.exit(1)
+
+
+COMMANDS = [fetch]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from .cli import Context, main, pass_ctx
+from .common import Context, pass_ctx
 
 SITE_URL_ENV = "RADAR_SITE_URL"
 
 
-@main.group()
+@click.group()
 def site() -> None:
     """Build the static HTML site (pages, search, feeds)."""
 
@@ -25,7 +25,7 @@ def site() -> None:
 @pass_ctx
 def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None) -> None:
     """Build or incrementally rebuild the site under DIR; only changed pages are rewritten."""
-    from .publish.site import build_site
+    from ..publish.site import build_site
 
     r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url)
     click.echo(f"{r.out_dir}: {r.pages} files ({r.item_pages} items, {r.daily_pages} daily, "
@@ -33,19 +33,19 @@ def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None) -> 
                f"charts {'svg' if r.charts else 'tables'}; {r.seconds:.1f}s")
 
 
-@main.command()
+@click.command()
 @click.argument("out_dir", metavar="[DIR]", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port on 127.0.0.1.")
 @pass_ctx
 def serve(obj: Context, out_dir: Path | None, port: int) -> None:
     """Preview a built site on http://127.0.0.1:PORT/ (default DIR: <out_dir>/site)."""
-    from .publish.serve import serve_site
+    from ..publish.serve import serve_site
 
     folder = out_dir or obj.settings().out_dir / "site"
     serve_site(folder, port, lambda url: click.echo(f"serving {folder} on {url} (Ctrl-C stops)"))
 
 
-@main.command()
+@click.command()
 @click.argument("report", type=click.Choice(["daily", "weekly"]))
 @click.option("--to", "platform", required=True, type=click.Choice(["feishu", "slack", "wecom", "dingtalk"]),
               help="Chat platform; its webhook URL (and secret) come from RADAR_<PLATFORM>_WEBHOOK/_SECRET.")
@@ -58,9 +58,12 @@ def serve(obj: Context, out_dir: Path | None, port: int) -> None:
 def push(obj: Context, report: str, platform: str, dry_run: bool, repos: tuple[str, ...], week: str | None,
          day: str | None, lang: str | None) -> None:
     """Push the daily radar or weekly reports to a chat webhook, split to the platform's limits."""
-    from .publish.push import push_reports
+    from ..publish.push import push_reports
 
     site_url = os.environ.get(SITE_URL_ENV, "")
     for line in push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run,
                              repos=list(repos), week=week, day=day, site_url=site_url):
         click.echo(line)
+
+
+COMMANDS = [site, serve, push]

@@ -1,5 +1,5 @@
 """Scoring the rules against a labelled set: accuracy, confusion matrices, topic F1, claim precision/recall.
-The labels are read and checked by eval_labels.py; this module scores and reports them.
+The labels are read and checked by evaluate/labels.py; this module scores and reports them.
 
 A labels file is JSON Lines, one object per item: `{"item": "OWNER/NAME#N", "kind", "topics",
 "priority", "grade", "decision", "perf_claims"}`. Every field but `item` is optional; unknown
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .eval_labels import PARTS, SCALAR_FIELDS, Label, LabelFile, _is_team, _metric_key, load_labels, split_of
-from .models import DECISIONS, GRADES, PRIORITIES, AnalysedItem, Analysis, PerfClaim
+from ..models import DECISIONS, GRADES, PRIORITIES, AnalysedItem, Analysis, PerfClaim
+from .labels import PARTS, SCALAR_FIELDS, Label, LabelFile, _is_team, _metric_key, load_labels, split_of
 
 __all__ = [
     "PARTS", "THRESHOLDS", "ClaimScore", "FieldScore", "Label", "LabelFile", "PartScore", "Report",
@@ -272,12 +272,12 @@ def _agree(want: float | None, have: float | None) -> bool:
 
 def evaluate_store(settings, engine, path: Path) -> Report:
     """Score a labels file against the items of the store (analysing what is not analysed yet)."""
-    from . import pipeline
-    from .analyse.rules import KINDS, RuleSet
-    from .models import Window
-    from .store import queries
+    from ..pipeline.analysis import analyze
+    from ..analyse.rules import KINDS, RuleSet
+    from ..models import Window
+    from ..store import queries
 
-    pipeline.analyze(settings, engine)
+    analyze(settings, engine)
     rules = RuleSet.load(settings)
     codes = {"kind": list(KINDS), "priority": list(PRIORITIES), "grade": list(GRADES),
              "decision": list(DECISIONS), "topics": [t.id for t in rules.topics]}

@@ -16,15 +16,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import killpoint
-from .config import Settings
-from .errors import ConfigError, clip
-from .store import queries
+from .. import killpoint
+from ..config import Settings
+from ..errors import ConfigError, clip
+from ..store import queries
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from .store.reader import Reader
+    from ..store.reader import Reader
 
 Tick = Callable[[int], None]
 BATCH = 250  # items per worker task and per saved transaction
@@ -60,7 +60,7 @@ _STATE: _State | None = None
 
 def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]:
     """Read these items, analyse them and scan the stale ones for relations."""
-    from .analyse.item import analyse
+    from ..analyse.item import analyse
 
     state = _STATE
     assert state is not None
@@ -107,11 +107,11 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     A backlog of 1,000 items or more is spread over up to 4 forked workers; results are saved by this
     process, one transaction per batch, relations (the ledger and distinctive terms) with them.
     """
-    from .analyse.relations import RelationScan, update_relations
-    from .analyse.rules import RuleSet
-    from .store import ledger as relations
-    from .store import save
-    from .store.lock import writer_lock
+    from ..analyse.rules import RuleSet
+    from ..store import ledger as relations
+    from ..store import save
+    from ..store.lock import writer_lock
+    from .relations import RelationScan, update_relations
 
     started, count = time.perf_counter(), 0
     with _rules_override(settings):
@@ -165,8 +165,8 @@ class _Alongside:
         self.save(wait=False)
 
     def _start(self, size: int) -> bool:
-        from .analyse.relations import RelationScan
-        from .analyse.rules import RuleSet
+        from ..analyse.rules import RuleSet
+        from .relations import RelationScan
 
         if size < BATCH:
             return False
@@ -182,7 +182,7 @@ class _Alongside:
 
     def save(self, wait: bool) -> None:
         """Save the finished batches, in the order they were submitted (`wait`: all of them)."""
-        from .store import save
+        from ..store import save
 
         while self.pending and (wait or self.pending[0].ready()):
             try:
@@ -257,8 +257,8 @@ def alongside(settings: Settings, engine: Engine, workers: int | None = None) ->
 def work_left(settings: Settings, store: Engine | Reader) -> int:
     """How many items `analyze` would analyse or scan for relations again (0: the store can be read as it is);
     from the rule files' bytes, nothing compiled."""
-    from .analyse.versions import relation_version, rules_version
-    from .store.ledger import count_stale
+    from ..analyse.versions import relation_version, rules_version
+    from ..store.ledger import count_stale
 
     with _rules_override(settings):
         version, scan_version = rules_version(settings), relation_version(settings)
@@ -272,7 +272,7 @@ def ready_sqlite(settings: Settings) -> Iterator[Reader | None]:
     file, work left), which the SQLAlchemy path handles. Never imports SQLAlchemy (`radar show`, `analyze`)."""
     import sqlite3
 
-    from .store.reader import open_sqlite, sqlite_file
+    from ..store.reader import open_sqlite, sqlite_file
 
     path = sqlite_file(settings.db_url)
     try:
@@ -297,10 +297,10 @@ def nothing_to_analyse(settings: Settings) -> str | None:
     """The rules version when `radar analyze` has nothing to do on a SQLite store, checked under the writer
     lock without SQLAlchemy (a no-op analyze after an import that analysed as it went takes ~0.1 s, not
     0.3 s); None when another writer holds the lock (analyze waits for it as before) or anything is left."""
-    from .analyse.versions import rules_version
-    from .errors import StoreError
-    from .store.lock import sqlite_writer
-    from .store.reader import sqlite_file
+    from ..analyse.versions import rules_version
+    from ..errors import StoreError
+    from ..store.lock import sqlite_writer
+    from ..store.reader import sqlite_file
 
     path = sqlite_file(settings.db_url)
     if path is None or not path.is_file():
@@ -330,7 +330,7 @@ def _rules_override(settings: Settings) -> Iterator[None]:
 
 def _analysis_skipped(engine: Engine, pending: int) -> None:
     """A reader met a writer: say (once, on stderr) that it shows the store as last analysed."""
-    from .store.lock import writer_lock
+    from ..store.lock import writer_lock
 
     if pending:
         holder = writer_lock(engine).holder()

@@ -1,0 +1,164 @@
+"""What every `radar` command shares: the global options' Context, option decorators, progress and errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from ..config import Settings, load_settings
+from ..errors import RadarError, redact
+
+LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
+_LLM_FLAG = click.option("--llm/--no-llm", "llm", default=None,
+                         help="Model prose from the [llm] server (default: on when a model is configured).")
+
+
+def _retry_failed(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:  # read by llm.stage.llm_config, as the other RADAR_LLM_* settings
+        os.environ["RADAR_LLM_RETRY_FAILED"] = "1"
+
+
+_RETRY = click.option("--retry-failed", is_flag=True, expose_value=False, callback=_retry_failed,
+                      help="Resend model prompts whose failure is cached (by default a rerun sends nothing for them).")
+
+
+def LLM(f):  # noqa: N802  (a decorator, used like the option constants above)
+    return _LLM_FLAG(_RETRY(f))
+OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+                   help="Write the report under this directory instead of printing it.")
+
+
+@dataclass
+class Context:
+    """What the global options chose; settings are loaded once, on first use."""
+
+    config: Path | None
+    db: str | None
+    wait: float | None = None
+    _settings: Settings | None = None
+    _engine: object = None
+    _writing: bool = False
+
+    def settings(self, lang: str | None = None) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config, self.db)
+            if self.wait is not None:
+                self._settings.lock_timeout = self.wait
+        if lang:
+            self._settings.lang = lang
+        return self._settings
+
+    def engine(self, write: bool = False):
+        """The store, opened once per command; `write` holds its writer lock until the command ends."""
+        from ..pipeline.home import open_store
+        from ..store import lock
+
+        lock.COMMAND = " ".join(_command_path())  # how other processes will name us while we hold the lock
+        if self._engine is None:
+            self._engine, self._writing = open_store(self.settings(), writer=write), write
+        elif write and not self._writing:
+            lock.writer_lock(self._engine).acquire(self.settings().lock_timeout)
+            self._writing = True
+        return self._engine
+
+    def store_file(self) -> str:
+        """The SQLite file of the store, once settings are loaded ("" for another database or before)."""
+        url = self._settings.db_url if self._settings is not None else ""
+        return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") and url != "sqlite:///:memory:" else ""
+
+    def close(self) -> None:
+        """Release the writer lock (if held) and the store's connections."""
+        if self._engine is not None:
+            # imported here: a command that never opened the store (a usage error) skips SQLAlchemy
+            from ..store.lock import writer_lock
+
+            if self._writing:
+                writer_lock(self._engine).release()
+            self._engine.dispose()
+            self._engine, self._writing = None, False
+
+
+def _command_path() -> list[str]:
+    """["radar", "site", "build"] for the command being run."""
+    ctx, names = click.get_current_context(silent=True), []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return ["radar", *reversed(names)]
+
+
+def _err(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+
+
+@contextmanager
+def _progress(label: str, total: int | None = None):
+    """A rich progress bar on stderr (silent when stderr is not a terminal); yields an advance(n) callback."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield _Ticker(lambda n: bar.advance(task, n), lambda n: bar.update(task, total=n))
+
+
+@dataclass(frozen=True, slots=True)
+class _Ticker:
+    """advance(n) as a call, and .total(n) to set the bar's length once it is known."""
+
+    advance: Callable[[int], None]
+    total: Callable[[int], None]
+
+    def __call__(self, n: int) -> None:
+        self.advance(n)
+
+
+class Seconds(click.ParamType):
+    """Seconds >= 0 (inf: no limit); nan and negative numbers are refused."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not seconds >= 0:
+            self.fail(f"{value!r} is not a number of seconds >= 0", param, ctx)
+        return seconds
+
+
+class RadarGroup(click.Group):
+    """Turns every RadarError into one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except RadarError as exc:
+            _err(redact(str(exc)))  # a URL's user:password never reaches the terminal
+            sys.exit(1)
+        except Exception as exc:
+            if isinstance(exc, click.exceptions.ClickException | click.exceptions.Exit | click.exceptions.Abort) \
+                    or os.environ.get("RADAR_DEBUG"):
+                raise
+            from ..failures import one_line  # the last net: one line naming what failed, never a traceback
+
+            _err(one_line(exc, ctx.obj.store_file() if isinstance(ctx.obj, Context) else ""))
+            sys.exit(1)
+        except KeyboardInterrupt:
+            _err("interrupted; the store keeps every batch that was committed, rerun to complete")
+            sys.exit(130)
+        finally:
+            if isinstance(ctx.obj, Context):
+                ctx.obj.close()
+
+
+pass_ctx: Callable = click.make_pass_decorator(Context)

@@ -1,0 +1,139 @@
+"""`radar init`, `radar import-jsonl`, `radar import-git` and `radar analyze`: the store is made and filled."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from .common import Context, _err, _progress, pass_ctx
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Overwrite an existing radar.toml.")
+@pass_ctx
+def init(obj: Context, force: bool) -> None:
+    """Write radar.toml with every option commented, and create the store."""
+    from ..pipeline.home import init_home
+
+    path = init_home(obj.settings(), force)
+    click.echo(f"wrote {path}\nstore: {obj.settings().db_url}")
+
+
+def _print_import(result) -> None:
+    s = result.stats
+    click.echo(f"{result.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged ({result.source})")
+    if result.analysed:  # pipeline.analysis.alongside: `radar analyze` will find these done
+        click.echo(f"analysed {result.analysed} item(s) while importing")
+
+
+@contextmanager
+def _spooled(files: list[Path]):
+    """Pipes and devices (`/dev/stdin`, `<(zcat ...)`) copied to temporary files first: the reader probes a
+    file's first bytes for gzip and opens it again, which a pipe cannot give twice. Yields (paths, names):
+    the paths to read and, for each temporary copy, the name it stands for."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="radar-spool-") as folder:
+        paths, names = [], {}
+        for i, path in enumerate(files):
+            if path.is_file():
+                paths.append(path)
+                continue
+            copy = Path(folder) / f"{i}-{path.name or 'input'}"
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            paths.append(copy)
+            names[str(copy)] = str(path)
+        yield paths, names
+
+
+def _renamed(line: str, names: dict[str, str]) -> str:
+    """'PATH:LINE: reason' with a temporary copy's PATH replaced by the name it stands for."""
+    path, sep, rest = line.partition(":")
+    return names.get(path, path) + sep + rest
+
+
+@click.command("import-jsonl")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@pass_ctx
+def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
+    """Import history exports in JSON Lines (plain or .gz); broken lines are skipped and counted."""
+    from ..pipeline.imports import import_jsonl
+
+    engine = obj.engine(write=True)  # the lock first: reading a pipe is part of the run
+    with _spooled(list(files)) as (paths, names), _progress("importing") as tick:
+        results = import_jsonl(obj.settings(), engine, paths, tick)
+    for result in results:  # a spooled pipe is reported under its own name, not the temporary copy's
+        result.source = names.get(result.source, result.source)
+        result.skipped = [_renamed(line, names) for line in result.skipped]
+    skipped = [line for r in results for line in r.skipped]
+    for result in results:
+        _print_import(result)
+    for line in skipped[:10]:
+        _err(f"skipped {line}")
+    if skipped:
+        _err(f"{len(skipped)} malformed line(s) skipped; everything else was imported")
+        sys.exit(1)
+
+
+@click.command("import-git")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--repo", required=True, help="OWNER/NAME the clone belongs to.")
+@click.option("--branches", help="Comma-separated branch globs, e.g. 'main,release/*' (default: config).")
+@click.option("--since", help="Only commits at or after this time (date or ISO time).")
+@click.option("--until", help="Only commits before this time.")
+@pass_ctx
+def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, since: str | None,
+                   until: str | None) -> None:
+    """Import a local clone: squash-merged PRs, merge commits, direct commits and tags."""
+    from ..sources.git import StartedClone
+    from ..windows import make_window, parse_when
+
+    window = None
+    if since or until:
+        from datetime import UTC, datetime
+
+        window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
+                             parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
+    patterns = [b.strip() for b in branches.split(",") if b.strip()] if branches else None
+    settings, started = obj.settings(), None
+    if repo.count("/") == 1:  # git log starts now and reads while the store opens (SQLAlchemy, the writer lock)
+        started = StartedClone(path, patterns or settings.repo(repo).branches,
+                               window.since if window else None, window.until if window else None)
+    try:
+        from ..pipeline.imports import import_git
+
+        with _progress("reading git log") as tick:
+            result = import_git(settings, obj.engine(write=True), path, repo, patterns, window, tick, started)
+    finally:
+        if started is not None:
+            started.close()
+    _print_import(result)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    for line in result.skipped[:10]:
+        _err(f"skipped {line}")
+
+
+@click.command()
+@pass_ctx
+def analyze(obj: Context) -> None:
+    """Analyse items that are new, changed, or were analysed by older rules."""
+    from ..pipeline.analysis import nothing_to_analyse
+
+    version = nothing_to_analyse(obj.settings())  # a ready SQLite store: said without opening it through SQLAlchemy
+    if version is not None:
+        click.echo(f"analysed 0 item(s) in 0.0s (rules {version})")
+        return
+    from ..pipeline.analysis import analyze as run_analyze
+
+    with _progress("analysing") as tick:
+        result = run_analyze(obj.settings(), obj.engine(write=True), tick, on_total=tick.total)
+    click.echo(f"analysed {result.analysed} item(s) in {result.seconds:.1f}s (rules {result.version})")
+
+
+COMMANDS = [init, import_jsonl_cmd, import_git_cmd, analyze]

@@ -1,0 +1,131 @@
+"""`radar daily`, `radar weekly`, `radar show`, `radar export` and `radar demo`: reading the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .common import LANG, LLM, OUT, Context, pass_ctx
+
+
+def _emit(report) -> None:
+    if report.llm is not None:
+        for line in report.llm.lines():
+            click.echo(line, err=True)
+    if report.path:
+        click.echo(str(report.path))
+    else:
+        click.echo(report.text, nl=False)
+
+
+@click.command()
+@click.option("--since", help="Window start (default: end of the last successful daily run; first run 72 h back).")
+@click.option("--until", help="Window end (default: now).")
+@click.option("--repo", "repos", multiple=True, help="Only this repository (repeatable).")
+@LANG
+@OUT
+@LLM
+@click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing.")
+@pass_ctx
+def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
+          out_dir: Path | None, llm: bool | None, dry_run: bool) -> None:
+    """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
+    from ..pipeline.reports import daily as run_daily
+    from ..windows import parse_when
+
+    if dry_run:
+        from ..pipeline.reports import daily_prompts
+
+        if llm is False:
+            raise click.UsageError("--dry-run prints the model prompts; it cannot go with --no-llm")
+        summary = daily_prompts(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
+                                parse_when(until) if until else None, list(repos) or None)
+        for text in summary.prompts:
+            click.echo(text + "\n")
+        click.echo(summary.line(), err=True)
+        return
+    report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
+                       parse_when(until) if until else None, list(repos) or None, out_dir, llm)
+    _emit(report)
+
+
+@click.command()
+@click.option("--repo", required=True, help="OWNER/NAME.")
+@click.option("--week", help="ISO week, e.g. 2026-W31.")
+@click.option("--since", help="Range start (date or ISO time), with --until.")
+@click.option("--until", help="Range end (exclusive).")
+@LANG
+@OUT
+@LLM
+@pass_ctx
+def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
+           out_dir: Path | None, llm: bool | None) -> None:
+    """The weekly report of one repository: counts, themes, trends, risks, key PRs."""
+    from ..pipeline.reports import weekly as run_weekly
+    from ..windows import iso_week, make_window, parse_when
+
+    if week and (since or until):
+        raise click.UsageError("give either --week or --since/--until, not both")
+    if week:
+        window = iso_week(week)
+    elif since and until:
+        window = make_window(parse_when(since), parse_when(until))
+    else:
+        raise click.UsageError("give --week 2026-W31, or --since and --until")
+    _emit(run_weekly(obj.settings(lang), obj.engine(write=True), repo, window, out_dir, llm))
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Print the export object instead of the card.")
+@LANG
+@LLM
+@pass_ctx
+def show(obj: Context, ref: str, as_json: bool, lang: str | None, llm: bool | None) -> None:
+    """The item card of OWNER/NAME#N."""
+    from ..pipeline.card import show_card  # reads a ready SQLite store without SQLAlchemy (pipeline/card.py)
+
+    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, llm), nl=False)
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True,
+              help="Output format.")
+@click.option("--repo", help="Only this repository.")
+@click.option("--since", help="Window start, inclusive (date or ISO time).")
+@click.option("--until", help="Window end, exclusive.")
+@click.option("--state", type=click.Choice(["merged", "open", "closed", "all"]), default="all", show_default=True,
+              help="Only items in this state.")
+@pass_ctx
+def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: str | None, state: str) -> None:
+    """Print analysed items as a JSON array (the export contract)."""
+    from datetime import UTC, datetime
+
+    from ..pipeline.reports import export as run_export
+    from ..windows import make_window, parse_when
+
+    window = None if not since and not until else make_window(
+        parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
+        parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))  # no window: every item
+    data = run_export(obj.settings(), obj.engine(), window, repo, state)
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@click.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("radar-out"),
+              show_default=True, help="Where to write the demo outputs.")
+@LANG
+@pass_ctx
+def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
+    """Offline demo on a bundled sample: writes a daily radar, a weekly report and the export."""
+    from ..pipeline.demo import demo as run_demo
+
+    for path in run_demo(obj.settings(lang), out_dir):
+        click.echo(str(path))
+    click.echo(f"store: {out_dir / 'demo.db'} (try: radar --db sqlite:///{out_dir / 'demo.db'} show "
+               "acme/infer-npu#814)", err=True)
+
+
+COMMANDS = [daily, weekly, show, export, demo]

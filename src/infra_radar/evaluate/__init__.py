@@ -1,0 +1,1 @@
+"""Judgment measured against the team: labels read and checked (labels.py), scored and reported (score.py)."""
