@@ -7,7 +7,6 @@ user's copy of a template wins.
 
 from __future__ import annotations
 
-import html
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -28,28 +27,11 @@ from .context import (
     pick,
     weekly_context,
 )
+from .escape import cell, code
+from .escape import text as inline
 from .template_cache import bytecode_cache
 
 __all__ = ["card_json", "render_card", "render_daily", "render_weekly"]
-
-_SPACE = re.compile(r"\s+")
-
-
-def inline(text: object) -> str:
-    """PR-authored text on one line: HTML entities decoded (`&lt;` is `<`), and `<` backslash-escaped so it
-    cannot open raw HTML in Markdown (CommonMark shows `\\<` as `<`)."""
-    return _SPACE.sub(" ", html.unescape(str(text))).strip().replace("<", "\\<")
-
-
-def cell(text: object) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
-    return inline(text).replace("|", "\\|")
-
-
-def code(text: object) -> str:
-    """Inline code span (a path or sha)."""
-    return f"`{text}`"
-
 
 def nostop(text: str) -> str:
     """Text without its closing full stop, to continue the sentence."""
