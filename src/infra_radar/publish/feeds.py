@@ -12,7 +12,7 @@ from typing import Any
 
 from feedgen.feed import FeedGenerator
 
-from .markup import markdown_html
+from .markup import markdown_html, markdown_title
 from .writer import xml_safe
 
 FEED_FILES = {"atom": "atom.xml", "rss": "rss.xml"}
@@ -30,7 +30,7 @@ class FeedEntry:
 
 
 def _title(entry: FeedEntry) -> str:
-    return xml_safe(entry.markdown.splitlines()[0].lstrip("# ").strip()) if entry.markdown else entry.rel
+    return xml_safe(markdown_title(entry.markdown)) if entry.markdown else entry.rel
 
 
 def _latest(entries: list[FeedEntry], per_kind: int) -> list[FeedEntry]:

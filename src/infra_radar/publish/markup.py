@@ -15,6 +15,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from ..render.escape import Md, plain
+
 SAFE_SCHEMES = ("http", "https", "mailto")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 # Browsers drop these before reading the scheme, so "java\tscript:" is still javascript:.
@@ -69,3 +71,16 @@ def _parser() -> MarkdownIt:
 def markdown_html(text: str, map_link: LinkMapper | None = None) -> str:
     """HTML of a Markdown report; raw HTML is escaped and only safe links survive."""
     return _parser().render(text, {"map_link": map_link})
+
+
+def markdown_title(text: str) -> str:
+    """The plain text of a Markdown report's first line (its `# heading`): what a reader sees of it, for an
+    HTML <title> or a feed entry's title."""
+    first = text.splitlines()[0] if text else ""
+    return plain(Md(first.lstrip("#").strip()))
+
+
+def shown(value: Any) -> Any:
+    """Jinja `finalize` of the HTML pages: Markdown the radar built (`Md`, e.g. a conclusion with code spans)
+    is shown as the text a reader of the report sees, then autoescaped like any other value."""
+    return plain(value) if isinstance(value, Md) else value

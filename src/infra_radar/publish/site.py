@@ -39,11 +39,11 @@ from ..render.context import (
     weekly_context,
 )
 from ..render.markdown import fmt
-from ..render.template_cache import bytecode_cache
+from ..render.template_cache import bytecode_cache, fingerprint
 from ..store import queries
 from . import charts, feeds, search
 from .data import SiteData, day_window, load_site_data, week_of
-from .markup import markdown_html, safe_url
+from .markup import markdown_html, markdown_title, safe_url, shown
 from .writer import PageWriter
 
 SITE_TEMPLATES = Path(str(resources.files("infra_radar") / "defaults" / "templates" / "site"))
@@ -108,9 +108,9 @@ def environment() -> Environment:
     """The HTML template environment: autoescaped, strict, packaged templates."""
     env = Environment(loader=PackageLoader("infra_radar", "defaults/templates/site"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      bytecode_cache=bytecode_cache())
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=shown)
     env.filters.update(fmt=fmt, url=safe_url)
+    env.bytecode_cache = bytecode_cache(fingerprint(env))
     return env
 
 
@@ -192,7 +192,7 @@ class Site:
         """(path, html, markdown) of a daily radar page."""
         rel = daily_page(day)
         text = self.markdown("daily.md.j2", daily_context(self.daily_input(day), self.t, self.settings.focus_weights))
-        title = text.splitlines()[0].lstrip("# ")
+        title = markdown_title(text)
         return rel, self.render("report.html.j2", rel, title=title, content=self.report(text, rel)), text
 
     def weekly(self, repo: str, week: str) -> tuple[str, str, str]:
@@ -200,7 +200,7 @@ class Site:
         rel = weekly_page(repo, week)
         text = self.markdown("weekly.md.j2",
                              weekly_context(self.weekly_input(repo, week), self.t, self.settings.focus_weights))
-        title = text.splitlines()[0].lstrip("# ")
+        title = markdown_title(text)
         page = self.render("report.html.j2", rel, title=title, content=self.report(text, rel),
                            repo_link=root_of(rel) + repo_page(repo), repo=repo)
         return rel, page, text

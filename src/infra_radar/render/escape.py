@@ -13,8 +13,8 @@ prose) reaches a Markdown report through this module:
 What these return is `Md`: Markdown the radar built, which the templates' filters pass through untouched.
 A sentence builder that mixes its own frame with author pieces escapes each piece with the functions above
 and returns `Md(...)` of the whole; a plain `str` is author text and is escaped wherever it is shown.
-`plain(value)` is what a reader sees of a value (escapes removed, code spans in single backticks): for the
-outputs that are not Markdown (HTML pages, chat messages, prompts, the export).
+`plain(value)` is what a reader sees of a value (escapes removed, code spans kept): for the outputs that are
+not Markdown (HTML pages, chat messages, prompts, the export).
 
 What `text` escapes (CommonMark and GitHub's extensions), and what it leaves readable:
 
@@ -296,8 +296,8 @@ _UNESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 def plain(value: object) -> str:
     """What a reader sees of `value` where the output is not Markdown (HTML pages, chat, prompts, the
-    export): an `Md` without its backslash escapes and its code spans in single backticks, as the radar wrote
-    its sentences before they were escaped; any other value as it is."""
+    export): an `Md` without its backslash escapes, its code spans as they are (backticks show what is code),
+    as the radar wrote its sentences before they were escaped; any other value as it is."""
     if not isinstance(value, Md):
         return "" if value is None else str(value)
     if isinstance(value, _Text):
@@ -305,22 +305,39 @@ def plain(value: object) -> str:
     s = str(value)
     if "\\" not in s and "`" not in s:
         return s
-    runs = []
-    for m in _TICKS.finditer(s):
-        start, k = m.start(), 0
-        while start - k > 0 and s[start - k - 1] == "\\":
-            k += 1
-        start += k % 2  # an escaped first backtick is text: the run starts after it
-        if start < m.end():
-            runs.append((start, m.end() - start))
-    spans, _ = _pair(runs)
+    spans = _markdown_spans(s)
     out, i = [], 0
-    for a, b, n in spans:
+    for a, b, _ in spans:
         out.append(_UNESCAPE.sub(r"\1", s[i:a]))
-        inner = s[a + n:b - n]
-        if inner.startswith(" ") and inner.endswith(" ") and inner.strip(" "):
-            inner = inner[1:-1]
-        out.append(f"`{inner}`")
+        out.append(s[a:b])  # a code span as written: its fence says where it ends
         i = b
     out.append(_UNESCAPE.sub(r"\1", s[i:]))
     return "".join(out)
+
+
+def _markdown_spans(s: str) -> list[tuple[int, int, int]]:
+    """The code spans of Markdown `s`: a backtick run opens one unless its first backtick is escaped (an odd
+    run of backslashes before it: then the rest of the run may open); it is closed by the next run of
+    exactly its length, backslashes or not (they are literal inside). (start, end, fence) of each."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(s)]
+    by_len: dict[int, list[int]] = {}
+    for a, b in runs:
+        by_len.setdefault(b - a, []).append(a)
+    spans: list[tuple[int, int, int]] = []
+    pos = 0  # where the text outside code spans resumes
+    for a, b in runs:
+        if a < pos:
+            continue
+        k = 0
+        while a - k > pos and s[a - k - 1] == "\\":
+            k += 1
+        start = a + k % 2
+        n = b - start
+        if n <= 0:
+            continue
+        after = by_len.get(n, [])
+        j = bisect_right(after, start)
+        if j < len(after):
+            spans.append((start, after[j] + n, n))
+            pos = after[j] + n
+    return spans

@@ -34,9 +34,9 @@ from .context import (
     pick,
     weekly_context,
 )
-from .escape import Md, cell, code, fill, join, link
+from .escape import Md, cell, code, fill, join, link, plain
 from .escape import text as inline
-from .template_cache import bytecode_cache
+from .template_cache import bytecode_cache, fingerprint
 
 __all__ = ["card_json", "render_card", "render_daily", "render_weekly"]
 
@@ -76,10 +76,10 @@ def environment(template_dir: Path | None = None) -> Environment:
     loaders = [FileSystemLoader(str(template_dir))] if template_dir else []
     loaders.append(PackageLoader("infra_radar", "defaults/templates"))
     env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                      bytecode_cache=bytecode_cache())
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     # fmt: our phrase with values the template escaped; a `{field}` in backticks becomes a code span
     env.filters.update(cell=cell, inline=inline, fmt=fill, code=code, nostop=nostop, join=_join, mdlink=_link)
+    env.bytecode_cache = bytecode_cache(fingerprint(env))
     return env
 
 
@@ -125,14 +125,14 @@ def _links_json(inp: CardInput) -> list[dict[str, Any]]:
 
 
 def _checklist_json(inp: CardInput) -> list[str]:
-    """The item's own verification steps (as its card shows them), in English."""
+    """The item's own verification steps (as its card shows them), in English, as text (the export is data)."""
     from ..analyse.porting import applied, target_name
     from .checklist import item_checklist
     from .explain import described
 
     ai = inp.item
-    return item_checklist(ai, "en", target_name(inp.target, "en"),
-                          applied(ai.item, inp.target, text=described(ai.item.body)))
+    return [plain(step) for step in item_checklist(ai, "en", target_name(inp.target, "en"),
+                                                    applied(ai.item, inp.target, text=described(ai.item.body)))]
 
 
 def card_json(inp: CardInput) -> dict[str, Any]:
