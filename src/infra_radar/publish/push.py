@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
+from ..render.escape import href, plain
 from ..store import queries
 from ..store.rows import from_db_time
 from ..store.schema import items as items_table
@@ -93,11 +94,11 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
     dash = t["common"]["dash"]
-    for r in ctx["top"]:
-        lines.append(Line(f"{r['title']}{dash}{r['summary']}", r["priority"], r["ref"],
+    for r in ctx["top"]:  # chat text is plain text: what a reader of the report sees (the platform escapes it)
+        lines.append(Line(f"{r['title']}{dash}{plain(r['summary'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     for r in ctx["short"]:
-        lines.append(Line(f"{r['title']}{dash}{r['note']}", r["priority"], r["ref"],
+        lines.append(Line(f"{r['title']}{dash}{plain(r['note'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     title = t["daily"]["title"].format(date=day.isoformat())
     return Digest(title, lines, site_url + daily_page(day) if site_url else "")
@@ -114,19 +115,20 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
                       previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs)
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
-    lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]
+    lines = [Line(plain(ctx["summary"])), Line(words["key_prs"], heading=True)]
     most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
-    lines += [Line(f"{q['title']}{dash}{q['summary']}", q["priority"], q["ref"],
+    lines += [Line(f"{q['title']}{dash}{plain(q['summary'])}", q["priority"], q["ref"],
                    _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
     if len(ctx["quick"]) > most:
         lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
-    lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"][:recs])]
-    return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "")
+    lines += [Line(words["recommendations"], heading=True), *(Line(plain(r)) for r in ctx["recommendations"][:recs])]
+    return Digest(plain(ctx["title"]), lines, site_url + weekly_page(repo, week) if site_url else "")
 
 
 # --- rendering and packing -----------------------------------------------------------------------
 
 _SPACE = re.compile(r"\s+")
+_HEADING = re.compile(r"#{1,6}(?:\s|$)")
 
 
 @dataclass
@@ -137,14 +139,21 @@ class Style:
     escape: dict[str, str] = field(default_factory=dict)
 
     def clean(self, text: str) -> str:
-        """GitHub text on one line, the platform's markup characters escaped, link syntax broken up."""
+        """GitHub text on one line, the platform's markup characters escaped, link and image syntax broken up
+        (`[x](u)`, `![x](u)`; autolinks and tags lose their `<`)."""
         text = _SPACE.sub(" ", text).strip().replace("](", "] (")
         return "".join(self.escape.get(ch, ch) for ch in text)
+
+    def start(self, text: str) -> str:
+        """Text that opens a line: a Markdown heading marker there is shown as a full-width ＃ (Slack has no
+        headings)."""
+        return "＃" + text[1:] if self.platform != "slack" and _HEADING.match(text) else text
 
     def bold(self, text: str) -> str:
         return f"*{text}*" if self.platform == "slack" else f"**{text}**"
 
     def link(self, text: str, url: str) -> str:
+        url = href(url)  # ours, with a tag name in it for a release: percent-encoded, http(s) only
         if not url:
             return self.clean(text)
         if self.platform == "slack":
@@ -157,7 +166,7 @@ class Style:
             return self.bold(self.clean(ln.text))
         parts = [self.bold(ln.tag) if ln.tag else "", self.link(ln.ref, ln.url) if ln.ref else "",
                  self.clean(ln.text)]
-        return ("- " if ln.ref else "") + " ".join(p for p in parts if p)
+        return ("- " if ln.ref else "") + self.start(" ".join(p for p in parts if p))
 
 
 def utf8_len(text: str) -> int:
