@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
+from ..render.escape import Md, join, plain, text
 from .prompts import use_llm
 from .stage import ITEM_FIELDS, LlmRunSummary, _weekly_ctx, apply_llm
 
@@ -40,8 +41,9 @@ def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
 
 def merge_recommendations(rules: list[str], model: list[str], extra: int = 3) -> list[str]:
     """The rule recommendations, every one kept, then up to `extra` grounded model recommendations that do not
-    repeat one of them (the model rewords, it never replaces)."""
-    seen = {" ".join(r.lower().split()) for r in rules}
+    repeat one of them (the model rewords, it never replaces). Model text stays `str`: author text to the
+    templates, escaped where it is shown."""
+    seen = {" ".join(plain(r).lower().split()) for r in rules}
     added = []
     for rec in model:
         norm = " ".join(rec.lower().split())
@@ -78,12 +80,13 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
     def laid_over(r: dict[str, Any], rest_key: str = "summary_rest") -> str:
         """The model's line with the rules' rest, or "" when the rule text stands."""
         line = conclusions.get(r["ref"], "")
-        if not line or _copies(line, r["summary"]) or not says_more_than_title(line, r["title"]):
+        if not line or _copies(line, plain(r["summary"])) or not says_more_than_title(line, r["title"]):
             return ""
         # the model says what changed; where, the headline figure and the decision stay the rules'
         said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
-        rest = [p for p in r.get(rest_key, []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
-        return semi.join([line.rstrip(_PUNCT), *rest])
+        rest = [p for p in r.get(rest_key, [])
+                if len(numbers(plain(p)) & said) < min(2, len(numbers(plain(p))) or 1)]
+        return join([text(line.rstrip(_PUNCT)), *rest], semi)  # the model's line is author text
 
     for r in ctx["top"]:
         r["summary"] = laid_over(r) or r["summary"]
@@ -91,7 +94,7 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
     more = {r["ref"]: laid_over(r, "short_rest") for r in ctx.get("more_top", [])}
     for r in ctx.get("short", []):
         if more.get(r["ref"]):
-            r["note"] = f"{r['grade']}{colon}{more[r['ref']]}"
+            r["note"] = Md(f"{r['grade']}{colon}" + more[r["ref"]])
     if report.get("headline"):
         ctx["headline"] = report["headline"]
 

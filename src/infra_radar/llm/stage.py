@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..models import AnalysedItem
+from ..render.escape import plain
 from ..store import llm_cache
 from ..store.llm_cache import Cached, CacheKey
 from .client import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
@@ -314,9 +315,10 @@ def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) ->
     rows = ctx["quick"]
     values = {"repo": inp.repo, "target": settings.target, "start": ctx["start"], "end": ctx["end"],
               "merged": ctx["merged"], "key": ctx["key"], "merged_before": ctx["merged_before"],
-              "topics": ", ".join(ctx["top_topics"]) or "-", "summary": ctx["summary"],
+              "topics": ", ".join(ctx["top_topics"]) or "-", "summary": plain(ctx["summary"]),
               "items": [{"number": r["short"].lstrip("#"), "priority": r["priority"], "grade": r["grade"],
-                         "title": r["title"], "summary": r["summary"], "claims": r["claims"]} for r in rows]}
+                         "title": r["title"], "summary": plain(r["summary"]), "claims": plain(r["claims"])}
+                        for r in rows]}
     prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]
@@ -387,7 +389,7 @@ def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
     decision = row["decision"] + (f" ({row['decision_reason']})" if row["decision_reason"] else "")
     # "summary" (the rule conclusion) stays available to a user's prompt file; the packaged one leaves it out
     return {"ref": row["ref"], "priority": row["priority"], "state": row["state"], "grade": row["grade"],
-            "kind": row["kind"], "topics": row["topics"], "title": row["title"], "summary": row["summary"],
+            "kind": row["kind"], "topics": row["topics"], "title": row["title"], "summary": plain(row["summary"]),
             "files": ", ".join(top_files(ai.item.files, 5)) or "-",
             "claims": "; ".join(claim_phrase(c) for c in ai.analysis.perf_claims) or "-",
             "decision": decision, "excerpt": mechanism(ai.item.body, 2, 400) or "-"}
