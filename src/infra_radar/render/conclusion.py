@@ -12,6 +12,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, with_unit
+from .escape import Md, code, fmt, join
 from .explain import (
     DEBRIS,
     clip,
@@ -104,14 +105,14 @@ def claim_text(c: PerfClaim, t: dict[str, Any]) -> str:
     return body + (t["common"]["paren"].format(t["common"]["comma"].join(extra)) if extra else "")
 
 
-def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> str:
+def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> Md:
     """One line: mechanism (identifiers), where, headline number, what to do."""
     what, rest = conclusion_parts(ai, t, porting)
-    return t["common"]["semi"].join(what + rest)
+    return join(what + rest, t["common"]["semi"])
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied],
-                     short: bool = False) -> tuple[list[str], list[str]]:
+                     short: bool = False) -> tuple[list[Md], list[Md]]:
     """The conclusion's parts: (what changed: the author's sentence and identifiers, or the kind; the rest:
     where, headline number, what to do). Model prose may say the first better; the rest are the rules' facts.
     `short`, for the short table's one-line note: a shorter quote, no module and no porting caveat."""
@@ -120,43 +121,43 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     if short:
         limits["conclusion_mechanism"] = limits.get("short_mechanism", 80)
     item, a = ai.item, ai.analysis
-    parts: list[str] = []
+    parts: list[Md] = []
     ids = central_identifiers(ai, int(limits["identifiers"]))
     doing = doing_sentence(item.body, item.title)
     if doing and not echoes(doing, item.title):
         quote = clip(doing, int(limits["conclusion_mechanism"]))
-        parts.append(e["what_quote"].format(text=quote))
+        parts.append(fmt(e["what_quote"], text=quote))
         extra = [i for i in ids if i not in quote][: 2 if identifiers(quote) else 3]
         if extra:
-            parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{i}`" for i in extra)))
+            parts.append(fmt(e["what_ids"], ids=join([code(i) for i in extra], c["sep"])))
     elif ids:
-        parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{i}`" for i in ids)))
+        parts.append(fmt(e["what_ids"], ids=join([code(i) for i in ids], c["sep"])))
     else:
         lead = next((s for _, block in explain_body(item.body).mechanism for s in sentences(block)
                      if not echoes(s, item.title) and not DEBRIS.search(s)), "")
         if lead:
-            parts.append(e["what_quote"].format(text=clip(lead, int(limits["conclusion_mechanism"]))))
+            parts.append(fmt(e["what_quote"], text=clip(lead, int(limits["conclusion_mechanism"]))))
         else:  # no description: the files it changes say what it touches
-            code = [f for f in item.files if file_role(f.path) not in ("tests", "docs", "config")]
+            code_files = [f for f in item.files if file_role(f.path) not in ("tests", "docs", "config")]
             names = [f.path.rsplit("/", 1)[-1] for f in sorted(  # a version bump touches only config: name it
-                code or item.files, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
+                code_files or item.files, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
             if names:
-                parts.append(e["what_ids"].format(ids=c["sep"].join(f"`{n}`" for n in names)))
+                parts.append(fmt(e["what_ids"], ids=join([code(n) for n in names], c["sep"])))
     what = len(parts)
     module = code_module(item.files) if item.files and not short else ""
     if module:
-        parts.append(e["where"].format(module=module))
+        parts.append(fmt(e["where"], module=module))
     claim = headline_claim(a.perf_claims)
     if claim:
-        parts.append(e["number"].format(claim=claim_text(claim, t)))
+        parts.append(fmt(e["number"], claim=claim_text(claim, t)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
-    action = e["action"].format(decision=name(t, "decisions", a.decision))
+    action = fmt(e["action"], decision=name(t, "decisions", a.decision))
     if gpu and not a.native and not short:  # a change already made for the target has no GPU mechanism left
         caveat = pick(gpu[0].caveat, t["lang"])
         first = re.split(r"[;；]", caveat, maxsplit=1)[0]
-        action += c["paren"].format(f"{pick(gpu[0].entry.name, t['lang'])}{c['colon']}{first}")
+        action = Md(action + fmt(c["paren"], f"{pick(gpu[0].entry.name, t['lang'])}{c['colon']}{first}"))
     parts.append(action)
     if len(parts) == 1:  # nothing of its own to say: name the kind and what kind of files
-        parts.insert(0, e["kind_only"].format(kind=name(t, "kinds", a.item_kind)))
+        parts.insert(0, fmt(e["kind_only"], kind=name(t, "kinds", a.item_kind)))
         what = 1
     return parts[:what], parts[what:]
