@@ -23,6 +23,7 @@ from .base import (
 from .checklist import checklist_options, spread_out
 from .conclusion import conclusion_parts
 from .deepdive import deep_view, grade_with_porting
+from .escape import Md, fmt, join
 from .explain import clickable, described
 from .inputs import DailyInput, WatchRecheck
 
@@ -32,18 +33,18 @@ def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
     return applied(ai.item, target, text=described(ai.item.body))
 
 
-def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> str:
+def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> Md:
     """One-line note of the short table: grade letter and the item's conclusion, short (a clipped quote, the
     headline figure and the decision; the module and porting caveat are the P0/P1 table's)."""
     what, rest = conclusion_parts(ai, t, _porting(ai, target), short=True)
-    return f"{ai.analysis.grade}{t['common']['colon']}{t['common']['semi'].join(what + rest)}"
+    return Md(f"{ai.analysis.grade}{t['common']['colon']}" + join(what + rest, t["common"]["semi"]))
 
 
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> dict[str, Any]:
     porting = _porting(ai, target)
     view = row(ai, t)
     what, rest = conclusion_parts(ai, t, porting)
-    view["summary"] = t["common"]["semi"].join(what + rest)
+    view["summary"] = join(what + rest, t["common"]["semi"])
     view["summary_rest"] = rest  # where, figure, decision: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
@@ -61,11 +62,11 @@ def watch_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
+def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
     rels = sorted((ai.item for ai in items if ai.item.kind == RELEASE),
                   key=lambda i: (i.when or i.created_at or datetime.min.replace(tzinfo=UTC), i.repo))
     entry = t["daily"]["release_entry"]
-    return [entry.format(repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
+    return [fmt(entry, repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
 def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: list[dict[str, Any]],
@@ -97,7 +98,7 @@ def _together(ranked: list[AnalysedItem], inp: DailyInput) -> list[AnalysedItem]
     return out
 
 
-def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> str:
+def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> Md | str:
     """"one change: #6886 original (main), #6881 backport (release/v0.8.0)" for a story member, else ""."""
     story = inp.stories.get(ai.item.ref)
     if story is None:
@@ -107,10 +108,9 @@ def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> str:
     for ref in story.refs:
         branches = story.branches.get(ref) or []
         short = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref
-        members.append(d["story_member"].format(ref=short, role=d["story_roles"].get(story.roles[ref], ""),
-                                                branches=d["story_branches"].format(branches=", ".join(branches))
-                                                if branches else ""))
-    return d["story"].format(members=t["common"]["sep"].join(members))
+        members.append(fmt(d["story_member"], ref=short, role=d["story_roles"].get(story.roles[ref], ""),
+                           branches=fmt(d["story_branches"], branches=join(branches, ", ")) if branches else ""))
+    return fmt(d["story"], members=join(members, t["common"]["sep"]))
 
 
 def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] | None = None) -> dict:
