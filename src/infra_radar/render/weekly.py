@@ -29,6 +29,8 @@ from .card import adapted_views
 from .clusters import clusters
 from .conclusion import claim_text, conclusion, headline_claim
 from .deepdive import grade_with_porting
+from .escape import Md, fmt, join
+from .escape import code as code_span
 from .explain import clip, described, explain_body, explain_rules, file_role, sentences
 from .inputs import WeeklyInput
 
@@ -56,12 +58,12 @@ def _per_item(changes: list[AnalysedItem], keys: Callable[[AnalysedItem], Iterab
     return Counter(k for ai in changes for k in set(keys(ai)) if k)
 
 
-def _theme_name(cluster: dict[str, Any], t: dict[str, Any], ubiquitous: set[str]) -> str:
+def _theme_name(cluster: dict[str, Any], t: dict[str, Any], ubiquitous: set[str]) -> Md:
     w = t["weekly"]
     topics = Counter(topic for ai in cluster["members"] for topic in ai.analysis.topics if topic not in ubiquitous)
     topic = name(t, "topics", topics.most_common(1)[0][0]) if topics else ""
     label = cluster["label"] if cluster["kind"] != "ref" else cluster["label"].rsplit("/", 1)[-1]
-    return w[f"theme_{cluster['kind']}"].format(label=label, topic=topic)
+    return fmt(w[f"theme_{cluster['kind']}"], label=label, topic=topic)
 
 
 def _themes(ranked: list[AnalysedItem], t: dict[str, Any], target: str, cap: int = 5) -> list[dict]:
@@ -81,7 +83,7 @@ def _themes(ranked: list[AnalysedItem], t: dict[str, Any], target: str, cap: int
         out.append({"name": _theme_name(cluster, t, ubiquitous), "count": len(members), "total": len(members), "above": 0,
                     "refs": [short_ref(ai) for ai in members[:3]], "all": [short_ref(ai) for ai in members],
                     "figure": f"{figure[0]} {claim_text(figure[1], t)}" if figure and figure[1] else "",
-                    "shared": t["common"]["sep"].join(f"`{x}`" for x in cluster["shared"]),
+                    "shared": join([code_span(x) for x in cluster["shared"]], t["common"]["sep"]),
                     "members": [_listed(ai, t, target) for ai in members[:cap]], "more": max(len(members) - cap, 0)})
     return out
 
@@ -97,12 +99,12 @@ def _listed(ai: AnalysedItem, t: dict[str, Any], target: str) -> dict[str, Any]:
 def _kind_trend(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
     cur = Counter(ai.analysis.item_kind for ai in now)
     prev = Counter(ai.analysis.item_kind for ai in before)
-    fmt = t["weekly"]["kind_count"]
+    line = t["weekly"]["kind_count"]
     kinds = sorted(set(cur) | set(prev), key=lambda k: (-cur[k], -prev[k], k))
-    return [fmt.format(kind=name(t, "kinds", k), n=cur[k], delta=signed(cur[k] - prev[k])) for k in kinds]
+    return [line.format(kind=name(t, "kinds", k), n=cur[k], delta=signed(cur[k] - prev[k])) for k in kinds]
 
 
-def _risk_why(code: str, ai: AnalysedItem, t: dict[str, Any]) -> str:
+def _risk_why(code: str, ai: AnalysedItem, t: dict[str, Any]) -> Md:
     """Why an item carries a risk label, from its own facts."""
     why = t["weekly"]["risk_why"]
     files = ai.item.files
@@ -110,17 +112,17 @@ def _risk_why(code: str, ai: AnalysedItem, t: dict[str, Any]) -> str:
     top = max(code_files, key=lambda f: ((f.additions or 0) + (f.deletions or 0), f.path), default=None)
     lines = sum((f.additions or 0) + (f.deletions or 0) for f in files)
     if code in ("core-path", "platform-specific") and top is not None:
-        return why["file"].format(file=top.path)
+        return fmt(why["file"], file=top.path)
     if code == "no-test":
-        return why["no_test"].format(lines=lines, n=len(files))
+        return fmt(why["no_test"], lines=lines, n=len(files))
     if code == "large-change":
-        return why["large"].format(lines=lines, n=len(files))
+        return fmt(why["large"], lines=lines, n=len(files))
     if code in ("silent-accuracy", "breaking"):
         hit = next((s for _, b in explain_body(ai.item.body).motivation + explain_body(ai.item.body).mechanism
                     for s in sentences(b) if _RISK_WORDS[code].search(s)), "")
         if hit:
-            return why["quote"].format(text=clip(hit, 100))
-    return why["title"].format(title=ai.item.title)
+            return fmt(why["quote"], text=clip(hit, 100))
+    return fmt(why["title"], title=ai.item.title)
 
 
 _RISK_WORDS = {
@@ -147,14 +149,14 @@ def _quick_view(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> 
     return view
 
 
-def _recommendations(ranked: list[AnalysedItem], t: dict[str, Any], topics: list[str]) -> list[str]:
+def _recommendations(ranked: list[AnalysedItem], t: dict[str, Any], topics: list[str]) -> list[Md]:
     w, lang = t["weekly"], t["lang"]
-    fmt = {"adapt-now": w["rec_adapt"], "validate-first": w["rec_validate"], "track-only": w["rec_track"]}
+    phrases = {"adapt-now": w["rec_adapt"], "validate-first": w["rec_validate"], "track-only": w["rec_track"]}
     lines = []
     for ai in [ai for ai in ranked if ai.analysis.priority == "P0"][:3]:
         reason = pick(ai.analysis.decision_reason, lang) or pick(ai.analysis.grade_reason, lang)
-        template = fmt.get(ai.analysis.decision, w["rec_track"])
-        lines.append(template.format(ref=short_ref(ai), title=ai.item.title, reason=reason or "—"))
+        template = phrases.get(ai.analysis.decision, w["rec_track"])
+        lines.append(fmt(template, ref=short_ref(ai), title=ai.item.title, reason=reason or "—"))
     rules = [("rec_accuracy", lambda a: "silent-accuracy" in a.risk_labels),
              ("rec_breaking", lambda a: "breaking" in a.risk_labels),
              ("rec_untested", lambda a: {"core-path", "no-test"} <= set(a.risk_labels)),
@@ -162,53 +164,53 @@ def _recommendations(ranked: list[AnalysedItem], t: dict[str, Any], topics: list
     for key, test in rules:
         hits = [ai for ai in ranked if test(ai.analysis)]
         if hits:
-            refs = t["common"]["sep"].join(short_ref(ai) for ai in hits[:3])
-            lines.append(w[key].format(n=len(hits), refs=refs))
+            refs = join([short_ref(ai) for ai in hits[:3]], t["common"]["sep"])
+            lines.append(fmt(w[key], n=len(hits), refs=refs))
     if not any(ai.analysis.priority == "P0" for ai in ranked):
-        lines.append(w["rec_default"].format(topics=names(t, "topics", topics[:3])))
+        lines.append(fmt(w["rec_default"], topics=names(t, "topics", topics[:3])))
     return lines[:5]
 
 
-def _week_title(inp: WeeklyInput, t: dict[str, Any], start: datetime, end: datetime) -> str:
+def _week_title(inp: WeeklyInput, t: dict[str, Any], start: datetime, end: datetime) -> Md:
     w = t["weekly"]
     match = re.fullmatch(r"(\d{4})-W(\d{1,2})", inp.week_label or "")
     if match:
-        return w["title_week"].format(repo=inp.repo, year=match[1], week=int(match[2]),
-                                      start=start.strftime("%m/%d"), end=end.strftime("%m/%d"))
-    return w["title_range"].format(repo=inp.repo, start=day(start), end=day(end))
+        return fmt(w["title_week"], repo=inp.repo, year=match[1], week=int(match[2]),
+                   start=start.strftime("%m/%d"), end=end.strftime("%m/%d"))
+    return fmt(w["title_range"], repo=inp.repo, start=day(start), end=day(end))
 
 
-def _summary(ctx: dict[str, Any], ranked: list[AnalysedItem], t: dict[str, Any]) -> str:
+def _summary(ctx: dict[str, Any], ranked: list[AnalysedItem], t: dict[str, Any]) -> Md:
     """The week's movements: counts with what they count, the main themes with PR numbers and figures, and
     where the risk concentrates."""
     w, c, sep = t["weekly"], t["common"], t["weekly"]["exec_sep"]
     if not ctx["merged"] and not ctx["commits"]:
-        return w["exec_empty"].format(this=ctx["this"])
-    head = w["exec_merged"].format(this=ctx["this"], merged=ctx["merged"])
+        return fmt(w["exec_empty"], this=ctx["this"])
+    head = fmt(w["exec_merged"], this=ctx["this"], merged=ctx["merged"])
     if ctx["has_previous"]:
-        head += c["paren"].format(w["exec_vs"].format(previous=ctx["previous_word"], before=ctx["merged_before"],
-                                                      change=ctx["merged_delta"]))
+        head += fmt(c["paren"], fmt(w["exec_vs"], previous=ctx["previous_word"], before=ctx["merged_before"],
+                                    change=ctx["merged_delta"]))
     else:
-        head += c["paren"].format(w["exec_no_previous"].format(previous=ctx["previous_word"]))
-    head += w["exec_key"].format(key=ctx["key"], previous=ctx["previous_word"], key_before=ctx["key_before"])
-    parts = [head]
+        head += fmt(c["paren"], fmt(w["exec_no_previous"], previous=ctx["previous_word"]))
+    head += fmt(w["exec_key"], key=ctx["key"], previous=ctx["previous_word"], key_before=ctx["key_before"])
+    parts = [Md(head)]
     moves = []
     for th in ctx["themes"][:3]:
-        refs = c["sep"].join(th["refs"])
-        figure = w["exec_figure"].format(figure=th["figure"]) if th["figure"] else ""
-        moves.append(w["exec_move"].format(name=th["name"], n=th["count"], refs=refs, figure=figure))
+        refs = join(th["refs"], c["sep"])
+        figure = fmt(w["exec_figure"], figure=th["figure"]) if th["figure"] else ""
+        moves.append(fmt(w["exec_move"], name=th["name"], n=th["count"], refs=refs, figure=figure))
     if moves:
-        parts.append(w["exec_moves"].format(items=c["semi"].join(moves)))
+        parts.append(fmt(w["exec_moves"], items=join(moves, c["semi"])))
     else:
-        notable = [f"{short_ref(ai)} {ai.item.title}" for ai in ranked if ai.analysis.priority != "none"][:3]
+        notable = [fmt("{} {}", short_ref(ai), ai.item.title) for ai in ranked if ai.analysis.priority != "none"][:3]
         if notable:
-            parts.append(w["exec_notable"].format(items=c["semi"].join(notable)))
+            parts.append(fmt(w["exec_notable"], items=join(notable, c["semi"])))
     risky = max((r for r in ctx["risks"] if r["n"]), key=lambda r: r["n"], default=None)
     if risky:
-        parts.append(w["exec_risk"].format(label=risky["label"], n=risky["n"],
-                                           refs=c["sep"].join(r["ref"] for r in risky["refs"])))
+        parts.append(fmt(w["exec_risk"], label=risky["label"], n=risky["n"],
+                         refs=join([r["ref"] for r in risky["refs"]], c["sep"])))
     end = "。" if t["lang"] == "zh" else "."
-    return sep.join(parts) + end
+    return Md(join(parts, sep) + end)
 
 
 def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float] | None = None) -> dict:
@@ -245,10 +247,10 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     ctx["categories"] = _kind_trend(changes, before, t)
     files = _per_item(changes, lambda ai: (f.path for f in ai.item.files))
     dirs = _per_item(changes, lambda ai: (_directory(f.path) for f in ai.item.files))
-    ctx["hot_files"] = [w["path_count"].format(path=p, n=n) for p, n in _top_counts(files, 10)]
-    ctx["hot_dirs"] = [w["path_count"].format(path=p, n=n) for p, n in _top_counts(dirs, 5)]
+    ctx["hot_files"] = [fmt(w["path_count"], path=p, n=n) for p, n in _top_counts(files, 10)]
+    ctx["hot_dirs"] = [fmt(w["path_count"], path=p, n=n) for p, n in _top_counts(dirs, 5)]
     authors = _top_counts(_per_item(changes, lambda ai: [ai.item.author]), 5)
-    ctx["authors"] = [w["author_count"].format(author=a, n=n) for a, n in authors]
+    ctx["authors"] = [fmt(w["author_count"], author=a, n=n) for a, n in authors]
     keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or \
         [ai for ai in ranked if ai.analysis.priority != "none"]
     ctx["quick"] = [_quick_view(ai, t, inp.target) for ai in keyed[: inp.key_prs]]
