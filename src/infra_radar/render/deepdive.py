@@ -10,6 +10,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import claim_rows, files_total, pick, row
+from .escape import Md, fmt
 from .explain import clip, explain_body, explain_rules, files_by_role, sentences
 
 
@@ -29,11 +30,11 @@ def _blocks(blocks: list[tuple[str, str]], limits: dict[str, Any]) -> list[dict[
     return out
 
 
-def porting_views(porting: list[Applied], t: dict[str, Any]) -> list[str]:
+def porting_views(porting: list[Applied], t: dict[str, Any]) -> list[Md]:
     """One line per porting-map entry that applied: mechanism → counterpart, and the caveat."""
     e, lang = t["explain"], t["lang"]
-    return [e["porting_line"].format(name=pick(p.entry.name, lang), evidence=p.evidence,
-                                     counterpart=pick(p.counterpart, lang), caveat=pick(p.caveat, lang))
+    return [fmt(e["porting_line"], name=pick(p.entry.name, lang), evidence=p.evidence,
+                counterpart=pick(p.counterpart, lang), caveat=pick(p.caveat, lang))
             for p in porting]
 
 
