@@ -114,6 +114,19 @@ def link_url(link: Link) -> str:
     return f"https://github.com/{link.repo}/issues/{link.number}" if link.repo else ""
 
 
+def shown_url(link: Link) -> str:
+    """Where a report links a relation: the GitHub page of the referenced item, built from its repository and
+    number (the author's URL when it is exactly that page); "" for an address from the text (a `url` link),
+    which a report shows as text: author text never becomes a link."""
+    if not link.repo or link.number is None:
+        return ""
+    own = f"https://github.com/{link.repo}/"
+    url = link.url or ""
+    if url.lower().startswith(own.lower()) and url[len(own):] in (f"pull/{link.number}", f"issues/{link.number}"):
+        return url
+    return f"{own}issues/{link.number}"
+
+
 def ref_url(ref: str) -> str:
     """GitHub URL of an `owner/name#N` reference (the issues URL redirects to pull requests)."""
     repo, _, number = ref.partition("#")
@@ -213,5 +226,5 @@ def link_views(links: Iterable[Link]) -> list[dict[str, str]]:
     seen: dict[str, dict[str, str]] = {}
     for link in links:
         if link.ref and (not link.url or clickable(link.url)):
-            seen.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "detail": link.detail})
+            seen.setdefault(link.ref, {"ref": link.ref, "url": shown_url(link), "detail": link.detail})
     return list(seen.values())

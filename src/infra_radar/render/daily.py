@@ -19,6 +19,7 @@ from .base import (
     rank,
     ref_url,
     row,
+    shown_url,
 )
 from .checklist import checklist_options, spread_out
 from .conclusion import conclusion_parts
@@ -77,7 +78,7 @@ def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: li
     for ai in deep:  # what the deep-dive items point at, so a reader can follow the mechanism
         for link in [*ai.analysis.links, *(related or {}).get(ai.item.ref, [])]:
             if link.ref and link_url(link) and clickable(link_url(link)):
-                refs.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "title": link.detail})
+                refs.setdefault(link.ref, {"ref": link.ref, "url": shown_url(link), "title": link.detail})
     return list(refs.values())
 
 
