@@ -129,6 +129,7 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
 
 _SPACE = re.compile(r"\s+")
 _HEADING = re.compile(r"#{1,6}(?:\s|$)")
+_BARE_URL = re.compile(r"(?<=[A-Za-z0-9]:)(?=//)|(?<=\bwww)(?=\.[A-Za-z0-9])", re.I)
 
 
 @dataclass
@@ -140,8 +141,9 @@ class Style:
 
     def clean(self, text: str) -> str:
         """GitHub text on one line, the platform's markup characters escaped, link and image syntax broken up
-        (`[x](u)`, `![x](u)`; autolinks and tags lose their `<`)."""
-        text = _SPACE.sub(" ", text).strip().replace("](", "] (")
+        (`[x](u)`, `![x](u)`; autolinks and tags lose their `<`), and a bare address kept from being linked
+        by the chat client (a zero-width space inside its `://` or `www.`: it reads the same)."""
+        text = _BARE_URL.sub("\u200b", _SPACE.sub(" ", text).strip().replace("](", "] ("))
         return "".join(self.escape.get(ch, ch) for ch in text)
 
     def start(self, text: str) -> str:
