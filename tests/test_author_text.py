@@ -282,10 +282,10 @@ def test_the_title_still_reads_as_written_in_every_report(outputs):
 
 
 def test_site_pages_carry_no_author_link_element_or_comment(outputs):
-    for rel, html in outputs["site"].items():
+    for rel, page_html in outputs["site"].items():
         if not rel.endswith(".html"):
             continue
-        page = Page(html)
+        page = Page(page_html)
         bad = [(t, a) for t, a in foreign(page, local_ok=True, ours=("form", "input"))
                if not (t == "script" and a.get("src", "").endswith(("search.js", "search-index.js")))]
         assert not bad, (rel, bad[:3])
@@ -367,9 +367,9 @@ def _with_markup(reply):
 
 
 def test_model_prose_links_images_and_html_are_text_in_the_reports(monkeypatch, radar_home):
+    from infra_radar.pipeline.card import show_card
     from infra_radar.pipeline.demo import sample_files
     from infra_radar.pipeline.reports import daily, weekly
-    from infra_radar.pipeline.card import show_card
     from infra_radar.windows import iso_week
 
     from . import llm_stub
