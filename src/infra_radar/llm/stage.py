@@ -325,7 +325,9 @@ def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) ->
     by_ref = {ai.item.ref: ai.item for ai in inp.items}
     names = [by_ref[r].title for r in refs if r in by_ref] + [f.path for r in refs if r in by_ref
                                                               for f in by_ref[r].files]
-    grounds = Grounds.of(messages[1]["content"], refs, inp.repo, names=names, lang=lang)
+    analysed = {ai.item.ref: ai for ai in inp.items}
+    claims = [c for r in dict.fromkeys(refs) if r in analysed for c in analysed[r].analysis.perf_claims]
+    grounds = Grounds.of(messages[1]["content"], refs, inp.repo, names=names, lang=lang, claims=claims)
     return _Job("report", prompt, messages, grounds, lang)
 
 
@@ -400,9 +402,9 @@ def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang:
     and sources, and `refs`; its title and files make a sentence specific."""
     claims = ai.analysis.perf_claims
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
-    source = "\n".join([ai.item.body, *shown, *(c.source for c in claims)])
+    source = "\n".join([*shown, *(c.source for c in claims), ai.item.body])  # what the prompt showed first
     names = [ai.item.title, *(f.path for f in ai.item.files)]
-    return Grounds.of(source, refs, ai.item.repo, extra, names, lang)
+    return Grounds.of(source, refs, ai.item.repo, extra, names, lang, claims)
 
 
 def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
@@ -443,7 +445,7 @@ def _headline_job(settings: Settings, prompt: Prompt, by_ref: dict[str, Analysed
     claims = [c for r in refs for c in by_ref[r].analysis.perf_claims]
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
     names = [by_ref[r].item.title for r in refs] + [f.path for r in refs for f in by_ref[r].item.files]
-    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang)
+    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang, claims)
     return _Job("daily", prompt, messages, head, lang)
 
 
