@@ -117,12 +117,14 @@ def test_a_cell_keeps_its_row_whatever_pipes_backslashes_and_code_spans_it_holds
         assert not tags(table) - {"table", "thead", "tbody", "tr", "th", "td", "code"}, (raw, row)
 
 
-@pytest.mark.parametrize("path", ["a`b.py", "x``y`z", "`lead", "trail`", "sp ace/`q`", "p|ipe`.py"])
+@pytest.mark.parametrize("path", ["a`b.py", "x``y`z", "`lead", "trail`", "sp ace/`q`", "p|ipe`.py", "a|[x](https://e.x)",
+                                  "plain|pipe.py"])
 def test_a_path_with_backticks_is_one_code_span(path):
     assert inline_html(code(path)) == f"<code>{html.escape(path, quote=False)}</code>"
     assert inline_html(code(text(path))) == f"<code>{html.escape(path, quote=False)}</code>"
-    table = MD.render(f"| h |\n|---|\n| {code(cell(path))} |\n")
-    assert f"<td><code>{html.escape(path, quote=False)}</code></td>" in table
+    for made in (code(cell(path)), code(cell(text(path)))):
+        table = MD.render(f"| h |\n|---|\n| {made} |\n")
+        assert f"<td><code>{html.escape(path, quote=False)}</code></td>" in table, made
 
 
 def test_fmt_makes_a_backticked_field_a_code_span_and_any_other_field_text():

@@ -67,6 +67,7 @@ _INLINE = [
 _BARE = [r"(?<=[A-Za-z0-9]):(?=//)", r"(?<=\bwww)\.(?=[A-Za-z0-9])",  # GitHub's bare autolinks: scheme://, www.,
          r"(?<=[A-Za-z0-9._%+-])@(?=[A-Za-z0-9-]+\.[A-Za-z0-9])"]  # and e-mail addresses
 _MARKUP = re.compile("|".join(_INLINE + _BARE))
+_MAYBE = re.compile(r"[\\<*`_~\]!&:.@]")  # a character some escape above starts from
 _LINK_LABEL = re.compile("|".join([*_INLINE, r"[\[\]]"]))  # inside link text no autolink is read
 
 
@@ -91,7 +92,8 @@ def _escaped(value: str, raw: str, table: bool) -> _Text:
 
 
 def _one_line(value: object) -> str:
-    return _SPACE.sub(" ", html.unescape(str(value))).strip()
+    text = str(value)
+    return _SPACE.sub(" ", html.unescape(text) if "&" in text else text).strip()
 
 
 # --- code spans -----------------------------------------------------------------------------------
@@ -125,6 +127,8 @@ def _pair(runs: list[tuple[int, int]]) -> tuple[list[tuple[int, int, int]], set[
 def _escape(s: str, pattern: re.Pattern[str] = _MARKUP) -> str:
     """`s` (one line of author text) with everything CommonMark/GFM would read as markup escaped; the code
     spans the author closed kept."""
+    if pattern is _MARKUP and not _MAYBE.search(s) and not _LEAD.match(s):
+        return s  # most titles: nothing to escape (one scan for the characters that could need it)
     spans: list[tuple[int, int, int]] = []
     if "`" in s:
         spans, _ = _pair([(m.start(), m.end() - m.start()) for m in _TICKS.finditer(s)])
@@ -165,7 +169,8 @@ def text(value: object) -> Md:
     if isinstance(value, Md):
         return value
     raw = _one_line(value)
-    return _escaped(_escape(raw), raw, False)
+    shown = _escape(raw)
+    return Md(raw) if shown is raw else _escaped(shown, raw, False)  # nothing escaped: the text is its own raw
 
 
 def cell(value: object) -> Md:
@@ -173,8 +178,8 @@ def cell(value: object) -> Md:
     too)."""
     if isinstance(value, _Text):
         return value if value.table else _escaped(_cell_pipes(value), value.raw, True)
-    if isinstance(value, Md):
-        return Md(_cell_pipes(value))
+    if isinstance(value, Md):  # still the text a reader sees, for a code span made of it in the cell
+        return _escaped(_cell_pipes(value), plain(value), True)
     raw = _one_line(value)
     return _escaped(_cell_pipes(_escape(raw)), raw, True)
 
@@ -257,7 +262,10 @@ def _format(template: str, args: tuple, values: dict[str, Any], piece: Any) -> M
             continue
         if name == "":
             name, auto = str(auto), auto + 1
-        value, _ = formatter.get_field(name, args, values)
+        if name in values:  # a plain {field}: no attribute or index to resolve
+            value = values[name]
+        else:
+            value, _ = formatter.get_field(name, args, values)
         if conv:
             value = formatter.convert_field(value, conv)
         if spec:
