@@ -354,7 +354,9 @@ def test_export_keeps_author_text_raw(outputs):
 
 # --- model prose -------------------------------------------------------------------------------------
 
-PROSE_MARKUP = f"{LINK} {IMAGE} <img src=x onerror=alert(this)> <https://evil.example/auto>"
+# (hosts without a dot: a dotted name the item does not have would get the sentence dropped by grounding)
+PROSE_MARKUP = ("[SECURITY: rotate your tokens here](https://evil/rotate) ![x](https://evil/p) "
+                "<img src=x onerror=alert(this)> <https://evil/auto>")
 
 
 def _with_markup(reply):

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 
 from ..analyse.claim_rules import default_claim_rules
 from ..models import PerfClaim
@@ -102,11 +104,16 @@ def _alt(items: Iterable[str]) -> str:
 
 
 @lru_cache(maxsize=1)
+def grounding_rules() -> dict:
+    """The packaged defaults/prompts/grounding.toml."""
+    text = (resources.files("infra_radar") / "defaults" / "prompts" / "grounding.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+@lru_cache(maxsize=1)
 def rules() -> _Rules:
     """grounding.toml's [figures], [numbers] and [[condition]] with claims.toml's units, compiled once."""
-    from .grounding import _grounding_rules
-
-    data = _grounding_rules()
+    data = grounding_rules()
     fig, en, zh = data["figures"], data["numbers"]["en"], data["numbers"]["zh"]
     units: dict[str, tuple[str, float]] = {}
     for spelling, (_canonical, cls, factor) in default_claim_rules().units.items():

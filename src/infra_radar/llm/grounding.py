@@ -20,14 +20,12 @@ regular-expression passes: linear in the text.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 from ..models import PerfClaim
-from .figures import Reading, Segment, claim_segment, match, read, segments
+from .figures import Reading, Segment, claim_segment, grounding_rules, match, read, segments
 
 _REF = re.compile(r"(?<![\w/.-])(?:([A-Za-z0-9][\w.-]*/[\w.-]+))?#(\d+)\b")
 # A number: digits with optional thousands commas and decimals; not part of a longer digit run.
@@ -41,10 +39,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[./:-][A-Za-z0-9_]+)*")
 DROP_REASONS = ("ungrounded", "filler", "language")
 
 
-@lru_cache(maxsize=1)
-def _grounding_rules() -> dict:
-    text = (resources.files("infra_radar") / "defaults" / "prompts" / "grounding.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+_grounding_rules = grounding_rules  # the packaged grounding.toml (read once, in figures.py)
 
 
 @lru_cache(maxsize=1)
