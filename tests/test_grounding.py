@@ -183,3 +183,9 @@ def _sentences(c: PerfClaim) -> list[str]:
     if c.ratio is not None:
         out.append(f"That is {format_number(round(c.ratio, 2))}x.")
     return out
+
+
+def test_a_chinese_word_figure_alone_is_read():
+    g = Grounds.of("TTFT drops from 120.5 ms to 98.2 ms.", [], "a/b")
+    for sentence in ("延迟减半。", "吞吐翻倍。", "显存降低一半。"):
+        assert ground_counted(sentence, g, filler=False)[0] == "", sentence

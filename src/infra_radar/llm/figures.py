@@ -77,6 +77,9 @@ class Segment:
 @dataclass(slots=True)
 class _Rules:
     token: re.Pattern[str]
+    plain_token: re.Pattern[str]  # the same without English words: most text has none, and is read faster
+    vocabulary: frozenset[str]  # English words that are numbers or figures
+    starts: re.Pattern[str]  # what a figure or count without English words starts with
     after: re.Pattern[str]
     percent_before: re.Pattern[str]
     range_gap: re.Pattern[str]
@@ -96,7 +99,8 @@ class _Rules:
     zh_big: dict[str, int]
     zh_measure: re.Pattern[str]
     zh_not_counts: frozenset[float]
-    conditions: list[tuple[str, re.Pattern[str]]]
+    conditions: list[tuple[str, re.Pattern[str], list[re.Pattern[str]]]]  # key, guard, patterns
+    any_condition: re.Pattern[str]  # any guard: most sentences state no condition
 
 
 def _alt(items: Iterable[str]) -> str:
@@ -126,16 +130,22 @@ def rules() -> _Rules:
     word = rf"(?:{_alt(en_words)})"
     words = {k.lower(): (float(v[0]), float(v[1])) for k, v in fig["words"].items()}
     zh_chars = "".join([*zh["digits"], *zh["units"], *zh["big"]])
+    digits = rf"(?P<d>(?:(?<![\d.])\d{{1,3}}(?:,\d{{3}})+|(?<![\d.,])\d+)(?:\.\d+)?(?![\d])(?P<db>[{''.join(zh['big'])}])?)"
+    chinese = rf"(?P<z>[{zh_chars}]+)"
     token = re.compile(
-        rf"(?P<d>(?:(?<![\d.])\d{{1,3}}(?:,\d{{3}})+|(?<![\d.,])\d+)(?:\.\d+)?(?![\d])(?P<db>[{''.join(zh['big'])}])?)"
-        rf"|(?P<w>\b(?:a\s+(?={_alt(en['scales'])}\b))?{word}(?:(?:\s+and\s+|[\s-]+){word})*)(?:(?P<fold>fold)\b|\b)"
-        rf"|(?P<m>(?<![A-Za-z]){_alt(re.escape(w) for w in words)}(?![A-Za-z]))"
-        rf"|(?P<z>[{zh_chars}]+)", re.I)
+        rf"{digits}|(?P<w>\b(?:a\s+(?={_alt(en['scales'])}\b))?{word}(?:(?:\s+and\s+|[\s-]+){word})*)"
+        rf"(?:(?P<fold>fold)\b|\b)|(?P<m>(?<![A-Za-z]){_alt(re.escape(w) for w in words)}(?![A-Za-z]))|{chinese}", re.I)
+    vocabulary = frozenset([*(w.lower() for w in en_words), *(f"{w.lower()}fold" for w in en_words),
+                            *(w for w in words if w.isascii())])
     ratio, percent, tenths = _alt(fig["ratio"]), _alt(fig["percent"]), _alt(fig["tenths"])
     after = re.compile(rf"[ \t]*(?:(?P<ratio>{ratio})|(?P<percent>{percent})|(?P<tenths>{tenths})"
                        rf"|(?P<unit>(?:{unit_re})(?![A-Za-z/])))", re.I)
     return _Rules(
-        token=token, after=after, percent_before=re.compile(rf"(?:{_alt(fig['percent_before'])})[ \t]*$"),
+        token=token,
+        plain_token=re.compile(f"{digits}|(?P<w>(?!))(?P<fold>(?!))|(?P<m>{_alt(w for w in words if not w.isascii())})"
+                               f"|{chinese}"),
+        vocabulary=vocabulary, starts=re.compile(rf"\d|[{zh_chars}]|{_alt(re.escape(w) for w in words if not w.isascii())}"),
+        after=after, percent_before=re.compile(rf"(?:{_alt(fig['percent_before'])})[ \t]*$"),
         range_gap=re.compile(rf"^(?:{_alt(fig['range'])})$", re.I), units=units, words=words,
         better=re.compile(_alt(fig["direction"]["better"]), re.I),
         worse=re.compile(_alt(fig["direction"]["worse"]), re.I),
@@ -148,7 +158,10 @@ def rules() -> _Rules:
         zh_digits=dict(zh["digits"]), zh_units=dict(zh["units"]), zh_big=dict(zh["big"]),
         zh_measure=re.compile(rf"[ \t]*(?:{_alt(re.escape(m) for m in zh['measure'])})"),
         zh_not_counts=frozenset(float(v) for v in zh.get("not_counts", [])),
-        conditions=[(c["key"], re.compile(p)) for c in data.get("condition", []) for p in c["patterns"]],
+        conditions=[(c["key"], re.compile(c.get("guard", "")), [re.compile(p) for p in c["patterns"]])
+                    for c in data.get("condition", [])],
+        any_condition=re.compile("|".join(f"(?:{c.get('guard', '').removeprefix('(?i)')})"
+                                          for c in data.get("condition", [])) or "(?!)", re.I),
     )
 
 
@@ -236,11 +249,33 @@ class _Words:
                 topics[0] if len(topics) == 1 else None)
 
 
+class _Lazy:
+    """_Words made on the first figure that needs a direction (most sentences have none)."""
+
+    def __init__(self, text: str, r: _Rules) -> None:
+        self.text, self.r, self.words = text, r, None
+
+    def direction(self, start: int, end: int) -> tuple[bool | None, str | None, str | None]:
+        if self.words is None:
+            self.words = _Words(self.text, self.r)
+        return self.words.direction(start, end)
+
+
+_DIGIT = re.compile(r"\d")
+_ALPHA = re.compile(r"[A-Za-z]+")
+
+
 def conditions(text: str) -> set[tuple[str, str]]:
     """The conditions `text` states: (key, value) such as ("batch", "32"), ("parallel:tp", "4")."""
-    found = set()
-    for key, pattern in rules().conditions:
-        for m in pattern.finditer(text):
+    r = rules()
+    found: set[tuple[str, str]] = set()
+    if not r.any_condition.search(text):
+        return found
+    for key, guard, patterns in r.conditions:
+        if not guard.search(text):
+            continue
+        for m in (m for pattern in patterns for m in pattern.finditer(text)):
+            pattern = m.re
             kind = m.group("k").lower() if "k" in pattern.groupindex and m.group("k") else ""
             name = f"{key}:{kind if len(kind) <= 2 else kind[0] + 'p'}" if kind else key  # tensor -> tp
             found.add((name, m.group("v").lower()))
@@ -250,11 +285,14 @@ def conditions(text: str) -> set[tuple[str, str]]:
 def read(text: str) -> Reading:
     """The figures, counts and conditions of `text` (item references `#N` are no numbers)."""
     r = rules()
-    text = _REF.sub(lambda m: " " * len(m.group()), text)
-    out = Reading(conditions=conditions(text))
-    words = _Words(text, r)
+    text = _REF.sub(lambda m: " " * len(m.group()), text) if "#" in text else text
+    english = not r.vocabulary.isdisjoint(w.lower() for w in _ALPHA.findall(text))
+    if not english and not r.starts.search(text):
+        return Reading()  # no digit, numeral or number word: nothing to read
+    out = Reading(conditions=conditions(text) if _DIGIT.search(text) else set())
+    words = _Lazy(text, r)
     pending: tuple[int, int, float, float] | None = None  # a plain number that may open a range
-    for m in r.token.finditer(text):
+    for m in (r.token if english else r.plain_token).finditer(text):
         start, end = m.start(), m.end()
         if m.group("m"):
             ratio, pct = r.words[m.group("m").lower()]

@@ -133,10 +133,11 @@ class Grounds:
     @classmethod
     def of(cls, source: str, item_refs: Iterable[str], default_repo: str,
            extra_numbers: Iterable[str] = (), names: Iterable[str] = (), lang: str = "",
-           claims: Iterable[PerfClaim] = ()) -> Grounds:
+           claims: Iterable[PerfClaim] | None = None) -> Grounds:
         """Grounds from the prompt's source text, the refs of its items, extra (claim) numbers, the names
         (titles, files) whose words make a sentence specific and whose names are the item's own, and the
-        items' performance claims (those the source text states are found in it too)."""
+        items' performance claims (read from the source when not given: the analysis found the same in
+        the descriptions the source holds)."""
         from ..analyse.claims import extract_claims
 
         allowed = {r.lower() for r in item_refs}
@@ -145,7 +146,8 @@ class Grounds:
         counted = numbers(source) | set(extra_numbers) | numbers("\n".join(names))
         read_from = source[:_figure_limit()]  # what a prompt shows stays far inside; a huge body is cut
         facts = segments(read_from, rows, counted)
-        facts += [claim_segment(c, rows) for c in [*claims, *extract_claims(read_from)]]
+        found = extract_claims(read_from) if claims is None else list(claims)  # the items' own, when given
+        facts += [claim_segment(c, rows) for c in found]
         return cls(counted, allowed, default_repo.lower(), terms(source, names), lang, facts,
                    " ".join(" ".join([source, *names]).split()).lower())
 
