@@ -14,6 +14,7 @@ import gzip
 import html
 import json
 import os
+import random
 import re
 import subprocess
 import tempfile
@@ -395,3 +396,57 @@ def test_model_prose_links_images_and_html_are_text_in_the_reports(monkeypatch, 
         page = viewed(markdown)
         assert not foreign(page), (name, foreign(page)[:3])
         assert "rotate your tokens here" in page.text, name  # the model's sentence was kept, as text
+
+
+# --- the same classes with other strings ------------------------------------------------------------
+
+PIECES = ["[a](https://evil.example/x)", "![i](https://evil.example/i.png)", "<img src=x onerror=alert(1)>", "<!--",
+          "<https://evil.example/a>", "[r]: https://evil.example/d", "[r]", "# h", "> q", "- l", "1. n", "**b**",
+          "__u__", "~~s~~", "`", "``", "\\", "&lt;b&gt;", "&#91;x&#93;(https://evil.example/e)", "|", "]", "[", "(",
+          ")", "!", "www.evil.example", "a@evil.example", "<at id=all>", "word", "KV cache", "NPU", "\n", "*", "_",
+          "=", "---", "```", "~~~", "<script>x</script>", "[x][r]", "javascript:alert(1)", "#1", "v2"]
+
+
+def test_random_markup_in_every_field_never_becomes_markup_anywhere(radar_home, tmp_path, monkeypatch):
+    monkeypatch.setattr(charts, "available", lambda: False)
+    rng = random.Random(28)
+
+    def junk(n: int) -> str:
+        return "".join(rng.choice(PIECES) + rng.choice(["", " "]) for _ in range(n)).strip() or "x"
+
+    when = "2026-07-12T10:00:00+00:00"
+    records = [{"kind": "repo", "full_name": "acme/fuzz", "ref": junk(2).replace("\n", ""), "range": "main",
+                "head": "0" * 40}]
+    for i in range(16):
+        records.append({"kind": "commit", "sha": f"{i:040d}", "parents": ["f" * 40], "author_name": junk(3),
+                        "author_email": "a@b.c", "authored_at": when, "committer_name": "GitHub",
+                        "committer_email": "noreply@github.com", "committed_at": when,
+                        "subject": f"{junk(4)} KV cache NPU fix (#{100 + i})",
+                        "body": f"## Motivation\n{junk(8)}\n\n## Modifications\nThis PR adds {junk(5)} to the NPU KV "
+                                f"cache path; TTFT 1.2 s -> 0.9 s.\n\n- {junk(4)}\n",
+                        "files": [{"path": "vllm_ascend/" + junk(2).replace("\n", "").replace("/", "") + ".py",
+                                   "additions": 10, "deletions": 1}]})
+    records.append({"kind": "tag", "name": "v1" + junk(2).replace(" ", "").replace("\n", "")[:40], "target": "0" * 40,
+                    "annotated": True, "created_at": when, "tagger": "t", "message": junk(4)})
+    path = tmp_path / "acme+fuzz.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in records)
+    _cli("import-jsonl", str(path))
+    window = ["--since", "2026-07-01", "--until", "2026-07-20"]
+    reports = [_cli("daily", *window), _cli("weekly", "--repo", "acme/fuzz", *window),
+               *(_cli("show", f"acme/fuzz#{n}") for n in (100, 105, 110, 115))]
+    for markdown in reports:
+        page = viewed(markdown)
+        assert not foreign(page), foreign(page)[:3]
+        assert not re.findall(r"<(em|del|s|pre|hr)\b", _VIEWER.render(markdown))
+    _cli("site", "build", str(tmp_path / "site"))
+    for page_path in (tmp_path / "site").rglob("*.html"):
+        bad = [(t, a) for t, a in foreign(Page(page_path.read_text(encoding="utf-8")), local_ok=True, ours=("form", "input"))
+               if not (t == "script" and a.get("src", "").endswith(("search.js", "search-index.js")))]
+        assert not bad, (page_path.name, bad[:3])
+    for platform in PLATFORMS:
+        for text in _payload_texts(_cli("push", "daily", "--dry-run", "--to", platform, "--date", "2026-07-12")):
+            if platform == "slack":
+                assert all(RADAR_URL.match(u) for u in re.findall(r"<([^>|]*)", text))
+            else:
+                assert not foreign(viewed(text)) and "<at " not in text
