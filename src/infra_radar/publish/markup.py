@@ -81,6 +81,16 @@ def markdown_title(text: str) -> str:
 
 
 def shown(value: Any) -> Any:
-    """Jinja `finalize` of the HTML pages: Markdown the radar built (`Md`, e.g. a conclusion with code spans)
-    is shown as the text a reader of the report sees, then autoescaped like any other value."""
-    return plain(value) if isinstance(value, Md) else value
+    """A value as the HTML pages show it: Markdown the radar built (`Md`, e.g. a conclusion with code spans)
+    becomes the text a reader of the report sees (a list of them: each); the page autoescapes it like any
+    other value."""
+    if isinstance(value, Md):
+        return plain(value)
+    if isinstance(value, list) and value and isinstance(value[0], Md):
+        return [plain(v) for v in value]
+    return value
+
+
+def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a context (P0/P1 rows, adapted-in entries) with their Markdown values shown as text."""
+    return [{k: shown(v) for k, v in r.items()} for r in rows]

@@ -43,7 +43,7 @@ from ..render.template_cache import bytecode_cache, fingerprint
 from ..store import queries
 from . import charts, feeds, search
 from .data import SiteData, day_window, load_site_data, week_of
-from .markup import markdown_html, markdown_title, safe_url, shown
+from .markup import markdown_html, markdown_title, safe_url, shown, shown_rows
 from .writer import PageWriter
 
 SITE_TEMPLATES = Path(str(resources.files("infra_radar") / "defaults" / "templates" / "site"))
@@ -108,7 +108,7 @@ def environment() -> Environment:
     """The HTML template environment: autoescaped, strict, packaged templates."""
     env = Environment(loader=PackageLoader("infra_radar", "defaults/templates/site"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=shown)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(fmt=fmt, url=safe_url)
     env.bytecode_cache = bytecode_cache(fingerprint(env))
     return env
@@ -219,6 +219,9 @@ class Site:
             item=ai, referenced_by=self.data.referenced_by.get((item.repo.lower(), item.number), []),
             duplicates=queries.duplicates_of(self.data.titles, item)), self.t)
         body = item.body.strip()
+        # the card's sentences the radar built in Markdown, as the text a reader sees (HTML escapes them)
+        card.update({k: shown(card[k]) for k in ("summary", "checklist", "porting", "grade_reason") if k in card},
+                    adapted=shown_rows(card["adapted"]))
         return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body,
                                 repo_link=root_of(rel) + repo_page(item.repo))
 
@@ -269,6 +272,8 @@ def _repo_page(site: Site, repo: str, writer: PageWriter) -> None:
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
     latest = days[-1] if days else None
     daily = daily_context(site.daily_input(latest), site.t, site.settings.focus_weights) if latest else None
+    if daily:  # the P0/P1 rows the home page lists, their conclusions as text
+        daily["top"] = shown_rows(daily["top"])
     week = week_of(latest) if latest else None
     weekly = [_weekly_row(site, repo, week) for repo in site.data.repos if (repo, week) in site.data.by_week]
     watch = []

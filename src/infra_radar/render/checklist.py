@@ -17,6 +17,7 @@ from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
 from .escape import Md, code, fmt, join
+from .escape import text as escape_text
 from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
 
 
@@ -144,8 +145,12 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
         needed = set(_PLACEHOLDER.findall(step["text"]["en"])) | set(step.get("needs", []))
         return all(values.get(k) for k in needed)
 
+    escaped = {k: escape_text(v) if v else v for k, v in values.items()}  # each value escaped once, not per step
+
     def text(step: dict[str, Any]) -> Md:
-        return fmt(step["text"].get(lang, step["text"]["en"]), **values)
+        phrase = step["text"].get(lang, step["text"]["en"])
+        # every value is escaped already: a phrase with no `{field}` in backticks is put together as it is
+        return fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
 
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]
