@@ -69,6 +69,16 @@ class PageWriter:
         os.replace(tmp, path)
         self.written.append(rel)
 
+    def can_keep(self, rel: str) -> bool:
+        """Whether page `rel` can be kept as the last build wrote it: that build wrote it and it is there."""
+        return isinstance(self.old.get(rel), str) and (self.root / rel).is_file()
+
+    def keep(self, rel: str) -> None:
+        """Keep page `rel` as the last build wrote it, without its content (a page whose inputs did not
+        change is not rendered again); `can_keep(rel)` first."""
+        self.new[rel] = self.old[rel]
+        self.unchanged += 1
+
     def finish(self) -> list[str]:
         """Remove pages the previous build wrote and this one did not; save the manifest."""
         removed = sorted(set(self.old) - set(self.new))
