@@ -18,6 +18,9 @@ def _emit(report) -> None:
         click.echo(str(report.path))
     else:
         click.echo(report.text, nl=False)
+    note = report.empty_note()
+    if note:
+        click.echo(f"note: {note}", err=True)
 
 
 @click.command()
@@ -126,6 +129,30 @@ def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
         click.echo(str(path))
     click.echo(f"store: {out_dir / 'demo.db'} (try: radar --db sqlite:///{out_dir / 'demo.db'} show "
                "acme/infer-npu#814)", err=True)
+    hint = path_hint()
+    if hint:
+        click.echo(hint, err=True)
+
+
+def path_hint() -> str | None:
+    """How to call `radar` by its bare name when the one running is not what the shell finds on PATH (a
+    fresh `.venv/bin/radar demo`), else None."""
+    import os
+    import shutil
+    import sys
+
+    running = Path(sys.argv[0])
+    if running.name != "radar" or not running.is_file():
+        return None
+    found = shutil.which("radar")
+    if found and Path(found).resolve() == running.resolve():
+        return None
+    activate = Path(sys.prefix) / "bin" / "activate"
+    if activate.is_file():
+        shown = os.path.relpath(activate)
+        shown = str(activate) if shown.startswith("..") else shown if shown.startswith(".") else f"./{shown}"
+        return f"radar is not on your PATH: run `source {shown}` first to call it as `radar` (or call {running})"
+    return f"radar is not on your PATH: call it as {running}, or add {running.parent} to PATH"
 
 
 COMMANDS = [daily, weekly, show, export, demo]

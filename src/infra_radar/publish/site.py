@@ -38,12 +38,13 @@ from ..render.context import (
     mean,
     weekly_context,
 )
+from ..render.escape import text as author_text
 from ..render.markdown import fmt
 from ..render.template_cache import bytecode_cache
 from ..store import queries
 from . import charts, feeds, inputs, search
 from .data import SiteData, day_window, load_site_data, week_of
-from .markup import markdown_html, safe_url
+from .markup import inline_html, markdown_html, safe_url
 from .writer import PageWriter
 
 SITE_TEMPLATES = Path(str(resources.files("infra_radar") / "defaults" / "templates" / "site"))
@@ -190,7 +191,12 @@ class Site:
         root = root_of(rel)
         return environment().get_template(template).render(
             t=self.t, lang=self.lang, root=root, href=lambda u: self.href(u, root),
-            ref_href=lambda ref: self.ref_href(ref, root), **ctx)
+            ref_href=lambda ref: self.ref_href(ref, root), md=lambda s: self.inline(s, root), **ctx)
+
+    def inline(self, value: object, root: str) -> Markup:
+        """A line of the radar's Markdown (a conclusion, a reason, a checklist step) as safe HTML, as the
+        Markdown card shows it (its author pieces escaped as `render.escape.text` escapes them there)."""
+        return Markup(inline_html(author_text(value), lambda url: self.local(url, root)))
 
     def markdown(self, template: str, ctx: dict[str, Any]) -> str:
         """A report as `radar daily`/`radar weekly` print it, with the strings loaded once per build.
