@@ -104,6 +104,7 @@ def test_reports_and_the_export_are_readable_as_the_umask_allows(tmp_path, monke
         assert stat.S_IMODE(path.stat().st_mode) == mode, path
 
 
+@pytest.mark.no_store
 def test_the_umask_is_read_without_changing_it():
     from infra_radar.pipeline import home
 
@@ -133,6 +134,7 @@ def test_the_item_page_renders_the_conclusions_markdown(sample, tmp_path):
     assert checked >= 5  # the conclusions' identifiers and paths are code, not backticks
 
 
+@pytest.mark.no_store
 def test_markdown_on_the_item_page_stays_safe(tmp_path):
     from infra_radar.publish.markup import inline_html
     from infra_radar.render.escape import Md, code, text
@@ -169,6 +171,7 @@ def test_init_writes_every_option_the_config_reads(radar_home):
     tomllib.loads(text)  # as written it is valid TOML
 
 
+@pytest.mark.no_store
 def test_the_commented_llm_options_show_the_defaults_in_force(radar_home):
     from infra_radar.config import load_settings
     from infra_radar.llm import prompts
@@ -183,6 +186,7 @@ def test_the_commented_llm_options_show_the_defaults_in_force(radar_home):
     assert llm["max_tokens"] == 0 and llm["prompts_dir"] == ""
 
 
+@pytest.mark.no_store
 def test_settings_fields_are_all_options():
     """Every Settings field a user sets has its key in radar.toml (home and the derived fields aside)."""
     derived = {"home", "config_path", "focus", "focus_weights", "repos"}
@@ -192,6 +196,7 @@ def test_settings_fields_are_all_options():
 
 # --- the demo says how to call radar -----------------------------------------------------------
 
+@pytest.mark.no_store
 def test_the_demo_says_how_to_put_radar_on_path(tmp_path, monkeypatch):
     from infra_radar.cli import reports
 
