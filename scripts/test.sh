@@ -73,6 +73,7 @@ if [ "$real" = 1 ]; then
   real_status=0
   wait "$real_pid" || real_status=$?
   real_pid=""
+  grep '^model_server:' "$work/model.log" || true  # what the preparation did, and the cache it holds
   if [ "$real_status" = 0 ]; then
     RADAR_MODEL_SIZE=0.5b scripts/model_server.sh status >/dev/null 2>&1 || real_started=1
     # one thread: llama.cpp's threads wait for each other at every step, and on a busy machine (the other

@@ -212,3 +212,45 @@ def test_the_demo_says_how_to_put_radar_on_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(fake))
     os.chmod(fake / "radar", 0o755)
     assert reports.path_hint() is None
+
+
+# --- the model server says what it will do and what it keeps ---------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _plan(cache: Path, size: str = "0.5b") -> str:
+    import subprocess
+
+    done = subprocess.run([str(ROOT / "scripts" / "model_server.sh"), "plan"], capture_output=True, text=True,
+                          env={**os.environ, "RADAR_MODEL_CACHE": str(cache), "RADAR_MODEL_SIZE": size},
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+@pytest.mark.no_store
+def test_the_model_server_says_what_it_will_build_and_the_cache_it_takes(tmp_path):
+    said = _plan(tmp_path / "cache")
+    assert "build llama-server" in said and "0.5b weights (491 MB" in said
+    assert str(tmp_path / "cache") in said and "RADAR_MODEL_CACHE" in said
+    peak, kept = map(int, re.search(r"up to ~(\d+) MB more while it works, ~(\d+) MB more kept", said).groups())
+    assert 491 < kept < peak < 1300, said
+    assert "RADAR_REAL_MODEL=0 scripts/test.sh" in said
+    # what is cached is not built or fetched again, and the plan says so
+    (tmp_path / "cache" / "llama-0.3.36" / "bin").mkdir(parents=True)
+    binary = tmp_path / "cache" / "llama-0.3.36" / "bin" / "llama-server"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    (tmp_path / "cache" / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").write_bytes(b"GGUF")
+    assert "nothing to build or fetch" in _plan(tmp_path / "cache")
+
+
+@pytest.mark.no_store
+def test_the_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci in readme and "'.[dev,postgres,docs]'" in ci
+    assert "RADAR_REAL_MODEL=0 scripts/test.sh" in readme and "source .venv/bin/activate" in readme
+    assert len(readme.encode("utf-8")) <= 15_000
+    assert "mkdocs build --strict" in (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
