@@ -18,9 +18,24 @@ def _emit(report) -> None:
         click.echo(str(report.path))
     else:
         click.echo(report.text, nl=False)
-    note = report.empty_note()
-    if note:
-        click.echo(f"note: {note}", err=True)
+    if report.newest is not None:
+        click.echo(f"note: {empty_window_note(report.window, report.newest)}", err=True)
+
+
+def empty_window_note(window, newest: list) -> str:
+    """What a report window with no item says: each repository's newest stored item, and how to bring the store
+    up to date when it ends before the window."""
+    span = f"{window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ}"
+    dated = [(name, when) for name, when in newest if when is not None]
+    if not dated:
+        return (f"no item in the window {span}: the store holds none yet; import history (radar import-git, "
+                "radar import-jsonl) or fetch it from GitHub (radar fetch)")
+    held = ", ".join(f"{name} {when:%Y-%m-%d}" for name, when in dated)
+    line = f"no item in the window {span}; the store's newest item per repository: {held}"
+    if max(when for _, when in dated) < window.since:
+        line += ("; bring the store up to date with radar fetch (GitHub) or an import "
+                 "(radar import-git, radar import-jsonl)")
+    return line
 
 
 @click.command()

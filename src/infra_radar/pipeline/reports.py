@@ -31,26 +31,6 @@ class Report:
     llm: object = None  # llm.stage.LlmRunSummary when model prose was used
     newest: list | None = None  # a window with no item: each repository's newest item time (what the store holds)
 
-    def empty_note(self) -> str | None:
-        """A line saying what the store holds when the window held no item, else None."""
-        if self.newest is None:
-            return None
-        return empty_window_note(self.window, self.newest)
-
-
-def empty_window_note(window: Window, newest: list) -> str:
-    """'no item in the window ...; the store's newest: ...' and how to bring the store up to date."""
-    span = f"{window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ}"
-    dated = [(name, when) for name, when in newest if when is not None]
-    if not dated:
-        return (f"no item in the window {span}: the store holds none yet; import history (radar import-git, "
-                "radar import-jsonl) or fetch it from GitHub (radar fetch)")
-    held = ", ".join(f"{name} {when:%Y-%m-%d}" for name, when in dated)
-    line = f"no item in the window {span}; the store's newest item per repository: {held}"
-    if max(when for _, when in dated) < window.since:
-        line += ("; bring the store up to date with radar fetch (GitHub) or an import "
-                 "(radar import-git, radar import-jsonl)")
-    return line
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
