@@ -49,6 +49,13 @@ def touches(when: datetime | None, window: Window) -> bool:
     return when >= window.since or (date_only(when) and when + timedelta(days=1) > window.since)
 
 
+def report_day(window: Window) -> date:
+    """The date a daily report of `window` carries in its title and its file name: the UTC date of the window's
+    last instant. A calendar day [D 00:00Z, D+1) is D; a morning run ending 02:12Z on D is D, as the team dates
+    its radar by the morning it is read."""
+    return (window.until - timedelta(microseconds=1)).astimezone(UTC).date()
+
+
 def day_start(when: datetime) -> datetime:
     """00:00 UTC of `when`'s day."""
     return when.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

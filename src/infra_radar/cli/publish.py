@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -27,10 +28,42 @@ def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None) -> 
     """Build or incrementally rebuild the site under DIR; only changed pages are rewritten."""
     from ..publish.site import build_site
 
-    r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url)
+    with _site_progress() as progress:
+        r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url, progress)
     click.echo(f"{r.out_dir}: {r.pages} files ({r.item_pages} items, {r.daily_pages} daily, "
                f"{r.weekly_pages} weekly); {r.written} written, {r.unchanged} unchanged, {r.removed} removed; "
+               f"{r.skipped} not rendered again (inputs unchanged); "
                f"charts {'svg' if r.charts else 'tables'}; {r.seconds:.1f}s")
+
+
+@contextmanager
+def _site_progress():
+    """The build's progress on stderr: a line per stage (also in a log), and a bar while on a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..publish.site import Progress as SiteProgress
+
+    console = Console(stderr=True)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
+        class Shown(SiteProgress):
+            task = None
+
+            def stage(self, label: str, total: int | None = None) -> None:
+                if self.task is not None:
+                    bar.remove_task(self.task)
+                self.task = bar.add_task(label, total=total)
+                if not console.is_terminal:
+                    self.say(label if total is None else f"{label}: {total} to do")
+
+            def advance(self, n: int = 1) -> None:
+                bar.advance(self.task, n)
+
+            def say(self, line: str) -> None:
+                console.print(f"site: {line}", markup=False, highlight=False, soft_wrap=True)
+
+        yield Shown()
 
 
 @click.command()

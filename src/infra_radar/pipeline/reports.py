@@ -16,6 +16,7 @@ from ..config import Settings
 from ..errors import ConfigError
 from ..models import Window
 from ..store import queries, save
+from ..windows import report_day
 from .analysis import analyze
 from .home import atomic_write
 
@@ -28,6 +29,8 @@ class Report:
     window: Window
     path: Path | None = None
     llm: object = None  # llm.stage.LlmRunSummary when model prose was used
+    newest: list | None = None  # a window with no item: each repository's newest item time (what the store holds)
+
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
@@ -144,13 +147,13 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
         prose = _llm_prose(settings, engine, llm, inp)
         text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
-        path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
+        path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", text) if out_dir else None
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
     save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None,
                                         **({"llm": prose.line()} if prose else {})})
-    return Report(text, window, path, prose)
+    return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names))
 
 
 def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):

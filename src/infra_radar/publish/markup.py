@@ -69,3 +69,9 @@ def _parser() -> MarkdownIt:
 def markdown_html(text: str, map_link: LinkMapper | None = None) -> str:
     """HTML of a Markdown report; raw HTML is escaped and only safe links survive."""
     return _parser().render(text, {"map_link": map_link})
+
+
+def inline_html(text: str, map_link: LinkMapper | None = None) -> str:
+    """HTML of one line of Markdown the radar built (an item's conclusion, a checklist step), as its Markdown
+    card shows it: code spans and links rendered, raw HTML escaped, only safe links kept, no paragraph."""
+    return _parser().renderInline(text, {"map_link": map_link})

@@ -38,12 +38,13 @@ from ..render.context import (
     mean,
     weekly_context,
 )
+from ..render.escape import text as author_text
 from ..render.markdown import fmt
 from ..render.template_cache import bytecode_cache
 from ..store import queries
-from . import charts, feeds, search
+from . import charts, feeds, inputs, search
 from .data import SiteData, day_window, load_site_data, week_of
-from .markup import markdown_html, safe_url
+from .markup import inline_html, markdown_html, safe_url
 from .writer import PageWriter
 
 SITE_TEMPLATES = Path(str(resources.files("infra_radar") / "defaults" / "templates" / "site"))
@@ -67,6 +68,7 @@ class BuildResult:
     weekly_pages: int
     charts: bool
     seconds: float
+    skipped: int = 0  # pages not rendered again: their inputs had not changed since the last build
 
 
 # --- paths ---------------------------------------------------------------------------------------
@@ -126,13 +128,52 @@ class Site:
         self.pages = {(ai.item.repo.lower(), ai.item.number): item_page(ai.item.repo, ai.item.number)
                       for ai in data.numbered()}
         self.by_ref = {(ai.item.repo.lower(), ai.item.number): ai for ai in data.numbered()}
+        self.looked: set[str] | None = None  # the items a page being rendered looked up (publish/inputs.py)
+        self._digests: dict[int, str] = {}
+
+    # inputs (publish/inputs.py)
+    def digest_of(self, items: list[AnalysedItem]) -> list[str]:
+        """The digest of each analysed item as the store gave it (computed once a build)."""
+        out = []
+        for ai in items:
+            found = self._digests.get(id(ai))
+            if found is None:
+                found = self._digests[id(ai)] = inputs.digest(ai)
+            out.append(found)
+        return out
+
+    def daily_inputs(self, day: date) -> str:
+        """What the daily page of `day` is made from (as_of and the rules are in the build's key)."""
+        return inputs.digest("daily", day, self.data.repos, self.digest_of(self.data.by_day.get(day, [])))
+
+    def weekly_inputs(self, repo: str, week: str) -> str:
+        window = self.data.week_window(week)
+        before = week_of((window.since - timedelta(days=1)).date())
+        return inputs.digest("weekly", repo, week, self.digest_of(self.data.by_week.get((repo, week), [])),
+                             self.digest_of(self.data.by_week.get((repo, before), [])))
+
+    def card_input(self, ai: AnalysedItem) -> CardInput:
+        item = ai.item
+        return CardInput(item=ai, referenced_by=self.data.referenced_by.get((item.repo.lower(), item.number), []),
+                         duplicates=queries.duplicates_of(self.data.titles, item))
 
     # links
+    def _page_of(self, repo: str, number: int) -> str | None:
+        """The page of item repo#number, noting the lookup while a page is rendered (publish/inputs.py)."""
+        if self.looked is not None:
+            self.looked.add(f"{repo.lower()}#{number}")
+        return self.pages.get((repo.lower(), number))
+
+    def resolve(self, ref: str) -> str | None:
+        """The page a looked-up reference ("owner/name#N", lower case) points at now, or None."""
+        repo, _, number = ref.rpartition("#")
+        return self.pages.get((repo, int(number))) if number.isdigit() else None
+
     def local(self, url: str, root: str) -> str | None:
         """The site's own page for a GitHub PR/issue URL of an item in the store, else None."""
         found = _GITHUB_ITEM.match(url or "")
         number = ref_number(found.group(2)) if found else None
-        page = self.pages.get((found.group(1).lower(), number)) if number is not None else None
+        page = self._page_of(found.group(1), number) if number is not None else None
         return root + page if page else None
 
     def href(self, url: str, root: str) -> str:
@@ -142,7 +183,7 @@ class Site:
     def ref_href(self, ref: str, root: str) -> str:
         """The page of an `owner/name#N` reference, or "" when the store has no such item."""
         repo, _, number = ref.rpartition("#")
-        page = self.pages.get((repo.lower(), int(number))) if number.isdigit() else None
+        page = self._page_of(repo, int(number)) if number.isdigit() else None
         return root + page if page else ""
 
     def render(self, template: str, rel: str, **ctx: Any) -> str:
@@ -150,7 +191,12 @@ class Site:
         root = root_of(rel)
         return environment().get_template(template).render(
             t=self.t, lang=self.lang, root=root, href=lambda u: self.href(u, root),
-            ref_href=lambda ref: self.ref_href(ref, root), **ctx)
+            ref_href=lambda ref: self.ref_href(ref, root), md=lambda s: self.inline(s, root), **ctx)
+
+    def inline(self, value: object, root: str) -> Markup:
+        """A line of the radar's Markdown (a conclusion, a reason, a checklist step) as safe HTML, as the
+        Markdown card shows it (its author pieces escaped as `render.escape.text` escapes them there)."""
+        return Markup(inline_html(author_text(value), lambda url: self.local(url, root)))
 
     def markdown(self, template: str, ctx: dict[str, Any]) -> str:
         """A report as `radar daily`/`radar weekly` print it, with the strings loaded once per build.
@@ -205,7 +251,7 @@ class Site:
                            repo_link=root_of(rel) + repo_page(repo), repo=repo)
         return rel, page, text
 
-    def item(self, ai: AnalysedItem) -> tuple[str, str]:
+    def item(self, ai: AnalysedItem, given: CardInput | None = None) -> tuple[str, str]:
         """(path, html) of an item page.
 
         Rendered straight from the card context with autoescaped HTML templates rather than through
@@ -215,9 +261,7 @@ class Site:
         """
         item = ai.item
         rel = item_page(item.repo, item.number)
-        card = card_context(CardInput(
-            item=ai, referenced_by=self.data.referenced_by.get((item.repo.lower(), item.number), []),
-            duplicates=queries.duplicates_of(self.data.titles, item)), self.t)
+        card = card_context(given or self.card_input(ai), self.t)
         body = item.body.strip()
         return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body,
                                 repo_link=root_of(rel) + repo_page(item.repo))
@@ -247,23 +291,25 @@ def _series(site: Site, repo: str, weeks: list[str]) -> dict[str, Any]:
     return {"weeks": weeks, "merged": merged, "categories": categories, "risks": risks}
 
 
-def _repo_page(site: Site, repo: str, writer: PageWriter) -> None:
+def _repo_page(site: Site, repo: str) -> dict[str, str]:
+    """The repository page and its chart files, by site path."""
     weeks = site.data.weeks_of(repo)
     recent = weeks[-CHART_WEEKS:]
     series = _series(site, repo, recent)
     svgs = {"merged": charts.bars(recent, series["merged"]),
             "categories": charts.stacked(recent, series["categories"]),
             "risks": charts.lines(recent, series["risks"])}
-    images = {}
+    images, files = {}, {}
     for key, svg in svgs.items():
         if svg is not None:
             rel = f"repos/{slug(repo)}-{key}.svg"
-            writer.write(rel, svg)
+            files[rel] = svg
             images[key] = rel.removeprefix("repos/")  # beside the repository page
     rows = [_weekly_row(site, repo, w) for w in reversed(weeks)]
     rel = repo_page(repo)
-    writer.write(rel, site.render("repo.html.j2", rel, repo=repo, rows=rows, images=images,
-                                  series={**series, "rows": list(zip(recent, series["merged"], strict=True))}))
+    files[rel] = site.render("repo.html.j2", rel, repo=repo, rows=rows, images=images,
+                             series={**series, "rows": list(zip(recent, series["merged"], strict=True))})
+    return files
 
 
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
@@ -304,41 +350,150 @@ def _static(writer: PageWriter) -> None:
         writer.write(f"static/{name}", (STATIC / name).read_bytes())
 
 
-def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "") -> BuildResult:
-    """Build (or incrementally rebuild) the static site under `out_dir`."""
+class Progress:
+    """What a build tells as it goes: a stage with its number of pages, each page done, a line of news.
+    This one tells nobody; `radar site build` passes one that prints (cli/publish.py)."""
+
+    def stage(self, label: str, total: int | None = None) -> None:
+        """A stage starts: `label`, with `total` pages when it is known."""
+
+    def advance(self, n: int = 1) -> None:
+        """`n` more pages of the stage are done (rendered or skipped)."""
+
+    def say(self, line: str) -> None:
+        """A line saying what a stage did."""
+
+
+def _pages(label: str, rendered: int, total: int) -> str:
+    skipped = total - rendered
+    return f"{label}: {total} page(s), {rendered} rendered, {skipped} skipped (inputs unchanged)"
+
+
+class _Build:
+    """One build's writer and input record: each page is rendered unless its inputs are unchanged."""
+
+    def __init__(self, site: Site, writer: PageWriter, record: inputs.InputRecord) -> None:
+        self.site, self.writer, self.record = site, writer, record
+        self.rendered = self.skipped = 0
+
+    def page(self, rel: str, data: str, render) -> bool:
+        """Write page `rel` from `render()` unless the last build made it from the same inputs (the file
+        is kept as it is); True when it was rendered. `render` gives the page's content, or a dict of the
+        page's and the files it comes with (a repository page and its charts)."""
+        files = self.record.fresh(rel, data, self.site.resolve)
+        if files is not None and all(self.writer.can_keep(f) for f in (rel, *files)):
+            for f in (rel, *files):
+                self.writer.keep(f)
+            self.skipped += 1
+            return False
+        self.site.looked = set()
+        try:
+            content = render()
+        finally:
+            looked, self.site.looked = self.site.looked, None
+        written = content if isinstance(content, dict) else {rel: content}
+        for f, text in written.items():
+            self.writer.write(f, text)
+        self.record.record(rel, data, looked, self.site.resolve, [f for f in written if f != rel])
+        self.rendered += 1
+        return True
+
+
+def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "",
+               progress: Progress | None = None) -> BuildResult:
+    """Build (or incrementally rebuild) the site under `out_dir`.
+
+    A page whose inputs did not change since the last build (publish/inputs.py) is not rendered again;
+    every other page is rendered and written only when its content changed (publish/writer.py).
+    """
     from ..pipeline.analysis import analyze
 
+    progress = progress or Progress()
     started = time.perf_counter()
+    progress.stage("reading the store")
     analyze(settings, engine)
     site = Site(settings, load_site_data(engine), site_url)
+    progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
+                 f"({time.perf_counter() - started:.1f}s)")
     writer = PageWriter.open(out_dir)
+    key = inputs.build_key(settings, site.site_url, charts.available(), rules_dir=settings.rules_dir)
+    record = inputs.InputRecord.open(writer.root, key)
+    build = _Build(site, writer, record)
     _static(writer)
     days = sorted(site.data.by_day)
     reports: list[feeds.FeedEntry] = []
+
+    progress.stage("daily pages", len(days))
     for day in days:
-        rel, html, text = site.daily(day)
-        writer.write(rel, html)
-        reports.append(feeds.FeedEntry("daily", rel, text, day_window(day).until))
-    weekly_count = 0
-    for repo, week in sorted(site.data.by_week):
-        rel, html, text = site.weekly(repo, week)
-        writer.write(rel, html)
-        reports.append(feeds.FeedEntry("weekly", rel, text, site.data.week_window(week).until))
-        weekly_count += 1
+        rel, text = daily_page(day), ""
+
+        def render(day=day):
+            nonlocal text
+            _, html, text = site.daily(day)
+            return html
+        data = site.daily_inputs(day)
+        done = build.page(rel, data, render)
+        reports.append(feeds.FeedEntry("daily", rel, text, day_window(day).until, inputs=data,
+                                       load=None if done else lambda day=day: site.daily(day)[2]))
+        progress.advance()
+    progress.say(_pages("daily pages", build.rendered, len(days)))
+
+    weeks = sorted(site.data.by_week)
+    build.rendered = 0
+    progress.stage("weekly pages", len(weeks))
+    for repo, week in weeks:
+        rel, text = weekly_page(repo, week), ""
+
+        def render(repo=repo, week=week):
+            nonlocal text
+            _, html, text = site.weekly(repo, week)
+            return html
+        data = site.weekly_inputs(repo, week)
+        done = build.page(rel, data, render)
+        reports.append(feeds.FeedEntry("weekly", rel, text, site.data.week_window(week).until, inputs=data,
+                                       load=None if done else lambda r=repo, w=week: site.weekly(r, w)[2]))
+        progress.advance()
+    progress.say(_pages("weekly pages", build.rendered, len(weeks)))
+
     numbered = site.data.numbered()
+    build.rendered = 0
+    progress.stage("item pages", len(numbered))
+    item_digests = []
     for ai in numbered:
-        writer.write(*site.item(ai))
+        given = site.card_input(ai)
+        data = inputs.digest("item", site.digest_of([ai]), given.referenced_by, given.duplicates)
+        item_digests.append(data)
+        build.page(item_page(ai.item.repo, ai.item.number), data, lambda ai=ai, given=given: site.item(ai, given)[1])
+        progress.advance()
+    progress.say(_pages("item pages", build.rendered, len(numbered)))
+
+    progress.stage("repository pages, home, indexes, search and feeds")
     for repo in site.data.repos:
-        _repo_page(site, repo, writer)
+        own = site.data.weeks_of(repo)
+        data = inputs.digest("repo", repo, own, [site.digest_of(site.data.by_week[(repo, w)]) for w in own])
+        build.page(repo_page(repo), data, lambda repo=repo: _repo_page(site, repo))
     _home(site, writer, days)
     _indexes(site, writer, days)
-    entries = search.index_entries(((ai, item_page(ai.item.repo, ai.item.number)) for ai in numbered),
-                                   site.names)
-    writer.write("search-index.js", search.index_script(entries))
+    build.page("search-index.js", inputs.digest("search", item_digests),
+               lambda: search.index_script(search.index_entries(
+                   ((ai, item_page(ai.item.repo, ai.item.number)) for ai in numbered), site.names)))
     writer.write("search.html", site.render("search.html.j2", "search.html"))
-    for rel, text in feeds.build_feeds(reports, site.site_url, site.t["site"]).items():
-        writer.write(rel, text)
+    _feeds(site, build, reports)
     removed = writer.finish()
+    record.save()
     return BuildResult(out_dir, len(writer.new), len(writer.written), writer.unchanged, len(removed),
-                       len(numbered), len(days), weekly_count, charts.available(),
-                       time.perf_counter() - started)
+                       len(numbered), len(days), len(weeks), charts.available(),
+                       time.perf_counter() - started, build.skipped)
+
+
+def _feeds(site: Site, build: _Build, reports: list[feeds.FeedEntry]) -> None:
+    """Atom and RSS over the newest reports; not built again when those reports' inputs are unchanged."""
+    data = inputs.digest("feeds", [(e.kind, e.rel, e.updated, e.inputs) for e in feeds.latest(reports)])
+    texts: dict[str, str] = {}
+
+    def render(rel: str) -> str:
+        if not texts:
+            texts.update(feeds.build_feeds(reports, site.site_url, site.t["site"]))
+        return texts[rel]
+    for rel in feeds.FEED_FILES.values():
+        build.page(rel, data, lambda rel=rel: render(rel))

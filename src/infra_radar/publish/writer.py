@@ -10,6 +10,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..pipeline.home import shared_mode
+
 MANIFEST = ".radar-manifest.json"
 # what XML 1.0 cannot carry at all (lxml refuses it): C0 controls but tab, LF and CR; DEL; surrogates; U+FFFE/F
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
@@ -65,9 +67,19 @@ class PageWriter:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; a site is meant to be read by a web server
+        os.chmod(tmp, shared_mode())  # mkstemp makes 0600 files; a site is meant to be read by a web server
         os.replace(tmp, path)
         self.written.append(rel)
+
+    def can_keep(self, rel: str) -> bool:
+        """Whether page `rel` can be kept as the last build wrote it: that build wrote it and it is there."""
+        return isinstance(self.old.get(rel), str) and (self.root / rel).is_file()
+
+    def keep(self, rel: str) -> None:
+        """Keep page `rel` as the last build wrote it, without its content (a page whose inputs did not
+        change is not rendered again); `can_keep(rel)` first."""
+        self.new[rel] = self.old[rel]
+        self.unchanged += 1
 
     def finish(self) -> list[str]:
         """Remove pages the previous build wrote and this one did not; save the manifest."""

@@ -32,6 +32,18 @@ def repo_names(store) -> list[str]:
         return db.column("SELECT repos.name FROM repos ORDER BY repos.name")
 
 
+def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, datetime | None]]:
+    """(repository, time of its newest item: merge time, else last update) by name; None for one with no
+    dated item. What an empty report window says the store holds."""
+    where, params = "", {}
+    if names:
+        where, params = "WHERE lower(repos.name) IN :repos ", {"repos": [n.lower() for n in names]}
+    with reading(store) as db:
+        rows = db.rows("SELECT repos.name, MAX(items.when_at) FROM repos LEFT JOIN items ON items.repo_id = repos.id "
+                       f"{where}GROUP BY repos.name ORDER BY repos.name", params)
+        return [(name, db.time(newest)) for name, newest in rows]
+
+
 # The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
