@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..models import Window
+from ..models import PR, Window, github_url
 from ..store import queries, save
 from .analysis import analyze
 from .home import atomic_write
@@ -112,7 +112,7 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
         found = queries.analysed_item(engine, entry.repo, entry.number)
         ref = f"{entry.repo}#{entry.number}"
         if found is None:
-            rechecks.append(WatchRecheck(ref, f"https://github.com/{ref.replace('#', '/pull/')}", entry.reason,
+            rechecks.append(WatchRecheck(ref, github_url(entry.repo, entry.number, PR), entry.reason,
                                          entry.last_state, "unknown", None, None, []))
             continue
         item, digest = found.item, files_digest(found.item)
