@@ -205,7 +205,16 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
                        items=queries.analysed_in_window(engine, window, [name]),
                        previous=queries.analysed_in_window(engine, previous(window), [name]),
                        key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
-                       target=settings.target)
+                       target=settings.target, data_end=queries.newest_time(engine, name),
+                       is_bot=bot_test(settings), rules_dir=settings.rules_dir)
+
+
+def bot_test(settings: Settings):
+    """The rules' bot test (bots.toml names and patterns, the user's copy first) as a function of a login."""
+    from ..analyse.ruleset import RuleSet, is_bot
+
+    rules = RuleSet.load(settings)
+    return lambda login: is_bot(login, rules)
 
 
 def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,

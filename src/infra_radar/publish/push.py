@@ -109,9 +109,13 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     t, words = load_strings(settings.lang), limits[settings.lang]
     window = iso_week(week)
     before = iso_week(week_of(window.since.date() - timedelta(days=1)))
+    from ..pipeline.reports import bot_test
+
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
                       items=queries.analysed_in_window(engine, window, [repo]),
-                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs)
+                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs,
+                      target=settings.target, data_end=queries.newest_time(engine, repo), is_bot=bot_test(settings),
+                      rules_dir=settings.rules_dir)
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
     lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]

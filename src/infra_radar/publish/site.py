@@ -126,6 +126,8 @@ class Site:
         self.pages = {(ai.item.repo.lower(), ai.item.number): item_page(ai.item.repo, ai.item.number)
                       for ai in data.numbered()}
         self.by_ref = {(ai.item.repo.lower(), ai.item.number): ai for ai in data.numbered()}
+        self._newest: dict[str, Any] | None = None
+        self._is_bot: Any = None
 
     # links
     def local(self, url: str, root: str) -> str | None:
@@ -182,10 +184,19 @@ class Site:
         """The weekly report of one repository and ISO week."""
         window = self.data.week_window(week)
         before = week_of((window.since - timedelta(days=1)).date())
+        if self._newest is None:  # where each repository's data ends, and the bot test: once a build
+            from ..pipeline.reports import bot_test
+
+            self._newest, self._is_bot = {}, bot_test(self.settings)
+            for ai in self.data.items:
+                when = ai.item.when
+                if when is not None and (ai.item.repo not in self._newest or when > self._newest[ai.item.repo]):
+                    self._newest[ai.item.repo] = when
         return WeeklyInput(repo=repo, window=window, week_label=week,
                            items=self.data.by_week.get((repo, week), []),
                            previous=self.data.by_week.get((repo, before), []),
-                           key_prs=self.settings.weekly_key_prs)
+                           key_prs=self.settings.weekly_key_prs, target=self.settings.target,
+                           data_end=self._newest.get(repo), is_bot=self._is_bot, rules_dir=self.settings.rules_dir)
 
     # pages
     def daily(self, day: date) -> tuple[str, str, str]:

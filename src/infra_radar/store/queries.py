@@ -162,6 +162,12 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     return found
 
 
+def newest_time(store, repo: str) -> datetime | None:
+    """The time of the repository's newest stored item (merge time, else last update): where its data ends."""
+    with reading(store) as db:
+        return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO}", {"repo": repo.lower()}))
+
+
 def opened_at(item: Item) -> datetime | None:
     """When a PR or issue was opened, when that is known: from GitHub or a page (a date); not from git, whose
     `created_at` is the commit's authored time (often days before the PR, or after a rebase)."""
