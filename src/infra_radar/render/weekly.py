@@ -198,7 +198,7 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
               for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
     if ctx["quick_more"]:
         more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
-        lines += ["", w["quick_more"].format(n=ctx["quick_more_n"], links=more)]
+        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more"].format(n=ctx["quick_more_n"], links=more)]
     lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
                                                        [w["no_recommendations"]])]
     if ctx["adapted"]:
@@ -284,12 +284,12 @@ def _shrink(shape: _Shape) -> bool:
         shape.themes -= 1
     elif shape.recommendations > 3:
         shape.recommendations -= 1
-    elif shape.more:
-        shape.more = False
     elif shape.risk_items > 1:
         shape.risk_items -= 1
     elif shape.trends > 1:
         shape.trends -= 1
+    elif shape.more:
+        shape.more = False
     elif shape.quick > 2:
         shape.quick -= 1
     elif shape.themes > 1:
