@@ -414,7 +414,8 @@ def test_weekly_zh_title_and_key_pr_limit() -> None:
     text = render_weekly(weekly_input(), "zh")
     assert text.startswith("# acme/infer 2026 第 31 周周报（07/27 – 08/02）\n")
     quick = text.split("## 重点 PR 速览\n", 1)[1].split("\n## ", 1)[0]
-    assert re.findall(r"^(\d+)\. ", quick, re.M) == ["1", "2", "3", "4"]
+    assert re.findall(r"^(\d+)\. \[", quick, re.M) == ["1", "2", "3", "4"]  # key_prs=4, then one line for the rest
+    assert re.search(r"^5\. 另有 1 个重点 PR：\[#4845\]", quick, re.M)
     assert "TTFT p50 0.88 s → 0.51 s（−42.0%）" in quick
     assert all(len(line) <= 200 for line in quick.splitlines())
 
@@ -457,6 +458,38 @@ def test_weekly_recommendations_are_three_to_five() -> None:
         text = render_weekly(weekly_input(), lang)
         recs = text.split(f"## {head}\n", 1)[1].split("\n## ", 1)[0]
         assert 3 <= len(re.findall(r"^- ", recs, re.M)) <= 5
+
+
+def _hostile_week(n: int) -> WeeklyInput:
+    """`n` merged PRs with long repeating titles, bodies and file lists (removal verbs, version strings,
+    identifiers, tags everywhere)."""
+    items = []
+    for i in range(n):
+        title = f"[Tag{i % 7}][v0.{i % 3}.0] " + f"remove `op_{i}` drop flag bump torch 2.{i % 9}.0 " * 40
+        body = "This PR removes `kernel_x` and is no longer supported. a.k.a max_num_reqs=12 " * 300
+        files = [(f"pkg/mod{i % 5}/sub{j % 4}/file_{j}.py", 0, 40) for j in range(30)]
+        items.append(make("acme/infer", 1000 + i, title, body=body, files=files, item_kind="refactor",
+                          topics=["kv-cache"], priority="P1", importance=3, insight=2, grade="M",
+                          risk_labels=["core-path", "no-test", "breaking"],
+                          when=(WEEK.since + timedelta(hours=1 + i % 150)).strftime("%Y-%m-%dT%H:%M:%S")))
+    return WeeklyInput("acme/infer", WEEK, "2026-W31", items, [], key_prs=8)
+
+
+def test_weekly_cost_grows_linearly_with_hostile_weeks() -> None:
+    """8x the PRs (each with a long repeating title, body and file list): linear ~8x the CPU time, quadratic
+    ~64x; the bound is 24x. The report still keeps its lines short and cuts nothing."""
+    import time
+
+    def cost(inp: WeeklyInput) -> float:
+        start = time.thread_time()
+        text = render_weekly(inp, "en")
+        assert "…" not in text and all(len(line) <= 400 for line in text.splitlines())
+        return max(time.thread_time() - start, 1e-5)
+
+    small, big = _hostile_week(12), _hostile_week(96)
+    cost(small)
+    ratio = min(cost(big) for _ in range(2)) / min(cost(small) for _ in range(3))
+    assert ratio < 24, ratio
 
 
 # --- card ------------------------------------------------------------------------------------------

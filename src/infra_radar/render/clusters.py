@@ -157,7 +157,7 @@ def _carried(ai: AnalysedItem, rules_dir: Path | None) -> Carried:
     junk = _junk(rules_dir)
     depth = int(weekly_rules(rules_dir).get("themes", {}).get("module_depth", 3))
     out = Carried()
-    tags, rest = _title_parts(ai.item.title)
+    tags, rest = _title_parts(ai.item.title[:400])
     for tag in tags:
         for key, surface, how in _words(tag, junk):
             out.add(f"w:{key}", "family" if how == "family" else "word" if how == "part" and _plain(surface)

@@ -249,9 +249,11 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or relevant
     lines_max, bytes_max = budget(merged, rules)
     shape = _Shape(len(found_themes), min(inp.key_prs, len(keyed)), len(inp.adapted), 3, 4)
+    quick = [_quick(ai, t, inp.target, key_limit) for ai in keyed[: shape.quick]]  # the same in every round
+    adapted = _adapted(inp.adapted, t, limit)
     while True:
         _build(ctx, inp, t, shape, found_themes, found, found_before, relevant, ranked, changes, before,
-               keyed, native, is_bot, limit, key_limit)
+               keyed, native, is_bot, limit, (quick, adapted))
         if _fits(ctx, t, lines_max, bytes_max) or not _shrink(shape):
             break
     return ctx
@@ -302,7 +304,7 @@ def _shrink(shape: _Shape) -> bool:
 def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Shape, found_themes: list[Theme],
            found: Found, found_before: Found, relevant: list[AnalysedItem], ranked: list[AnalysedItem],
            changes: list[AnalysedItem], before: list[AnalysedItem], keyed: list[AnalysedItem], native: bool,
-           is_bot: Callable[[str], bool], limit: int, key_limit: int) -> None:
+           is_bot: Callable[[str], bool], limit: int, built: tuple[list[dict[str, Any]], list[Md]]) -> None:
     """Every section of `ctx` at `shape`, in the order the template shows them (a PR is linked where it is
     first mentioned)."""
     w = t["weekly"]
@@ -326,13 +328,13 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
               quality_line(found, found_before, t, bool(before)), people_line(changes, shown, is_bot, t)]
     ctx["trends"] = [x for x in trends if x][: shape.trends]
     ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit)
-    ctx["quick"] = [_quick(ai, t, inp.target, key_limit) for ai in keyed[: shape.quick]]
+    ctx["quick"] = built[0][: shape.quick]
     ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
     ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations)
-    ctx["adapted"] = _adapted(inp.adapted, t, limit)[: shape.adapted]
+    ctx["adapted"] = built[1][: shape.adapted]
     ctx["adapted_more"] = max(len({e.down_ref for e in inp.adapted}) - shape.adapted, 0)
 
 

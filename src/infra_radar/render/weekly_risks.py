@@ -26,6 +26,7 @@ from .explain import explain_body, file_role, identifiers, sentences
 from .weekly_words import Refs, bare_title, figure, fitted, gist
 
 _CODE_ROLES = ("tests", "docs", "config")
+_TITLE = 400  # a title is read this far (GitHub's hold 256 characters; a pasted page's may run on)
 _VERSION = re.compile(r"(?P<name>[A-Za-z][\w.+-]{1,30}?)\s*(?:\(|\s)(?:to\s+|==\s*|>=\s*)?v?(?P<v>\d+\.\d+[\w.+-]*)\)?")
 _CLAUSE_END = re.compile(r"[,;:，；：(]|\s(?:and|for|so|because|when|since|after|which)\s")
 _PART = re.compile(r"[\[(]\s*(\d{1,2})\s*/\s*(\d{1,2}|n)\s*[\])]", re.I)
@@ -73,11 +74,11 @@ def removed(ai: AnalysedItem, rules_dir: Path | None = None) -> Md | None:
     code_files = _code(ai)
     if not code_files or ai.analysis.item_kind in ("docs", "test", "ci"):
         return None
-    title = bare_title(ai.item.title)
+    title = bare_title(ai.item.title[:_TITLE])
     for verb in re.finditer(r"[\w-]+", title):
         if verb[0].lower() not in r.verbs:
             continue
-        clause = _CLAUSE_END.split(title[verb.end():], maxsplit=1)[0].strip()
+        clause = _CLAUSE_END.split(title[verb.end(): verb.end() + 120], maxsplit=1)[0].strip()
         after = clause.split()[:6]
         named = [w for w in identifiers(" ".join(after)) if len(w) >= 4]
         if named:
@@ -99,14 +100,14 @@ def accuracy_fix(ai: AnalysedItem, rules_dir: Path | None = None) -> bool:
     """A change to code that fixes output which was wrong without an error (its label or its title)."""
     if not _code(ai) or ai.analysis.item_kind in ("docs", "test", "ci", "feature"):
         return False
-    return "silent-accuracy" in ai.analysis.risk_labels or bool(_rules(rules_dir).accuracy.search(ai.item.title))
+    return "silent-accuracy" in ai.analysis.risk_labels or bool(_rules(rules_dir).accuracy.search(ai.item.title[:_TITLE]))
 
 
 def versions(ai: AnalysedItem, rules_dir: Path | None = None) -> list[str]:
     """The "name version" pairs a dependency PR's title moves to ("CANN 9.1.0"), runtime ones only: a PR
     that only touches CI workflow files moves no dependency of ours."""
     r = _rules(rules_dir)
-    title = ai.item.title
+    title = ai.item.title[:_TITLE]
     words = {w.lower() for w in re.findall(r"[a-z]+", title, re.I)}
     if ai.analysis.item_kind != "deps" and not (words & r.dependency):
         return []

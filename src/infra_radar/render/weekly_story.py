@@ -251,7 +251,7 @@ def quality_line(found: Found, before: Found, t: dict[str, Any], has_before: boo
     w = t["weekly"]
     if not found.core:
         return None
-    vs = w["quality_vs"].format(core=before.core, bare=before.core_untested) if has_before else ""
+    vs = w["quality_vs"].format(core=before.core, bare=before.core_untested) if has_before and before.core else ""
     return Md(w["quality"].format(core=found.core, bare=found.core_untested, vs=vs))
 
 

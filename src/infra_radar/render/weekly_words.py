@@ -17,7 +17,7 @@ from typing import Any
 
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, name, with_unit
-from .clusters import Theme, _title_parts, weekly_rules
+from .clusters import Theme, _junk, _title_parts, weekly_rules
 from .conclusion import central_identifiers
 from .escape import Md, code, link, text
 from .explain import code_module
@@ -85,12 +85,30 @@ def fitted(refs: Refs, limit: int, tries: list[Callable[[Refs], Md]]) -> Md:
     return made
 
 
+_NAMED: dict[int, tuple[AnalysedItem, list[str]]] = {}
+
+
+def _named(ai: AnalysedItem) -> list[str]:
+    """The two identifiers a PR's description is most about, junk left out; remembered per item object (a
+    report asks again in every round of fitting itself to its length)."""
+    hit = _NAMED.get(id(ai))
+    if hit is not None and hit[0] is ai:
+        return hit[1]
+    if len(_NAMED) > 8192:
+        _NAMED.clear()
+    junk = _junk(None)
+    found = [i for i in central_identifiers(ai, 4) if len(i) <= 40 and not junk.pattern.search(i)
+             and i.lower() not in junk.words][:2]
+    _NAMED[id(ai)] = (ai, found)
+    return found
+
+
 def gist(ai: AnalysedItem, t: dict[str, Any], limit: int = 60) -> Md:
     """What a PR does in a few words: a whole phrase of its title, else its identifiers, else its module."""
     phrase = title_phrase(ai.item.title, limit)
     if phrase:
         return text(phrase)
-    ids = [i for i in central_identifiers(ai, 3) if len(i) <= 40][:2]
+    ids = _named(ai)
     if ids:
         return Md(t["common"]["sep"].join(code(i) for i in ids))
     module = code_module(ai.item.files) if ai.item.files else ""
@@ -160,6 +178,8 @@ def theme_name(th: Theme, t: dict[str, Any], rules_dir: Path | None = None) -> t
         topics = Counter(x for ai in th.members for x in set(ai.analysis.topics))
         common = [k for k, n in topics.most_common(3) if n >= 0.6 * len(th.members) and k not in _PLATFORM]
         said = name(t, "topics", common[0]) if common else ""
+    if said.lower() == th.label.lower():
+        said = ""  # "attention (attention)" says nothing more
     frame = w[f"theme_{th.kind}"]
     head = Md(frame.format(term=term, gloss=t["common"]["paren"].format(text(said)) if said else ""))
     return head, Md(f"{head}{t['common']['colon']}{movement(th.members, t)}")
