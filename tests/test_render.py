@@ -460,6 +460,21 @@ def test_weekly_recommendations_are_three_to_five() -> None:
         assert 3 <= len(re.findall(r"^- ", recs, re.M)) <= 5
 
 
+def test_weekly_rules_from_the_users_rules_dir(tmp_path: Path) -> None:
+    """A user's weekly.toml replaces whole tables: a tighter budget shows fewer key PRs, a glossary entry
+    glosses the theme's term."""
+    (tmp_path / "weekly.toml").write_text(
+        '[budget]\nfactor = 0.1\nteam_prs = 200\nteam_lines = 95\nteam_bytes = 9000\nfloor_lines = 10\n'
+        'floor_bytes = 1000\n\n[glossary]\n"kv_cache.py" = { en = "the paged cache", zh = "分页缓存" }\n',
+        encoding="utf-8")
+    inp = weekly_input()
+    inp.rules_dir = tmp_path
+    text = render_weekly(inp, "en")
+    assert "`infer/core/kv_cache.py` (the paged cache)" in text
+    quick = text.split("## Key PRs\n", 1)[1].split("\n## ", 1)[0]
+    assert len(re.findall(r"^\d+\. \[", quick, re.M)) == 2  # shrunk as far as the report goes
+
+
 def _hostile_week(n: int) -> WeeklyInput:
     """`n` merged PRs with long repeating titles, bodies and file lists (removal verbs, version strings,
     identifiers, tags everywhere)."""
