@@ -310,7 +310,13 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     w = t["weekly"]
     refs = Refs()
     shown = found_themes[: shape.themes]
-    names = [theme_name(th, t, inp.rules_dir) for th in shown]
+    # a topic most of the week carries (RL training in an RL repository) glosses no theme
+    counts: dict[str, int] = {}
+    for ai in relevant:
+        for x in set(ai.analysis.topics):
+            counts[x] = counts.get(x, 0) + 1
+    common = frozenset(k for k, n in counts.items() if n > 0.4 * len(relevant))
+    names = [theme_name(th, t, inp.rules_dir, common) for th in shown]
     named = [(th, short) for th, (short, _) in zip(shown, names, strict=True)]
     ctx["headline_text"] = w["headline"]
     ctx["summary"] = summary_head(ctx, t)

@@ -226,7 +226,7 @@ def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple
             w["rec_why_grade"].format(grade=ai.analysis.grade) if ai.analysis.grade == "S" else \
             w["rec_why_reason"].format(reason=text(pick(ai.analysis.decision_reason, t["lang"]) or
                                                    pick(ai.analysis.grade_reason, t["lang"])))
-        out.append(Md(w["rec_first"].format(ref=refs(ai), what=gist(ai, t, 50), why=why)))
+        out.append(Md(w["rec_first"].format(ref=refs(ai), what=gist(ai, t, 70), why=why)))
     for ai in [x for x in measured if not (adopt and x is ai_first)][:2]:
         claim = headline_claim(ai.analysis.perf_claims)
         setting = {k: v for k, v in claim.context.items() if v and len(v) <= 40 and

@@ -168,15 +168,17 @@ def term_md(th: Theme) -> Md:
     return text(th.label)
 
 
-def theme_name(th: Theme, t: dict[str, Any], rules_dir: Path | None = None) -> tuple[Md, Md]:
+def theme_name(th: Theme, t: dict[str, Any], rules_dir: Path | None = None,
+               ubiquitous: frozenset[str] = frozenset()) -> tuple[Md, Md]:
     """A theme's name, short and whole: its shared term with the term's gloss or the topic most of its PRs
     share ("MRV2（Model Runner V2）"), and that with what they mostly are ("…：新功能与修复")."""
     w, lang = t["weekly"], t["lang"]
     term = term_md(th)
     said = gloss(th.label, lang, rules_dir)
     if not said:
-        topics = Counter(x for ai in th.members for x in set(ai.analysis.topics))
-        common = [k for k, n in topics.most_common(3) if n >= 0.6 * len(th.members) and k not in _PLATFORM]
+        topics = Counter(x for ai in th.members for x in dict.fromkeys(ai.analysis.topics))
+        common = [k for k, n in sorted(topics.items(), key=lambda kv: (-kv[1], kv[0]))
+                  if n >= 0.6 * len(th.members) and k not in _PLATFORM and k not in ubiquitous]
         said = name(t, "topics", common[0]) if common else ""
     if said.lower() == th.label.lower():
         said = ""  # "attention (attention)" says nothing more
