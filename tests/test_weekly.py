@@ -180,3 +180,21 @@ def test_the_model_stage_reads_the_new_context(store, lang) -> None:
         assert key in ctx
     assert all({"short", "priority", "grade", "title", "summary", "claims", "ref"} <= set(q) for q in ctx["quick"])
     assert all("ref" in m for th in ctx["themes"] for m in th["members"])
+
+
+def test_the_same_report_whatever_the_hash_seed(full_store) -> None:
+    """Ties (two topics, two terms as common) are broken by name, never by a set's order."""
+    import os
+    import subprocess
+    import sys
+
+    home, url = full_store
+    texts = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "RADAR_HOME": str(home), "RADAR_DB_URL": url, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-m", "infra_radar", "weekly", "--repo", "vllm-project/vllm-ascend",
+                               "--week", "2026-W31", "--lang", "en"], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        texts.add(done.stdout)
+    assert len(texts) == 1
