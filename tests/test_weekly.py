@@ -154,6 +154,7 @@ def test_summary_movements_trends_risks_and_recommendations(reports) -> None:
     assert all("上周" in m and "#" in m for m in moves)  # each against last week, each with a PR
     risks = _section(text, "风险观察")
     assert "**删除的接口 / 算子 / 补丁**" in risks and "0 个" not in risks  # the week removes ops and patches
+    assert "`fused_recurrent_gated_delta_rule_fwd_kernel`" in risks  # the removed op, by name
     assert "**静默精度**" in risks and "CANN 9.1.0" in risks
     recs = _section(text, "后续建议")
     assert 3 <= len(re.findall(r"^- ", recs, re.M)) <= 5

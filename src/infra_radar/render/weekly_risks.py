@@ -70,6 +70,13 @@ def _lines(files: list) -> int:
 def removed(ai: AnalysedItem, rules_dir: Path | None = None) -> Md | None:
     """What a PR removes (identifiers its title names after the verb, a deleted file, or its title), or None
     when it removes nothing a downstream could depend on. Changes to tests and docs alone remove nothing."""
+    found = _removal(ai, rules_dir)
+    return found[0] if found else None
+
+
+def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
+    """(what a PR removes, how plainly it says so: 3 its title names what, 2 its title says what kind of
+    thing, 1 a code file was only deleted, 0 a label or its description)."""
     r = _rules(rules_dir)
     code_files = _code(ai)
     if not code_files or ai.analysis.item_kind in ("docs", "test", "ci"):
@@ -82,17 +89,17 @@ def removed(ai: AnalysedItem, rules_dir: Path | None = None) -> Md | None:
         after = clause.split()[:6]
         named = [w for w in identifiers(" ".join(after)) if len(w) >= 4]
         if named:
-            return Md("、".join(code(_identifier(w)) for w in named[:2]))
+            return Md("、".join(code(_identifier(w)) for w in named[:2])), 3
         if any(w.lower().rstrip("s") in r.objects or w.lower() in r.objects for w in after) and len(clause) <= 60:
-            return text(clause)
+            return text(clause), 2
     added, deleted = sum(f.additions or 0 for f in code_files), sum(f.deletions or 0 for f in code_files)
     gone = [f for f in code_files if not f.additions and (f.deletions or 0) >= r.removed_lines]
     if gone and deleted >= 2 * added:  # files only deleted, not moved: a move adds as much as it deletes
-        return code(max(gone, key=lambda f: f.deletions or 0).path)
+        return code(max(gone, key=lambda f: f.deletions or 0).path), 1
     said = explain_body(ai.item.body)
     if "breaking" in ai.analysis.risk_labels or any(
             r.sentences.search(s) for _, b in said.mechanism + said.motivation for s in sentences(b)):
-        return text(title) if len(title) <= 80 else code(_top(ai))
+        return (text(title) if len(title) <= 80 else code(_top(ai))), 0
     return None
 
 
@@ -148,11 +155,12 @@ class Found:
 def find(ranked: list[AnalysedItem], rules_dir: Path | None = None) -> Found:
     """The risk facts of the week's changes (ranked order kept)."""
     r, out = _rules(rules_dir), Found()
+    plain: list[tuple[int, int, AnalysedItem, Md]] = []
     for ai in ranked:
         labels = ai.analysis.risk_labels
-        what = removed(ai, rules_dir)
-        if what is not None:
-            out.removed.append((ai, what))
+        gone = _removal(ai, rules_dir)
+        if gone is not None:
+            plain.append((-gone[1], len(plain), ai, gone[0]))
         if accuracy_fix(ai, rules_dir):
             out.accuracy.append(ai)
         moved = versions(ai, rules_dir)
@@ -167,6 +175,7 @@ def find(ranked: list[AnalysedItem], rules_dir: Path | None = None) -> Found:
                 if _lines(_code(ai)) >= r.untested_lines:
                     out.untested.append(ai)
     out.untested.sort(key=lambda ai: -_lines(_code(ai)))
+    out.removed = [(ai, what) for _, _, ai, what in sorted(plain, key=lambda x: x[:2])]  # plainest first
     return out
 
 
