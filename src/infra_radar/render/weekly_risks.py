@@ -220,7 +220,8 @@ def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple
     own PRs, figures and series; a kind of advice the week gives no fact for is left out."""
     w, c = t["weekly"], t["common"]
     out: list[Md] = []
-    key = [ai for ai in ranked if ai.analysis.priority in ("P0", "P1")]
+    key = [ai for ai in ranked if ai.analysis.priority in ("P0", "P1")] or \
+        [ai for ai in ranked if ai.analysis.priority == "P2"]  # a quiet week: its P2 items are what it has
     fixes = [ai for ai in found.accuracy if ai.analysis.priority in ("P0", "P1")] or found.accuracy
     if fixes:
         what = list(dict.fromkeys(gist(ai, t, 70) for ai in fixes[:2]))

@@ -191,6 +191,9 @@ def mix_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, A
     w, c = t["weekly"], t["common"]
     cur, prev = Counter(ai.analysis.item_kind for ai in now), Counter(ai.analysis.item_kind for ai in before)
     kinds = sorted(set(cur) | set(prev), key=lambda k: (-cur[k], -prev[k], k))[:5]
+    if not before:  # nothing to compare with: the counts alone
+        listed = c["sep"].join(w["kind_alone"].format(kind=name(t, "kinds", k), n=cur[k]) for k in kinds)
+        return Md(w["mix_alone"].format(kinds=listed, eng=_share(now)))
     listed = c["sep"].join(w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
                                                   delta=signed(cur[k] - prev[k])) for k in kinds)
     eng, eng_before = _share(now), _share(before)
@@ -225,6 +228,8 @@ def _areas(items: list[AnalysedItem]) -> Counter:
 def areas_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, Any]) -> Md | None:
     """The code areas that gained and lost the most PRs against last week."""
     w, c = t["weekly"], t["common"]
+    if not before:
+        return None  # every area "gains" against a week with no data
     cur, prev = _areas(now), _areas(before)
     moves = sorted(((cur[d] - prev[d], d) for d in set(cur) | set(prev)), key=lambda x: (-x[0], x[1]))
     # a directory and its parent moving alike say one thing: keep the deeper one
