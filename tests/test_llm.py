@@ -302,7 +302,7 @@ def test_cli_llm_flags_dry_run_and_cache(monkeypatch):
         monkeypatch.setenv("RADAR_LLM_API_KEY", KEY)
         assert invoke(*week, "--no-llm")[1] == plain
         code, out, err = invoke("llm", "--repo", "acme/infer-npu", "--week", "2026-W31", "--lang", "en", "--dry-run")
-        assert code == 0 and "=== weekly v2 report ===" in out and not server.requests
+        assert code == 0 and "=== weekly v3 report ===" in out and not server.requests
         code, out, err = invoke(*week)
         assert code == 0 and "The period merged" in out and "request(s)" in err and server.requests
         sent = len(server.requests)

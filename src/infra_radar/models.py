@@ -33,6 +33,16 @@ def ref_number(digits: str) -> int | None:
     return value if 0 < value <= MAX_NUMBER else None
 
 
+def github_url(repo: str, number: int | None, kind: str | None = None) -> str:
+    """The GitHub page of `repo#number`: /pull/N for a pull request, /issues/N for an issue. A reference whose
+    kind is unknown (a bare `#N` in a description) gets /issues/N, which GitHub forwards to the pull request
+    when it is one. Every link to a PR or issue the radar builds comes from here."""
+    base = f"https://github.com/{repo}"
+    if number is None:
+        return base
+    return f"{base}/pull/{number}" if kind == PR else f"{base}/issues/{number}"
+
+
 # A bilingual text: {"en": "...", "zh": "..."}; renderers pick the report language.
 Text = dict[str, str]
 
@@ -97,10 +107,8 @@ class Item:
     @property
     def url(self) -> str:
         base = f"https://github.com/{self.repo}"
-        if self.kind == PR:
-            return f"{base}/pull/{self.number}"
-        if self.kind == ISSUE:
-            return f"{base}/issues/{self.number}"
+        if self.kind in (PR, ISSUE):
+            return github_url(self.repo, self.number, self.kind)
         if self.kind == RELEASE:
             return f"{base}/releases/tag/{self.key}"
         return f"{base}/commit/{self.key}"

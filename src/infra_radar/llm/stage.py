@@ -310,13 +310,26 @@ def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[Analy
 
 # --- weekly ----------------------------------------------------------------------------------------
 
+_MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
+
+
+def _plain(markdown: Any) -> str:
+    """The radar's own Markdown as plain prompt text: links by their label, no bold markers."""
+    return _MD_LINK.sub(r"\1", str(markdown)).replace("**", "").replace("\n", " ")
+
+
 def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) -> _Job:
     rows = ctx["quick"]
+    summary = " ".join(_plain(x) for x in [ctx["summary"], *ctx.get("movements", [])])
     values = {"repo": inp.repo, "target": settings.target, "start": ctx["start"], "end": ctx["end"],
               "merged": ctx["merged"], "key": ctx["key"], "merged_before": ctx["merged_before"],
-              "topics": ", ".join(ctx["top_topics"]) or "-", "summary": ctx["summary"],
+              "topics": ", ".join(ctx["top_topics"]) or "-", "summary": summary,
+              "themes": [{"name": _plain(th["name"]), "count": th["count"], "refs": ", ".join(th["refs"])}
+                         for th in ctx["themes"]],
               "items": [{"number": r["short"].lstrip("#"), "priority": r["priority"], "grade": r["grade"],
-                         "title": r["title"], "summary": r["summary"], "claims": r["claims"]} for r in rows]}
+                         "title": r["title"], "summary": "; ".join(x for x in (_plain(r["summary"]), _plain(r.get("rest", "")))
+                                                                   if x),
+                         "claims": r["claims"]} for r in rows]}
     prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]

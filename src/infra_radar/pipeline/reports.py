@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..models import Window
+from ..models import PR, Window, github_url
 from ..store import queries, save
 from ..windows import report_day
 from .analysis import analyze
@@ -115,7 +115,7 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
         found = queries.analysed_item(engine, entry.repo, entry.number)
         ref = f"{entry.repo}#{entry.number}"
         if found is None:
-            rechecks.append(WatchRecheck(ref, f"https://github.com/{ref.replace('#', '/pull/')}", entry.reason,
+            rechecks.append(WatchRecheck(ref, github_url(entry.repo, entry.number, PR), entry.reason,
                                          entry.last_state, "unknown", None, None, []))
             continue
         item, digest = found.item, files_digest(found.item)
@@ -208,7 +208,16 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
                        items=queries.analysed_in_window(engine, window, [name]),
                        previous=queries.analysed_in_window(engine, previous(window), [name]),
                        key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
-                       target=settings.target)
+                       target=settings.target, data_end=queries.newest_time(engine, name),
+                       is_bot=bot_test(settings), rules_dir=settings.rules_dir)
+
+
+def bot_test(settings: Settings):
+    """The rules' bot test (bots.toml names and patterns, the user's copy first) as a function of a login."""
+    from ..analyse.ruleset import RuleSet, is_bot
+
+    rules = RuleSet.load(settings)
+    return lambda login: is_bot(login, rules)
 
 
 def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,

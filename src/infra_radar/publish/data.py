@@ -69,7 +69,8 @@ def _reverse_links(items: list[AnalysedItem]) -> dict[tuple[str, int], list[Link
                     src.repo.lower(), src.number):
                 found[(link.repo.lower(), link.number)].setdefault(
                     (src.repo, src.number),
-                    Link(kind=f"referenced-by:{link.kind}", repo=src.repo, number=src.number, detail=src.title))
+                    Link(kind=f"referenced-by:{link.kind}", repo=src.repo, number=src.number, url=src.url,
+                         detail=src.title))
     return {key: list(links.values()) for key, links in found.items()}
 
 

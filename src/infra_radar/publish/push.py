@@ -103,24 +103,38 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     return Digest(title, lines, site_url + daily_page(day) if site_url else "")
 
 
+_MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
+
+
+def _plain(markdown: Any) -> str:
+    """The report's own Markdown as a chat line: links by their label, no bold markers."""
+    return _MD_LINK.sub(r"\1", str(markdown)).replace("**", "")
+
+
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
     """Executive summary, key PRs and recommendations of one repository's week."""
     limits = load_limits()
     t, words = load_strings(settings.lang), limits[settings.lang]
     window = iso_week(week)
     before = iso_week(week_of(window.since.date() - timedelta(days=1)))
+    from ..pipeline.reports import bot_test
+
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
                       items=queries.analysed_in_window(engine, window, [repo]),
-                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs)
+                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs,
+                      target=settings.target, data_end=queries.newest_time(engine, repo), is_bot=bot_test(settings),
+                      rules_dir=settings.rules_dir)
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
-    lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]
+    # the summary and its movements as plain lines (a chat message links the items itself)
+    lines = [Line(_plain(x)) for x in [ctx["summary"], *ctx["movements"]]]
+    lines.append(Line(words["key_prs"], heading=True))
     most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
-    lines += [Line(f"{q['title']}{dash}{q['summary']}", q["priority"], q["ref"],
+    lines += [Line(f"{q['title']}{dash}{_plain(q['rest'])}", q["priority"], q["ref"],
                    _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
     if len(ctx["quick"]) > most:
         lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
-    lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"][:recs])]
+    lines += [Line(words["recommendations"], heading=True), *(Line(_plain(r)) for r in ctx["recommendations"][:recs])]
     return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "")
 
 

@@ -130,6 +130,8 @@ class Site:
         self.by_ref = {(ai.item.repo.lower(), ai.item.number): ai for ai in data.numbered()}
         self.looked: set[str] | None = None  # the items a page being rendered looked up (publish/inputs.py)
         self._digests: dict[int, str] = {}
+        self._newest: dict[str, Any] | None = None
+        self._is_bot: Any = None
 
     # inputs (publish/inputs.py)
     def digest_of(self, items: list[AnalysedItem]) -> list[str]:
@@ -149,8 +151,10 @@ class Site:
     def weekly_inputs(self, repo: str, week: str) -> str:
         window = self.data.week_window(week)
         before = week_of((window.since - timedelta(days=1)).date())
+        end = self._data_end(repo)  # a week the data ends inside says so: that changes when newer items come
+        partial = end.isoformat() if end is not None and end < window.until else ""
         return inputs.digest("weekly", repo, week, self.digest_of(self.data.by_week.get((repo, week), [])),
-                             self.digest_of(self.data.by_week.get((repo, before), [])))
+                             self.digest_of(self.data.by_week.get((repo, before), [])), partial)
 
     def card_input(self, ai: AnalysedItem) -> CardInput:
         item = ai.item
@@ -231,7 +235,20 @@ class Site:
         return WeeklyInput(repo=repo, window=window, week_label=week,
                            items=self.data.by_week.get((repo, week), []),
                            previous=self.data.by_week.get((repo, before), []),
-                           key_prs=self.settings.weekly_key_prs)
+                           key_prs=self.settings.weekly_key_prs, target=self.settings.target,
+                           data_end=self._data_end(repo), is_bot=self._is_bot, rules_dir=self.settings.rules_dir)
+
+    def _data_end(self, repo: str):
+        """Where the repository's data ends (its newest item's time); with it, the bot test: once a build."""
+        if self._newest is None:
+            from ..pipeline.reports import bot_test
+
+            self._newest, self._is_bot = {}, bot_test(self.settings)
+            for ai in self.data.items:
+                when = ai.item.when
+                if when is not None and (ai.item.repo not in self._newest or when > self._newest[ai.item.repo]):
+                    self._newest[ai.item.repo] = when
+        return self._newest.get(repo)
 
     # pages
     def daily(self, day: date) -> tuple[str, str, str]:

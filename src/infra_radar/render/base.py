@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text, format_number
+from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text, format_number, github_url
 from .explain import clickable
 
 LANGS = ("zh", "en")
@@ -107,17 +107,22 @@ def short_ref(ai: AnalysedItem) -> str:
     return f"#{item.number}" if item.number is not None else item.key[:10]
 
 
+# relations whose target is a pull request by construction (a cherry-pick's origin, a PR with the same title
+# and files, the downstream PR an upstream change was adapted in)
+PR_RELATIONS = frozenset({"cherry-pick", "duplicate", "adapted-in"})
+
+
 def link_url(link: Link) -> str:
-    """Where a link points: its URL, else the GitHub page of the referenced number."""
+    """Where a link points: its URL, else the GitHub page of the referenced number (models.github_url)."""
     if link.url:
         return link.url
-    return f"https://github.com/{link.repo}/issues/{link.number}" if link.repo else ""
+    return github_url(link.repo, link.number, PR if link.kind in PR_RELATIONS else None) if link.repo else ""
 
 
-def ref_url(ref: str) -> str:
-    """GitHub URL of an `owner/name#N` reference (the issues URL redirects to pull requests)."""
+def ref_url(ref: str, kind: str | None = None) -> str:
+    """GitHub URL of an `owner/name#N` reference of item kind `kind` (PR, ISSUE, or None when unknown)."""
     repo, _, number = ref.partition("#")
-    return f"https://github.com/{repo}/issues/{number}" if number else f"https://github.com/{repo}"
+    return github_url(repo, int(number), kind) if number.isdigit() else f"https://github.com/{repo}"
 
 
 # --- ranking ---------------------------------------------------------------------------------------

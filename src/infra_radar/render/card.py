@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..analyse.porting import applied, target_name
-from ..models import FileChange
+from ..models import PR, FileChange
 from .base import claim_rows, day, files_total, iso, lines, link_views, name, ref_url, row
 from .checklist import item_checklist
 from .conclusion import conclusion
@@ -41,8 +41,8 @@ def adapted_views(entries: Iterable[Any], t: dict[str, Any], full_up: bool = Fal
     for e in entries:
         files = k["adapted_files"].format(files=sep.join(f"`{f}`" for f in e.files[:6])) if e.files else ""
         how = k["adapted_how"].format(how=whole(e.how)) if e.how and whole(e.how) else ""
-        views.append({"ref": e.down_ref, "url": ref_url(e.down_ref), "title": e.down_title,
-                      "up_ref": e.up_ref, "up_url": ref_url(e.up_ref), "date": day(e.when),
+        views.append({"ref": e.down_ref, "url": ref_url(e.down_ref, PR), "title": e.down_title,
+                      "up_ref": e.up_ref, "up_url": ref_url(e.up_ref, PR), "date": day(e.when),
                       "short": f"#{e.down_number}", "up_short": e.up_ref if full_up else f"#{e.up_number}",
                       "files": files, "how": how})
     return views

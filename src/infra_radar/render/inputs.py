@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from ..models import AnalysedItem, Link, Window
@@ -56,6 +58,9 @@ class WeeklyInput:
     key_prs: int  # quick-view size (settings.weekly_key_prs)
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: upstream PRs adapted in the window
     target: str = "ascend"  # the target platform profile (settings.target)
+    data_end: datetime | None = None  # the repository's newest stored item: a week ending later is partial
+    is_bot: Callable[[str], bool] | None = None  # the rules' bot test (bots.toml); None: GitHub's `[bot]` suffix
+    rules_dir: Path | None = None  # the user's rules directory (weekly.toml overrides)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
+from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window, github_url
 from ..windows import date_only, day_start, touches
 from .reader import Reader, reading
 from .rows import data_analysis
@@ -174,6 +174,12 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     return found
 
 
+def newest_time(store, repo: str) -> datetime | None:
+    """The time of the repository's newest stored item (merge time, else last update): where its data ends."""
+    with reading(store) as db:
+        return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO}", {"repo": repo.lower()}))
+
+
 def opened_at(item: Item) -> datetime | None:
     """When a PR or issue was opened, when that is known: from GitHub or a page (a date); not from git, whose
     `created_at` is the commit's authored time (often days before the PR, or after a rebase)."""
@@ -211,18 +217,19 @@ def referenced_by_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str
     rows = []
     with reading(store) as db:
         for start in range(0, len(numbers), CHUNK):
-            rows += [(*r[:6], db.time(r[6]), r[7]) for r in db.rows(
+            rows += [(*r[:6], db.time(r[6]), r[7], r[8]) for r in db.rows(
                 "SELECT links.dst_repo, links.dst_number, links.kind, repos.name, items.number, items.title, "
-                "items.when_at, items.id FROM links JOIN items ON items.id = links.item_id "
+                "items.when_at, items.id, items.kind FROM links JOIN items ON items.id = links.item_id "
                 "JOIN repos ON repos.id = items.repo_id WHERE links.dst_number IN :numbers",
                 {"numbers": numbers[start:start + CHUNK]})]
     rows.sort(key=lambda r: (r[6] is None, r[6] or "", r[7]))
     out: dict[tuple[str, int], dict[tuple[str, int], Link]] = {}
-    for dst_repo, dst_number, kind, src_repo, src_number, title, _when, _id in rows:
+    for dst_repo, dst_number, kind, src_repo, src_number, title, _when, _id, src_kind in rows:
         key = ((dst_repo or "").lower(), dst_number)
-        if key in wanted and src_number is not None:
+        if key in wanted and src_number is not None:  # the referencing item's kind is known: its page's URL
             out.setdefault(key, {}).setdefault((src_repo, src_number), Link(
-                kind=f"referenced-by:{kind}", repo=src_repo, number=src_number, detail=title))
+                kind=f"referenced-by:{kind}", repo=src_repo, number=src_number,
+                url=github_url(src_repo, src_number, src_kind), detail=title))
     return {key: list(found.values()) for key, found in out.items()}
 
 
