@@ -16,7 +16,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
-from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
+from .explain import code_module, explain_body, file_role, identifiers, sentences
 
 
 @lru_cache(maxsize=1)
@@ -81,8 +81,8 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     symptom = ""
     for _, block in explained.motivation + explained.mechanism[:2]:
         hit = next((s for s in sentences(block) if _SYMPTOM.search(s)), "")
-        if hit:
-            symptom = clip(hit, 110)
+        if hit:  # named in our words (the rules' symptom cues), never the author's sentence quoted
+            symptom = sep.join(symptom_names(hit, lang))
             break
     topics = set(a.topics)
     training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
@@ -108,6 +108,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
+
+
+def symptom_names(sentence: str, lang: str, most: int = 2) -> list[str]:
+    """What a sentence says went wrong, as the conclusion rules name it ("NaN", "崩溃或报错")."""
+    from .mechanism import rules as conclusion_rules
+
+    low = sentence.lower()
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["motivation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]
 
 
 @lru_cache(maxsize=2)

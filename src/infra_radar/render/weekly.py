@@ -118,7 +118,7 @@ def _risk_why(code: str, ai: AnalysedItem, t: dict[str, Any]) -> str:
     if code in ("silent-accuracy", "breaking"):
         hit = next((s for _, b in explain_body(ai.item.body).motivation + explain_body(ai.item.body).mechanism
                     for s in sentences(b) if _RISK_WORDS[code].search(s)), "")
-        if hit:
+        if hit and clip(hit, 100):  # a sentence with no clause to stop at is not quoted (never cut)
             return why["quote"].format(text=clip(hit, 100))
     return why["title"].format(title=ai.item.title)
 
