@@ -18,7 +18,7 @@ from infra_radar.render.checklist import item_checklist, shape, spread_out
 from infra_radar.render.clusters import clusters
 from infra_radar.render.conclusion import conclusion
 from infra_radar.render.daily import daily_context
-from infra_radar.render.explain import clickable, clip, explain_body, identifiers, sections, sentences
+from infra_radar.render.explain import clickable, clip, explain_body, identifiers, sections
 from infra_radar.render.inputs import DailyInput
 from infra_radar.render.markdown import inline
 

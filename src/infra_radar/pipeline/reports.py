@@ -207,9 +207,8 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
     from ..render.context import DailyInput
-    from .relations import related_links
-
     from ..store.ledger import adapted_in_window
+    from .relations import related_links
 
     found = daily_items(settings, engine, window, names)
     downstream = [n for n in names if settings.repo(n).role == "downstream"]
