@@ -50,6 +50,25 @@ def _code(values: list[str], sep: str) -> str:
     return sep.join(f"`{v}`" for v in values)
 
 
+def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
+    """(the switches an item adds or names where it says what it does: flags, `key=True/False`, a named
+    option; the environment variables its text sets)."""
+    r = checklist_rules()
+    item = ai.item
+    explained = explain_body(item.body)
+    own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
+    text = f"{item.title}\n{item.body[:20000]}"
+    named = _NAMED.findall(own)
+    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
+             if b.split("=")[0].rsplit(".", 1)[-1] in own]
+    tooling = set(r["tool_flags"])
+    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
+    switches = list(dict.fromkeys(named + bools + flags))
+    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
+    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
+    return switches, list(dict.fromkeys(r["_env"].findall(text)))
+
+
 def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str, str]:
     """The values the checklist placeholders take for this item ("" when the item gives none)."""
     r = checklist_rules()
@@ -59,15 +78,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
     text = f"{item.title}\n{item.body[:20000]}"
     sep = "、" if lang == "zh" else ", "
-    named = _NAMED.findall(own)
-    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
-             if b.split("=")[0].rsplit(".", 1)[-1] in own]
-    tooling = set(r["tool_flags"])
-    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
-    switches = list(dict.fromkeys(named + bools + flags))
-    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
-    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
-    envs = list(dict.fromkeys(r["_env"].findall(text)))
+    switches, envs = item_switches(ai)
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
                                 + [m.rstrip(".-") for m in r["_model"].findall(text)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
@@ -89,6 +100,8 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     low = f"{item.title}\n{' '.join(t for _, t in explained.mechanism + explained.motivation)}".lower()
     modes = list(dict.fromkeys(r["_graph"].findall(text)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
+    # a long dotted config key by its last part (`pad_bshd_to_minibatch_max`): the step stays one line
+    switches = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
     facts = {
         "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
         "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),

@@ -19,7 +19,7 @@ from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
 from .escape import Md, code, text
 from .explain import doing_sentence, explain_body, identifiers
-from .mechanism import read, rules, say, tidy
+from .mechanism import is_identifier, read, rules, say, tidy
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
@@ -198,6 +198,17 @@ def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods
     return Md(tidy(clause) if lang == "zh" else clause)
 
 
+def _models_and_hardware(ai: AnalysedItem) -> list[str]:
+    """The models and hardware the item's figures or description name (checklists.toml families)."""
+    from .checklist import checklist_rules
+
+    r = checklist_rules()
+    text = f"{ai.item.title}\n{ai.item.body[:20000]}"
+    models = [c.context["model"] for c in ai.analysis.perf_claims if c.context.get("model")]
+    models += [m.rstrip(".-") for m in r["_model"].findall(text)]
+    return list(dict.fromkeys([*models, *r["_hardware"].findall(text)]))
+
+
 def _code_files(ai: AnalysedItem, most: int = 2) -> list[str]:
     """The names of the code files an item changes most (a version bump touches only config: name it)."""
     from .explain import file_role
@@ -240,44 +251,116 @@ def _figure(ai: AnalysedItem, t: dict[str, Any], condition: bool) -> Md:
     return claim_text(best, t, flat=no_gain(claims, ai.item.body) and (best.ratio or 0) <= 1.2, condition=condition)
 
 
+def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
+    """The item's own names a conclusion adds to its title: its switches and environment variables first,
+    then the identifiers its description is about, then (with none of those) the code files it changes; none
+    already in `said` or in the title."""
+    from .checklist import item_switches
+
+    switches, envs = item_switches(ai)
+    short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
+    short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
+    found = list(dict.fromkeys([*short, *envs, *central_identifiers(ai, most + 3)]))
+    if len(found) < most:  # few names of its own: the code files it changes, then the models and hardware
+        found += _code_files(ai, most)
+        if len(found) < most:
+            found += _models_and_hardware(ai)
+    title = ai.item.title
+    out: list[str] = []
+    for ident in found:
+        key = ident.split("=")[0]
+        if key in said or key in title or any(key in o or o.split("=")[0] in ident for o in out):
+            continue
+        out.append(ident)
+    return out[:most]
+
+
 def _variants(short: bool) -> list[dict[str, Any]]:
-    """From the richest sentence to the plainest: what is left out first when a sentence is too wide."""
-    full = [dict(ids=2, cond=True, count=None, mods=None, most=None, figure=True),
-            dict(ids=1, cond=True, count=None, mods=None, most=None, figure=True),
-            dict(ids=0, cond=True, count=None, mods=None, most=None, figure=True),
-            dict(ids=0, cond=False, count=None, mods=None, most=None, figure=True),
-            dict(ids=0, cond=False, count=1, mods=None, most=None, figure=True),
-            dict(ids=0, cond=False, count=1, mods=1, most=5, figure=True),
-            dict(ids=0, cond=False, count=1, mods=0, most=4, figure=True),
-            dict(ids=0, cond=False, count=1, mods=0, most=3, figure=False)]
+    """From the richest sentence to the plainest: the title's words go before the item's own names (the title
+    stands next to the conclusion), then the figure's condition, then the figure."""
     if short:
-        return [dict(v, ids=0) for v in full[2:]]
-    return full
+        return [dict(ids=3, module=True, cond=False, count=1, mods=1, most=5, figure=True),
+                dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+                dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=2, module=False, cond=False, count=1, mods=1, most=5, figure=True),
+                dict(ids=2, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=1, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=0, module=False, cond=False, count=1, mods=0, most=3, figure=False)]
+    return [dict(ids=3, module=True, cond=True, count=None, mods=None, most=None, figure=True),
+            dict(ids=3, module=True, cond=True, count=1, mods=1, most=5, figure=True),
+            dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+            dict(ids=2, module=True, cond=True, count=1, mods=1, most=5, figure=True),
+            dict(ids=2, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+            dict(ids=1, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+            dict(ids=1, module=False, cond=False, count=1, mods=0, most=3, figure=False),
+            dict(ids=0, module=False, cond=False, count=1, mods=0, most=3, figure=False)]
+
+
+def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
+    """"mechanism（`a`、`b`，位于 `dir/`）"."""
+    c = t["common"]
+    inner = c["sep"].join(code(i) if is_identifier(i) or not i.replace("-", "").replace(" ", "").isalnum()
+                          or i[:1].islower() else text(i) for i in ids)
+    if module:
+        place = t["figure"]["where"].format(module=code(module))
+        inner = f"{inner}{c['comma']}{place}" if inner else place
+    return Md(f"{what}{c['paren'].format(inner)}") if inner else what
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
                      target: str = "ascend") -> tuple[list[Md], list[Md]]:
     """The conclusion's parts: ([what changes], [the figure if any, the consequence]). Model prose may say
-    the first better; the rest are the rules' facts. `short`: the short table's note (no identifiers, the
-    short consequence). The widest variant that fits the width (and, in zh, keeps Chinese the main
-    language) is taken."""
+    the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence).
+    The richest variant that fits the width (and, in zh, keeps Chinese the main language) is taken."""
+    from .explain import code_module
+
     lang = t["lang"]
     key = ("note_width" if short else "row_width") + ("_en" if lang == "en" else "")
-    limit = int(rules().data["limits"].get(key, rules().data["limits"]["note_width" if short else "row_width"]))
-    best: tuple[list[Md], list[Md]] | None = None
+    limits = rules().data["limits"]
+    limit = int(limits.get(key, limits["note_width" if short else "row_width"]))
+    module = code_module(ai.item.files) if ai.item.files else ""
+    fitting: list[tuple[list[Md], list[Md]]] = []
+    last: tuple[list[Md], list[Md]] | None = None
     for v in _variants(short):
         what = mechanism(ai, t, v["most"], v["mods"], v["count"])
-        ids = [i for i in central_identifiers(ai, 4) if i not in what][: v["ids"]]
-        if ids:
-            what = Md(f"{what}{t['common']['paren'].format(t['common']['sep'].join(code(i) for i in ids))}")
+        ids = own_identifiers(ai, v["ids"], what) if v["ids"] else []
+        what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
         figure = _figure(ai, t, v["cond"]) if v["figure"] else Md("")
         rest = [p for p in (figure, consequence(ai, t, porting, target, short, bool(figure))) if p]
-        best = ([what], rest)
-        sentence = join_sentence(best, t)
+        last = ([what], rest)
+        sentence = join_sentence(last, t)
         if width(sentence) <= limit and (lang != "zh" or chinese_main(sentence, 1.2)):
-            return best
-    assert best is not None
-    return best
+            if beyond_title(sentence, ai.item.title) >= 3:
+                return last
+            fitting.append(last)
+    assert last is not None
+    # none names three things of its own beyond the title (the title stands beside it): the richest that fits
+    return fitting[0] if fitting else last
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{2,}")
+
+
+def beyond_title(sentence: str, title: str) -> int:
+    """How many names (Latin words, identifiers, figures' metrics and models) a sentence says that its
+    title does not: what a reader learns from the row beyond the title beside it."""
+    said = {w.lower() for w in _NAME.findall(sentence)}
+    return len(said - {w.lower() for w in _NAME.findall(title)} - _frame_words())
+
+
+def _frame_words() -> set[str]:
+    """Latin words of our own fixed strings (i18n, the porting map, the conclusion rules): not news about
+    the item."""
+    if not _FRAME:
+        from importlib import resources
+
+        base = resources.files("infra_radar") / "defaults"
+        for name in ("i18n.toml", "rules/porting.toml", "rules/conclusions.toml"):
+            _FRAME.update(w.lower() for w in _NAME.findall((base / name).read_text(encoding="utf-8")))
+    return _FRAME
+
+
+_FRAME: set[str] = set()
 
 
 def join_sentence(parts: tuple[list[Md], list[Md]], t: dict[str, Any]) -> Md:

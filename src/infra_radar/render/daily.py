@@ -46,9 +46,9 @@ def labels(repos: list[str]) -> dict[str, str]:
 
 
 def ref_label(ref: str, short: dict[str, str]) -> str:
-    """"verl#6901" for "verl-project/verl#6901" when the short name is unique in the report."""
-    repo, sep, rest = ref.partition("#") if "#" in ref else ref.partition("@")
-    return f"{short.get(repo.lower(), repo)}{sep}{rest}"
+    """The link text of an item: its full reference ("verl-project/verl#6901"), the form every report, card
+    and search uses (`short` names repositories in counts only)."""
+    return ref
 
 
 _CLAUSE_END = re.compile(r"\s+[—–-]\s+|;\s+|:\s+|\s+\(|,\s+|\s+(?=(?:to|for|with|during|in|on|when|via|"
@@ -97,6 +97,15 @@ def _base(ai: AnalysedItem, t: dict[str, Any], short: dict[str, str]) -> dict[st
 def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> Md:
     """One-line note of the short table: what changes and what it means for the target, in one sentence."""
     return join_sentence(conclusion_parts(ai, t, _porting(ai, target), short=True, target=target), t)
+
+
+def downstream_note(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
+    """What landed downstream, in one short sentence: the change in a few words and the short consequence
+    (the target's own repository needs no porting view; its identifiers are in its card)."""
+    from .conclusion import consequence, mechanism
+
+    what = mechanism(ai, t, 4, 0, 1)
+    return join_sentence(([what], [consequence(ai, t, _porting(ai, target), target, short=True)]), t)
 
 
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: dict[str, str]) -> dict[str, Any]:
@@ -232,7 +241,7 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
     lines = []
     for ai in chosen:
         ups = adapts.get(ai.item.ref.lower(), [])
-        note = short_note(ai, t, inp.target)
+        note = downstream_note(ai, t, inp.target)
         if ups:
             shown = join([link(ref_label(u, short), ref_url(u)) for u in ups[:3]], c["sep"])
             more = c["more"].format(n=len(ups)) if len(ups) > 3 else ""

@@ -94,6 +94,18 @@ def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
     return found
 
 
+def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
+    """What the author's validation covered, as the rules name it (conclusions.toml [validation])."""
+    from .mechanism import rules as conclusion_rules
+
+    low = " ".join(t_ for _, t_ in explain_body(ai.item.body).tests).lower()[:6000]
+    if not low:
+        return []
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]
+
+
 def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: str, shown: str = "") -> dict[str, Any]:
     """The parts of one deep dive of the daily radar, in reading order (motivation, mechanism, evidence,
     target boundary, decision), each our own sentence; the author's text is reached by the item's link.
@@ -109,6 +121,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     )
     from .escape import Md, code, join, text
     from .explain import code_module, file_role
+    from .mechanism import is_identifier
 
     d, c, lang = t["daily"], t["common"], t["lang"]
     item, a = ai.item, ai.analysis
@@ -117,7 +130,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     view["why"] = d["dive_why"].format(text=c["sep"].join(cues)) if cues else ""
     what = mechanism(ai, t)
     # identifiers the table row did not already name (`shown`: the row's conclusion)
-    ids = [i for i in central_identifiers(ai, 5) if i not in what and f"`{i}`" not in shown][:2]
+    ids = [i for i in central_identifiers(ai, 6) if i not in what and f"`{i}`" not in shown and is_identifier(i)][:2]
     if ids:
         what = Md(f"{what}{c['paren'].format(join([code(i) for i in ids], c['sep']))}")
     view["mechanism"] = view["mechanism_rule"] = what
@@ -134,6 +147,9 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
             evidence.append(claim_text(next(x for x in claims if x is not best), t))
     else:
         evidence.append(d["dive_no_figures"])
+    checked = validation_cues(ai, lang)
+    if checked:
+        evidence.append(d["dive_checked"].format(what=c["sep"].join(checked)))
     hardware = list(dict.fromkeys(checklist_rules()["_hardware"].findall(item.body[:20000])))[:2]
     if hardware:
         evidence.append(d["dive_hardware"].format(hardware=c["sep"].join(hardware)))
@@ -143,9 +159,16 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     # the boundary in full: the porting caveat of the mechanism it rests on, else the row's consequence
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     caveat = pick(gpu[0].caveat, lang) if gpu and not a.native and a.grade != "S" else ""
-    view["boundary"] = Md(d["dive_boundary"].format(target=target_short(profile, lang),
-                                                    text=text(caveat) if caveat else consequence(ai, t, porting, profile)))
+    said = consequence(ai, t, porting, profile)
+    # the row above already says the consequence: the dive adds the boundary only when it says more
+    view["boundary"] = Md(d["dive_boundary"].format(target=target_short(profile, lang), text=text(caveat))
+                          if caveat and caveat not in shown else "" if said in shown else
+                          d["dive_boundary"].format(target=target_short(profile, lang), text=said))
     view["decide"] = Md(d["dive_decide"].format(decision=name(t, "decisions", a.decision),
                                                 reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"]))
-    view["claims"] = claim_rows(claims[:5], t) if len(claims) >= 3 else []
+    rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
+    # one condition for every row: said once under the table, not in a column
+    same = {r["context"] for r in rows}
+    view["claims_context"] = same.pop() if len(same) == 1 and rows and rows[0]["context"] != "—" else ""
+    view["claims"] = rows
     return view

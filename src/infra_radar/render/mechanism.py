@@ -134,8 +134,17 @@ def lemma(word: str) -> str:
     w = word.strip(_TRAIL).lower()
     if not w.isascii() or not w[:1].isalpha():
         return ""
-    cands = (w, w[:-1], w[:-2], w[:-3], w[:-3] + "e", w[:-4], w[:-2] + "e" if w.endswith("ed") else "",
-             w[:-3] + "y" if w.endswith("ies") else "")
+    cands = [w]
+    if w.endswith("ies"):
+        cands.append(w[:-3] + "y")
+    elif w.endswith("es"):
+        cands += [w[:-2], w[:-1]]
+    elif w.endswith("s") and not w.endswith("ss"):
+        cands.append(w[:-1])
+    elif w.endswith("ed"):
+        cands += [w[:-2], w[:-1]] + ([w[:-3]] if len(w) > 4 and w[-3] == w[-4] else [])
+    elif w.endswith("ing"):
+        cands += [w[:-3], w[:-3] + "e"] + ([w[:-4]] if len(w) > 5 and w[-4] == w[-5] else [])
     return next((c for c in cands if len(c) > 1 and c in verbs), "")
 
 
@@ -220,7 +229,7 @@ def _noun_phrase(words: list[str], depth: int) -> Action | None:
     r = rules()
     for i in range(min(3, len(words) - 2)):
         head = _low(words[i])
-        if head in r.nouns and _low(words[i + 1]) in ("of", "for"):
+        if head in r.nouns and (_low(words[i + 1]) == "of" or (i == 0 and _low(words[i + 1]) == "for")):
             obj, mods, purpose = _read_rest(words[i + 2:], depth)
             return Action(r.nouns[head], obj, mods, purpose)
     obj, mods, purpose = _read_rest(words, depth)
