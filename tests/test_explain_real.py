@@ -164,7 +164,7 @@ def test_real_item_explained(reports, ref: str) -> None:
             for word in want["checklist"]:
                 assert word in checks, f"{ref}: checklist lacks {word!r}: {checks}"
         assert ("  > - " in mech) == want["bullets"], f"{lang} {ref}: bullets kept? {mech}"
-        assert conclusion.strip() and "…" not in conclusion.split("“")[0]
+        assert conclusion.strip() and "…" not in conclusion and "“" not in conclusion
 
 
 # --- golden cards of real items, author text masked ------------------------------------------------

@@ -59,10 +59,15 @@ def no_gain(claims: Sequence[PerfClaim], text: str = "", big: float = 1.2) -> bo
     with no large win among the figures. Such figures are never written as a win nor rank the item."""
     if not claims or _win(claims, big) > 0:
         return False
-    flat = default_claim_rules().flat_re
-    if flat is not None and text and flat.search(text[:20000]):
+    if calls_flat(text):
         return True
     return all(c.ratio is not None for c in claims) and _win(claims, 1.0) == 0
+
+
+def calls_flat(text: str) -> bool:
+    """Whether an author calls the measured result unchanged ("almost identical": claims.toml flat_phrases)."""
+    flat = default_claim_rules().flat_re
+    return bool(flat is not None and text and flat.search(text[:20000]))
 
 
 def _condition(claim: PerfClaim) -> str:

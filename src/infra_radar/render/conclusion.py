@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..analyse.porting import Applied
-from ..analyse.summary import _best_claim, no_gain
+from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
 from .escape import Md, code, text
@@ -92,6 +92,15 @@ def _signed_pct(c: PerfClaim) -> str:
     return signed(c.change_pct, 1, "%") if c.change_pct is not None else ""
 
 
+_TIME_UNITS = {"s", "ms", "μs", "us", "ns", "min", "h"}
+_MEMORY_UNITS = {"B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"}
+
+
+def _worse(unit: str) -> str:
+    """Which word says a figure got worse: slower (a time), more memory, else worse."""
+    return "slower" if unit in _TIME_UNITS else "more_memory" if unit in _MEMORY_UNITS else "worse"
+
+
 def claim_text(c: PerfClaim, t: dict[str, Any], flat: bool = False, condition: bool = True) -> Md:
     """A figure with its direction and condition: "Qwen3.5-35B-A3B 上 Total Step Time 534.13 s → 397.71 s
     （−25.5%）"; a slowdown says so, as does a result its author calls unchanged. Percent and factor are the
@@ -106,7 +115,7 @@ def claim_text(c: PerfClaim, t: dict[str, Any], flat: bool = False, condition: b
         if flat:
             notes.append(f["flat"])
         elif c.ratio is not None and c.ratio < 1:
-            notes.append(f["slower"])
+            notes.append(f[_worse(c.unit)])
     elif c.after is not None:
         body, notes = f"{metric} {with_unit(c.after, c.unit)}", []
     else:
@@ -248,7 +257,8 @@ def _figure(ai: AnalysedItem, t: dict[str, Any], condition: bool) -> Md:
     best = headline_claim(claims, _goal(ai))
     if best is None:
         return Md("")
-    return claim_text(best, t, flat=no_gain(claims, ai.item.body) and (best.ratio or 0) <= 1.2, condition=condition)
+    flat = calls_flat(ai.item.body) and no_gain(claims, ai.item.body) and (best.ratio or 0) <= 1.2
+    return claim_text(best, t, flat=flat, condition=condition)
 
 
 def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
@@ -260,7 +270,8 @@ def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
     switches, envs = item_switches(ai)
     short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
     short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
-    found = list(dict.fromkeys([*short, *envs, *central_identifiers(ai, most + 3)]))
+    ids = sorted(central_identifiers(ai, most + 3), key=lambda x: len(x) > 28)  # short names say as much in less
+    found = list(dict.fromkeys([*short, *envs, *ids]))
     if len(found) < most:  # few names of its own: the code files it changes, then the models and hardware
         found += _code_files(ai, most)
         if len(found) < most:
@@ -270,6 +281,8 @@ def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
     for ident in found:
         key = ident.split("=")[0]
         if key in said or key in title or any(key in o or o.split("=")[0] in ident for o in out):
+            continue
+        if key.lower().rstrip("()") in _frame_words():  # a generic name (`torch.compile`) says nothing of its own
             continue
         out.append(ident)
     return out[:most]
@@ -282,6 +295,7 @@ def _variants(short: bool) -> list[dict[str, Any]]:
         return [dict(ids=3, module=True, cond=False, count=1, mods=1, most=5, figure=True),
                 dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=True),
                 dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=3, module=False, cond=False, count=1, mods=0, most=2, figure=False),
                 dict(ids=2, module=False, cond=False, count=1, mods=1, most=5, figure=True),
                 dict(ids=2, module=False, cond=False, count=1, mods=0, most=4, figure=False),
                 dict(ids=1, module=False, cond=False, count=1, mods=0, most=4, figure=False),

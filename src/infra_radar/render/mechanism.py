@@ -470,7 +470,9 @@ def _say_en(a: Action, most: int, mods: int, purpose: bool, base: bool = False) 
         parts[0] = f"no longer {a.verb}s" if verb else parts[0]
     if a.subject:
         parts.insert(0, phrase(a.subject, most, "en"))
-    shown = [(k, v) for k, v in a.mods][:mods]
+    entry = r.verbs.get(a.verb, {})
+    first = next((m for m in a.mods if m[0] in entry), None)  # the modifier the verb's own frame takes stays
+    shown = ([first] if first else []) + [m for m in a.mods if m is not first][: max(mods - (first is not None), 0)]
     parts += [f"{'instead of' if k == 'instead' else k} {phrase(v, most, 'en')}" for k, v in shown]
     if purpose and a.purpose is not None:
         inner = _say_en(a.purpose, most, 1, False, base=True)
