@@ -560,11 +560,10 @@ def test_prompts_in_radar_home_override_and_a_missing_variable_names_the_file(tm
 
 
 def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_path, monkeypatch):
-    from infra_radar.pipeline.reports import daily
-
     # a team whose radar follows vllm-ascend as an upstream project (the packaged config makes it the Ascend
     # target's downstream, reported in a section of its own, with no conclusions for the model to write)
     from infra_radar.config import home_dir
+    from infra_radar.pipeline.reports import daily
 
     home_dir().mkdir(parents=True, exist_ok=True)
     (home_dir() / "radar.toml").write_text('[[repos]]\nname = "vllm-project/vllm-ascend"\nrole = "upstream"\n',
