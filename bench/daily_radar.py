@@ -44,6 +44,7 @@ def radar(src: Path) -> list[str]:
 
 def export_baseline(rev: str, into: Path) -> Path:
     """The baseline commit's src/ in `into` (git archive: no checkout anywhere)."""
+    into.mkdir(parents=True, exist_ok=True)
     archive = into / "baseline.tar"
     with open(archive, "wb") as fh:
         subprocess.run(["git", "-C", str(REPO), "archive", rev, "src"], stdout=fh, check=True)
