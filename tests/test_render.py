@@ -309,7 +309,7 @@ def test_empty_window_says_so_in_every_section() -> None:
     text = render_daily(inp, "en")
     for line in ("No P0 / P1 items in this window.", "Nothing to explain in depth in this window.",
                  "No tracked items.", "No other ranked items.", "No P0 / P1 items to verify.",
-                 "## References\n\nnone", "Items: 0 scanned, 0 ranked"):
+                 "No items in this window.", "Items: 0 scanned, 0 ranked"):
         assert line in text
     assert "|" not in text
 

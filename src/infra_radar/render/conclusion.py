@@ -318,7 +318,12 @@ def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
     if module:
         place = t["figure"]["where"].format(module=code(module))
         inner = f"{inner}{c['comma']}{place}" if inner else place
-    return Md(f"{what}{c['paren'].format(inner)}") if inner else what
+    if not inner:
+        return what
+    close = c["paren"].format("")[-1:]
+    if what.endswith(close):  # "…（配合 X）" goes on inside its own parenthesis: "…（配合 X；`a`、`b`）"
+        return Md(f"{what[:-len(close)]}{c['semi']}{inner}{close}")
+    return Md(f"{what}{c['paren'].format(inner)}")
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
