@@ -293,3 +293,51 @@ def test_docs_describe_the_reading() -> None:
     text = doc.read_text(encoding="utf-8")
     for word in ("下游进展", "页面保存时已关闭", "role", "short_table_limit"):
         assert word in text, word
+
+
+# --- the mechanism frames, on invented titles -------------------------------------------------------
+
+
+@pytest.mark.parametrize("title,zh,en", [
+    ("Replace the Python sampler with a fused Triton kernel", "用 fused Triton 内核替换 Python sampler",
+     "replaces Python sampler with fused Triton kernel"),
+    ("[Core] Move block table construction into the scheduler", "把 block table construction 移进调度器",
+     "moves block table construction into scheduler"),
+    ("perf: cache rope cos/sin tables across steps", "跨 steps 缓存 rope cos/sin tables",
+     "caches rope cos/sin tables across steps"),
+    ("Fuse add and rmsnorm into one kernel", "把 add 与 rmsnorm 融合进 one 内核", "fuses add and rmsnorm into one kernel"),
+    ("Overlap weight all-gather with the forward pass", "让权重 all-gather 与 forward pass 重叠执行",
+     "overlaps weight all-gather with forward pass"),
+    ("Skip the logits copy when no sampler needs it", "跳过 logits copy", "skips logits copy"),
+    ("Gate the fused MoE path by torch_npu version", "按 `torch_npu` 版本限定 fused MoE 路径",
+     "gates fused MoE path by `torch_npu` version"),
+    ("[BugFix] Fix crash in prefix caching when the batch is empty", "修复 prefix caching 中的崩溃",
+     "fixes crash in prefix caching"),
+    ("Add a FlashComm backend for MoE all-to-all", "为 MoE all-to-all 新增 FlashComm 后端",
+     "adds FlashComm backend for MoE all-to-all"),
+    ("[RFC]: Scheduler metrics for multi-stage serving", "RFC 提议为 multi-stage serving 新增调度器指标",
+     "RFC: adds Scheduler metrics for multi-stage serving"),
+    ("Split the KV transfer into send and receive stages", "把 KV transfer 拆分为 send 与接收 stages",
+     "splits KV transfer into send and receive stages"),
+    ("Pad decode batches to the captured graph size", "把 decode batches 补齐到 captured graph size",
+     "pads decode batches to captured graph size"),
+    ("Refactor the weight loader and update docs", "重构权重 loader，并更新文档", "refactors weight loader, and updates docs"),
+    ("[Bug]: DeepSeek MTP hangs at step 3 on 16 ranks", "报告 DeepSeek MTP 在 step 3 卡死", "bug report: DeepSeek MTP hangs at step 3"),
+])
+def test_titles_are_read_into_a_chinese_frame(title: str, zh: str, en: str) -> None:
+    from infra_radar.render.mechanism import read, say, tidy
+
+    kind = {"[RFC]": "propose", "[Bug]": "report"}
+    actions, chinese = read(title, next((v for k, v in kind.items() if title.startswith(k)), ""))
+    assert not chinese and actions, title
+    got_zh, got_en = say(actions, "zh"), say(actions, "en")
+    frame = "RFC 提议" if title.startswith("[RFC]") else "报告" if title.startswith("[Bug]") else ""
+    efr = "RFC: " if title.startswith("[RFC]") else "bug report: " if title.startswith("[Bug]") else ""
+    assert tidy(frame + got_zh) == zh and efr + got_en == en
+    assert "…" not in got_zh and "“" not in got_zh
+
+
+def test_a_title_github_cut_is_taken_back_to_its_last_whole_word() -> None:
+    from infra_radar.render.mechanism import clean_title
+
+    assert clean_title("[Fix] Avoid spelling errors in adv_esti…")[0] == "Avoid spelling errors"

@@ -282,7 +282,7 @@ def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
         key = ident.split("=")[0]
         if key in said or key in title or any(key in o or o.split("=")[0] in ident for o in out):
             continue
-        if key.lower().rstrip("()") in _frame_words():  # a generic name (`torch.compile`) says nothing of its own
+        if key.lower().rstrip("()") in _frame_words() or "…" in ident:  # a generic name (`torch.compile`) says nothing of its own
             continue
         out.append(ident)
     return out[:most]

@@ -122,7 +122,7 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
 def watch_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     """A rechecked watch item with translated states and linked new references."""
     return {
-        "ref": w.ref, "url": w.url, "title": w.title,
+        "ref": w.ref, "url": w.url, "title": title_head(w.title, 120),
         "before": name(t, "states", w.state_before) if w.state_before else None,
         "now": name(t, "states", w.state_now), "sha": (w.merge_commit or "")[:10],
         "files_moved": w.files_moved, "new_refs": [{"ref": r, "url": ref_url(r)} for r in w.new_refs],
@@ -148,7 +148,7 @@ def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, li
             if lk.ref and lk.ref not in shown and url and clickable(url) and len(refs) < most:
                 label = ref_label(lk.ref, short) if lk.repo else url_label(url)
                 refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": url,
-                                         "title": lk.detail if lk.detail != url else ""})
+                                         "title": title_head(lk.detail) if lk.detail != url else ""})
     return list(refs.values())
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from .escape import Md, code, text
 
-__all__ = ["Action", "clean_title", "cjk_share", "is_identifier", "read", "say", "tidy"]
+__all__ = ["Action", "clean_title", "cjk_share", "is_identifier", "read", "say", "tidy", "uncut"]
 
 # --- rules -----------------------------------------------------------------------------------------
 
@@ -122,10 +122,26 @@ def clean_title(title: str) -> tuple[str, str]:
     m = r.prefix.match(title)
     head = m.group(0) if m else ""
     rest = r.suffix.sub("", title[len(head):].strip()).strip()
+    rest = uncut(rest)
     verb = ""
     for tag in re.findall(r"[A-Za-z]+", head.lower()):
         verb = r.data["title"]["type_verbs"].get(tag, verb) or verb
     return rest, verb
+
+
+_DANGLING = {"to", "for", "in", "on", "of", "with", "and", "or", "the", "a", "an", "by", "from", "at", "into", "when"}
+
+
+def uncut(text_: str) -> str:
+    """A text someone else cut with "…" (GitHub shortens long titles) taken back to its last whole word, with
+    no preposition or article left hanging: "avoid spelling errors in adv_esti…" -> "avoid spelling errors"."""
+    body = text_.rstrip()
+    if not body.endswith(("…", "...")):
+        return text_
+    words = body.rstrip(".…").split()[:-1]  # the last word is the cut one
+    while words and words[-1].lower().strip(",;:") in _DANGLING:
+        words.pop()
+    return " ".join(words).rstrip(",;:-")
 
 
 def lemma(word: str) -> str:
@@ -141,6 +157,8 @@ def lemma(word: str) -> str:
         cands += [w[:-2], w[:-1]]
     elif w.endswith("s") and not w.endswith("ss"):
         cands.append(w[:-1])
+    elif w.endswith("ied"):
+        cands.append(w[:-3] + "y")
     elif w.endswith("ed"):
         cands += [w[:-2], w[:-1]] + ([w[:-3]] if len(w) > 4 and w[-3] == w[-4] else [])
     elif w.endswith("ing"):
@@ -357,7 +375,7 @@ def read(title: str, kind_verb: str = "") -> tuple[list[Action], str]:
 
 def _trim(words: list[str], most: int) -> list[str]:
     r = rules()
-    words = [w for w in words if w not in (",", ";") and _low(w) not in r.filler]
+    words = [w for w in words if w not in (",", ";") and _low(w) not in r.filler and "…" not in w and "..." not in w]
     while words and _low(words[0]) in ("a", "an", "the", "some", "all", "any", "this", "these"):
         words = words[1:]
     if len(words) > most:  # the head noun is last: the leading modifiers go
