@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
-from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
+from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, short_note, weekly_context
 from ..store import queries
 from ..store.rows import from_db_time
 from ..store.schema import items as items_table
@@ -117,8 +117,10 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     dash = t["common"]["dash"]
     lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]
     most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
-    lines += [Line(f"{q['title']}{dash}{q['summary']}", q["priority"], q["ref"],
-                   _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
+    # a chat line says each key PR in one short sentence (the report's quick view says more)
+    by_ref = {ai.item.ref: ai for ai in inp.items}
+    lines += [Line(f"{q['title']}{dash}{short_note(by_ref[q['ref']], t, settings.target) if q['ref'] in by_ref else q['summary']}",
+                   q["priority"], q["ref"], _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
     if len(ctx["quick"]) > most:
         lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
     lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"][:recs])]
