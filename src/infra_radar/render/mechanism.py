@@ -129,6 +129,7 @@ def clean_title(title: str) -> tuple[str, str]:
     return rest, verb
 
 
+_BETTER = {"better", "faster", "lower", "higher", "less", "more", "improved", "reduced", "smaller", "larger"}
 _DANGLING = {"to", "for", "in", "on", "of", "with", "and", "or", "the", "a", "an", "by", "from", "at", "into", "when"}
 
 
@@ -213,6 +214,8 @@ def _read_rest(words: list[str], depth: int) -> tuple[list[str], list[tuple[str,
         key, n = _prep(words, i)
         if key == "to" and _verb_at(words, i + 1)[0] and (obj or mods):
             key, n = "purpose", 1
+        if key == "for" and i + 1 < len(words) and _low(words[i + 1]) in _BETTER:  # "for better X": an aim
+            key, n = "for_better", 1  # the comparative stays in the phrase (said in English, dropped in zh)
         if key == "purpose":
             if depth == 0:
                 purpose = _read_action(words[i + n:], depth + 1)
@@ -450,7 +453,7 @@ def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
         if k == used or len(pre) + len(post) + (used >= 0) >= mods:
             continue
         spec = r.preps.get(prep, {})
-        y = phrase(words, most, "zh")
+        y = phrase(words[1:] if prep == "for_better" else words, most, "zh")
         if not a.verb and spec.get("np"):
             post.append(_fill(spec["np"], "", y))
         elif spec.get("pre") and a.verb:
@@ -491,7 +494,8 @@ def _say_en(a: Action, most: int, mods: int, purpose: bool, base: bool = False) 
     entry = r.verbs.get(a.verb, {})
     first = next((m for m in a.mods if m[0] in entry), None)  # the modifier the verb's own frame takes stays
     shown = ([first] if first else []) + [m for m in a.mods if m is not first][: max(mods - (first is not None), 0)]
-    parts += [f"{'instead of' if k == 'instead' else k} {phrase(v, most, 'en')}" for k, v in shown]
+    parts += [f"{r.preps.get(k, {}).get('en', 'instead of' if k == 'instead' else k)} {phrase(v, most, 'en')}"
+              for k, v in shown]
     if purpose and a.purpose is not None:
         inner = _say_en(a.purpose, most, 1, False, base=True)
         parts.append(f"to {inner}".rstrip())
