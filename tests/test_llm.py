@@ -366,8 +366,8 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     assert run.dropped_by["ungrounded"] == 2 + 2 + 1 + 2 * 2
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
-    # the model's line, then the rules' module and decision (its figure is the model's already)
-    assert "| TTFT fell from 1,048.64 ms to 512 ms; in `infer_npu/ops/`; track only |" in text
+    # the model's line, then the rules' consequence for the target (its figure is the model's already)
+    assert "| TTFT fell from 1,048.64 ms to 512 ms; host-side logic with no hardware tie; carries over to NPU. |" in text
     assert INVENTED_NUMBER not in text
     again = daily_llm(settings, engine, inp, "en", config=config)
     assert len(stub.requests) == 5 and again.cached == 5 and again.report == run.report
@@ -560,8 +560,14 @@ def test_prompts_in_radar_home_override_and_a_missing_variable_names_the_file(tm
 
 
 def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_path, monkeypatch):
+    # a team whose radar follows vllm-ascend as an upstream project (the packaged config makes it the Ascend
+    # target's downstream, reported in a section of its own, with no conclusions for the model to write)
+    from infra_radar.config import home_dir
     from infra_radar.pipeline.reports import daily
 
+    home_dir().mkdir(parents=True, exist_ok=True)
+    (home_dir() / "radar.toml").write_text('[[repos]]\nname = "vllm-project/vllm-ascend"\nrole = "upstream"\n',
+                                           encoding="utf-8")
     settings = load_settings(lang="zh")
     engine = open_store(settings)
     import_jsonl(settings, engine, [_slice(shared_data / "git" / ASCEND, tmp_path / "slice.jsonl")])
@@ -607,7 +613,7 @@ def test_a_model_line_that_only_repeats_the_rule_conclusion_leaves_the_rule_text
     _overlay_daily(ctx, report)
     assert [r["summary"] == rule for r in ctx["top"]] == [True, True, True, False, True, True]
     # the model's own line says what changed; the rules' figure and decision follow it
-    assert ctx["top"][3]["summary"] == "；".join([own.rstrip("。"), *rest])
+    assert ctx["top"][3]["summary"] == "；".join([own.rstrip("。"), *rest]) + "。"
 
 
 def test_a_translated_title_or_a_pasted_prompt_is_not_model_prose():

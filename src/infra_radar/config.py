@@ -20,9 +20,10 @@ DEFAULTS = resources.files("infra_radar") / "defaults"
 CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
-    "weekly_key_prs", "short_p2_limit", "top_table_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
+    "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
 }
-_REPO_KEYS = {"name", "branches", "core_paths"}
+_REPO_KEYS = {"name", "branches", "core_paths", "role"}
+ROLES = ("upstream", "downstream")
 LANGS = ("zh", "en")
 
 
@@ -33,6 +34,9 @@ class RepoSettings:
     name: str
     branches: list[str] = field(default_factory=lambda: ["main"])
     core_paths: list[str] = field(default_factory=list)
+    # upstream: a project the team follows (the daily radar's tables); downstream: the team's own target
+    # repository (e.g. vLLM-Ascend for Ascend), reported apart as what landed there
+    role: str = "upstream"
 
     def is_core(self, path: str) -> bool:
         return any(fnmatch(path, pattern) for pattern in self.core_paths)
@@ -50,8 +54,10 @@ class Settings:
     deep_dive_limit: int = 5
     first_lookback_hours: int = 72
     weekly_key_prs: int = 8
-    short_p2_limit: int = 10
+    short_p2_limit: int = 2
     top_table_limit: int = 8
+    short_table_limit: int = 12
+    downstream_limit: int = 4
     rules_dir: Path | None = None
     focus: list[str] = field(default_factory=list)
     focus_weights: dict[str, float] = field(default_factory=dict)
@@ -65,6 +71,10 @@ class Settings:
             if repo.name.lower() == name.lower():
                 return repo
         return RepoSettings(name=name)
+
+    def downstream(self) -> list[str]:
+        """The repositories configured as downstream (the team's own target repositories); others are upstream."""
+        return [r.name for r in self.repos if r.role == "downstream"]
 
 
 def home_dir() -> Path:
@@ -117,8 +127,11 @@ def _repos(raw: Any, where: str) -> list[RepoSettings]:
         if entry["name"].count("/") != 1:
             raise ConfigError(f"{where}: repository name {entry['name']!r} is not OWNER/NAME")
         here = f"{where} [[repos]] {entry['name']}"
+        role = entry.get("role", "upstream")
+        if role not in ROLES:
+            raise ConfigError(f"{here}: role must be one of {', '.join(ROLES)}, not {role!r:.40}")
         repos.append(RepoSettings(entry["name"], _strings(entry.get("branches", ["main"]), "branches", here),
-                                  _strings(entry.get("core_paths", []), "core_paths", here)))
+                                  _strings(entry.get("core_paths", []), "core_paths", here), role))
     return repos
 
 
@@ -192,8 +205,10 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             first_lookback_hours=_number(data.get("first_lookback_hours", 72), "first_lookback_hours", where,
                                          0, 24 * 365 * 20, True),
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
-            short_p2_limit=_number(data.get("short_p2_limit", 10), "short_p2_limit", where, 0, 10_000, True),
+            short_p2_limit=_number(data.get("short_p2_limit", 2), "short_p2_limit", where, 0, 10_000, True),
             top_table_limit=_number(data.get("top_table_limit", 8), "top_table_limit", where, 0, 10_000, True),
+            short_table_limit=_number(data.get("short_table_limit", 12), "short_table_limit", where, 0, 10_000, True),
+            downstream_limit=_number(data.get("downstream_limit", 4), "downstream_limit", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),
             focus_weights={k: _number(v, f"[focus] weights.{k}", where, -1e6, 1e6)

@@ -199,6 +199,9 @@ class AnalysedItem:
 
     item: Item
     analysis: Analysis
+    # a state the item reached after the report's window that the store knows only without its time (a
+    # page saved later says "closed"): shown beside the window's own state, never deciding anything
+    later_state: str = ""
 
 
 @dataclass(frozen=True, slots=True)

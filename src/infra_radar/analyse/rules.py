@@ -39,7 +39,7 @@ from .ruleset import (
     load_noise_patterns,
     strip_noise,
 )
-from .summary import _summary, _win
+from .summary import _summary, _win, no_gain
 
 __all__ = [  # the engine's names, some defined in ruleset.py and matching.py
     "ENGINE_VERSION", "KINDS", "RISKS", "RULE_FILES", "RuleSet", "_gate", "analyse_item", "clean_description",
@@ -397,7 +397,9 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "code": facts.has_code, "tests": facts.has_tests,
         "substance": facts.code_lines >= int(prio.get("substance_lines", 200)),
         "small": facts.diffstat and facts.code_lines < (marks[0] if marks else 0),  # unknown size is not small
-        "numbers": _numbers(claims),
+        # figures that show a gain (a slowdown, or a result the author calls unchanged, ranks nothing)
+        "numbers": _numbers(claims) and not no_gain(claims, facts.body),
+        "no-gain": no_gain(claims, facts.body),
         "mechanism": _mechanism_count(facts) >= int(prio.get("mechanism_min", 4)),
         "design": facts.design_chars >= int(prio.get("design_min_chars", 200)),
         "long": len(facts.body) >= int(prio.get("long_chars", 1200)),

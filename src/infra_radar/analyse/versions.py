@@ -14,7 +14,7 @@ from ..config import DEFAULTS, Settings, load_rule_file
 
 ENGINE_VERSION = "2"
 RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "bots")
-LEDGER_ENGINE = "3"  # bump when the ledger parser or term extraction changes, so stored relations are rebuilt
+LEDGER_ENGINE = "4"  # bump when the ledger parser or term extraction changes, so stored relations are rebuilt
 
 
 def rules_version(settings: Settings) -> str:

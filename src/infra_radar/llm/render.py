@@ -83,15 +83,16 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
         # the model says what changed; where, the headline figure and the decision stay the rules'
         said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
         rest = [p for p in r.get(rest_key, []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
-        return semi.join([line.rstrip(_PUNCT), *rest])
+        joined = semi.join([line.rstrip(_PUNCT), *(p.rstrip(_PUNCT) for p in rest)])
+        return joined + ("。" if semi == "；" else ".")
 
     for r in ctx["top"]:
         r["summary"] = laid_over(r) or r["summary"]
-    # P0/P1 items of the short table: the same line in their note, after the grade
+    # P0/P1 items of the short table: the same line in their note
     more = {r["ref"]: laid_over(r, "short_rest") for r in ctx.get("more_top", [])}
     for r in ctx.get("short", []):
         if more.get(r["ref"]):
-            r["note"] = f"{r['grade']}{colon}{more[r['ref']]}"
+            r["note"] = more[r["ref"]]
     if report.get("headline"):
         ctx["headline"] = report["headline"]
 

@@ -57,11 +57,14 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
-def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
+def state_at(item, when: datetime, undated_known: bool = False) -> tuple[str, str | None, bool]:
     """An item's state as of `when`: (state, merge commit or None, whether it changed after `when`).
 
     A PR merged or closed after `when` was still open then (a watched PR existed; history imports only
-    know its merge time, so its creation time says nothing).
+    know its merge time, so its creation time says nothing). A merged or closed state known without its time
+    (a saved page says "closed" and gives no date) is taken to hold at `when` only when `undated_known`
+    (everything in the store was recorded before `when`: a live run); otherwise the item was open then as
+    far as the window can know, and the state counts as later.
     """
     from ..models import CLOSED, MERGED, OPEN
 
@@ -70,14 +73,34 @@ def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
         return OPEN, None, True
     if item.state == CLOSED and item.closed_at is not None and item.closed_at > when:
         return OPEN, None, True
+    if undated(item) and not undated_known:
+        return OPEN, None, True
     return item.state, item.merge_commit, later
 
 
-def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None = None) -> list:
+def undated(item) -> bool:
+    """Whether a PR's or issue's merged or closed state is known without its time (a saved page)."""
+    from ..models import CLOSED, ISSUE, MERGED, PR
+
+    if item.kind not in (PR, ISSUE):
+        return False
+    return (item.state == MERGED and item.merged_at is None) or (item.state == CLOSED and item.closed_at is None)
+
+
+def live(until: datetime) -> bool:
+    """Whether a window ends now (or later): all the store knows was recorded before its end, so a state
+    known without its time held then. A window of the past cannot know when such a state was reached."""
+    return until >= datetime.now(UTC) - timedelta(minutes=10)
+
+
+def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None = None,
+          undated_known: bool | None = None) -> list:
     """The items as they stood at `when`: one merged or closed later (a window looked at afterwards, as a
     backfill or the team's day is) was open then, and is judged again as open (priority and decision read
-    the state); its later dates are left out. The rules are compiled only when some item needs it, and kept
-    in `compiled` (when given) for the next call: a site build asks for every day."""
+    the state); its later dates are left out. A state known only without its time (a page saved later) is a
+    later state unless `undated_known` (default: the window ends now); such an item carries it in
+    `later_state`, to be marked, never to decide. The rules are compiled only when some item needs it, and
+    kept in `compiled` (when given) for the next call: a site build asks for every day."""
     from dataclasses import replace
 
     from ..analyse.item import analyse
@@ -85,10 +108,11 @@ def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None
     from ..models import AnalysedItem
 
     compiled = {} if compiled is None else compiled
+    known = live(when) if undated_known is None else undated_known
     out = []
     for ai in found:
         item = ai.item
-        state, _, _ = state_at(item, when)
+        state, _, _ = state_at(item, when, known)
         if state == item.state:
             out.append(ai)
             continue
@@ -97,7 +121,8 @@ def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None
         rules = compiled["rules"]
         then = replace(item, state=state, merged_at=None, closed_at=None, merge_commit=None,
                        updated_at=item.updated_at if item.updated_at and item.updated_at <= when else None)
-        out.append(AnalysedItem(then, analyse(then, rules, settings)))
+        later = item.state if undated(item) and not known else ""
+        out.append(AnalysedItem(then, analyse(then, rules, settings), later))
     return out
 
 
@@ -120,7 +145,7 @@ def _watch_rechecks(engine: Engine, window: Window) -> list:
             continue
         item, digest = found.item, files_digest(found.item)
         newer = queries.referencing_in_window(engine, entry.repo, entry.number, window)
-        state, commit, later = state_at(item, window.until)
+        state, commit, later = state_at(item, window.until, live(window.until))
         # what happened after the window's end is not reported (nor remembered) by this window's radar
         moved = None if entry.last_files is None or later else digest != entry.last_files
         rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer,
@@ -185,14 +210,19 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
     from ..render.context import DailyInput
+    from ..store.ledger import adapted_in_window
     from .relations import related_links
 
     found = daily_items(settings, engine, window, names)
-    top = [a for a in found if a.analysis.priority in ("P0", "P1")]
+    downstream = [n for n in names if settings.repo(n).role == "downstream"]
+    top = [a for a in found if a.analysis.priority in ("P0", "P1") and a.item.repo not in downstream]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
                       related=related_links(settings, engine, top), target=settings.target,
                       short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
+                      short_table_limit=settings.short_table_limit, downstream=downstream,
+                      downstream_limit=settings.downstream_limit,
+                      adapted=[e for repo in downstream for e in adapted_in_window(engine, repo, window)],
                       stories=stories(found, load_relation_rules(settings)))
 
 

@@ -3,7 +3,8 @@
 A report becomes a Digest (title, ranked lines, link to the full page); each platform renders the lines
 in its own markup, escapes what came from GitHub, and packs them into messages that respect the limits
 in defaults/push.toml, splitting across at most `max_messages` messages and trimming the rest with a
-"more in the full report" line. Webhook URLs and secrets come only from the environment and are never
+"more in the full report" line. A line too long for one message is built shorter at a clause boundary,
+never cut with "…". Webhook URLs and secrets come only from the environment and are never
 printed: --dry-run shows the payloads with the URL and signature redacted.
 """
 
@@ -179,18 +180,26 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+_CLAUSES = re.compile(r"(?<=[；;。])|(?<=[，,:：])\s*|\s(?=[—–]\s)")
+
+
 def fit(text: str, budget: int, size: Callable[[str], int]) -> str:
-    """`text`, cut with an ellipsis so that size(text) <= budget."""
+    """`text` built shorter so that size(text) <= budget, never cut inside a clause nor ended with "…": its
+    whole leading clauses that fit (split at ；, ;, 。, ，, : or a dash), else its whole leading words; a
+    single word longer than the budget (no text of a real report) is left out."""
     if size(text) <= budget:
         return text
-    lo, hi = 0, len(text)
-    while lo < hi:  # the longest prefix that fits with the ellipsis
-        mid = (lo + hi + 1) // 2
-        if size(text[:mid] + "…") <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo] + "…"
+    for splitter in (_CLAUSES, re.compile(r"(?<=\s)")):
+        pieces = [p for p in splitter.split(text) if p]
+        kept = ""
+        for piece in pieces:
+            if size((kept + piece).rstrip(" ，,:：；;")) > budget:
+                break
+            kept += piece
+        kept = kept.rstrip(" ，,:：；;—–")
+        if kept and size(kept) <= budget:
+            return kept
+    return ""
 
 
 def pack(lines: list[str], budget: int, size: Callable[[str], int]) -> list[list[str]]:

@@ -16,7 +16,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
-from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
+from .explain import code_module, explain_body, file_role, identifiers, sentences
 
 
 @lru_cache(maxsize=1)
@@ -50,6 +50,25 @@ def _code(values: list[str], sep: str) -> str:
     return sep.join(f"`{v}`" for v in values)
 
 
+def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
+    """(the switches an item adds or names where it says what it does: flags, `key=True/False`, a named
+    option; the environment variables its text sets)."""
+    r = checklist_rules()
+    item = ai.item
+    explained = explain_body(item.body)
+    own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
+    text = f"{item.title}\n{item.body[:20000]}"
+    named = _NAMED.findall(own)
+    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
+             if b.split("=")[0].rsplit(".", 1)[-1] in own]
+    tooling = set(r["tool_flags"])
+    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
+    switches = list(dict.fromkeys(named + bools + flags))
+    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
+    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
+    return switches, list(dict.fromkeys(r["_env"].findall(text)))
+
+
 def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str, str]:
     """The values the checklist placeholders take for this item ("" when the item gives none)."""
     r = checklist_rules()
@@ -59,15 +78,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
     text = f"{item.title}\n{item.body[:20000]}"
     sep = "、" if lang == "zh" else ", "
-    named = _NAMED.findall(own)
-    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
-             if b.split("=")[0].rsplit(".", 1)[-1] in own]
-    tooling = set(r["tool_flags"])
-    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
-    switches = list(dict.fromkeys(named + bools + flags))
-    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
-    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
-    envs = list(dict.fromkeys(r["_env"].findall(text)))
+    switches, envs = item_switches(ai)
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
                                 + [m.rstrip(".-") for m in r["_model"].findall(text)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
@@ -81,14 +92,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     symptom = ""
     for _, block in explained.motivation + explained.mechanism[:2]:
         hit = next((s for s in sentences(block) if _SYMPTOM.search(s)), "")
-        if hit:
-            symptom = clip(hit, 110)
+        if hit:  # named in our words (the rules' symptom cues), never the author's sentence quoted
+            symptom = sep.join(symptom_names(hit, lang))
             break
     topics = set(a.topics)
     training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
     low = f"{item.title}\n{' '.join(t for _, t in explained.mechanism + explained.motivation)}".lower()
     modes = list(dict.fromkeys(r["_graph"].findall(text)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
+    # a long dotted config key by its last part (`pad_bshd_to_minibatch_max`): the step stays one line
+    switches = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
     facts = {
         "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
         "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
@@ -108,6 +121,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
+
+
+def symptom_names(sentence: str, lang: str, most: int = 2) -> list[str]:
+    """What a sentence says went wrong, as the conclusion rules name it ("NaN", "崩溃或报错")."""
+    from .mechanism import rules as conclusion_rules
+
+    low = sentence.lower()
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["motivation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]
 
 
 @lru_cache(maxsize=2)
