@@ -114,11 +114,32 @@ def environment() -> Environment:
     return env
 
 
-class Site:
-    """Renders every page of the site from the grouped store data."""
+class SiteLookup:
+    """Where the daily pages' rechecks read items: the site's own data, already in memory (pipeline.memory.Lookup)."""
 
-    def __init__(self, settings: Settings, data: SiteData, site_url: str = "") -> None:
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    def item(self, repo: str, number: int) -> AnalysedItem | None:
+        return self.site.by_ref.get((repo.lower(), number))
+
+    def referencing(self, repo: str, number: int) -> list[AnalysedItem]:
+        links = self.site.data.referenced_by.get((repo.lower(), number), [])
+        found = (self.site.by_ref.get(((link.repo or "").lower(), link.number)) for link in links)
+        return [ai for ai in found if ai is not None]
+
+    def watch(self) -> list:
+        return self.site.data.watch
+
+
+class Site:
+    """Renders every page of the site from the grouped store data. With `memory` (pipeline.memory.Memory), each
+    daily page recalls the radars before it, and is remembered (in `records`) for the pages after it."""
+
+    def __init__(self, settings: Settings, data: SiteData, site_url: str = "", memory=None) -> None:
         self.settings, self.data, self.lang = settings, data, settings.lang
+        self.memory, self.records = memory, []
+        self._recalled: dict[date, Any] = {}
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
@@ -174,9 +195,14 @@ class Site:
         window = day_window(day)
         # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
         items = as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled)
-        return DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
-                          deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
-                          generated_at=window.until, calendar_day=True)
+        inp = DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
+                         deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
+                         generated_at=window.until, calendar_day=True)
+        if self.memory is not None:
+            from ..pipeline.memory import recall
+
+            self._recalled[day] = recall(self.settings, self.memory, SiteLookup(self), inp, self._compiled)
+        return inp
 
     def weekly_input(self, repo: str, week: str) -> WeeklyInput:
         """The weekly report of one repository and ISO week."""
@@ -191,7 +217,13 @@ class Site:
     def daily(self, day: date) -> tuple[str, str, str]:
         """(path, html, markdown) of a daily radar page."""
         rel = daily_page(day)
-        text = self.markdown("daily.md.j2", daily_context(self.daily_input(day), self.t, self.settings.focus_weights))
+        inp = self.daily_input(day)
+        ctx = daily_context(inp, self.t, self.settings.focus_weights)
+        text = self.markdown("daily.md.j2", ctx)
+        if day in self._recalled:  # remembered for the pages after it, recorded when the build ends
+            record = self._recalled.pop(day).record(inp, ctx)
+            self.memory.put(record)
+            self.records.append(record)
         title = text.splitlines()[0].lstrip("# ")
         return rel, self.render("report.html.j2", rel, title=title, content=self.report(text, rel)), text
 
@@ -304,13 +336,16 @@ def _static(writer: PageWriter) -> None:
         writer.write(f"static/{name}", (STATIC / name).read_bytes())
 
 
-def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "") -> BuildResult:
-    """Build (or incrementally rebuild) the static site under `out_dir`."""
+def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "",
+               record: bool = True) -> BuildResult:
+    """Build (or incrementally rebuild) the static site under `out_dir`; its daily pages are recorded as
+    published radars (docs/memory.md) once the build is complete, unless `record` is off."""
     from ..pipeline.analysis import analyze
+    from ..pipeline.memory import Memory
 
     started = time.perf_counter()
     analyze(settings, engine)
-    site = Site(settings, load_site_data(engine), site_url)
+    site = Site(settings, load_site_data(engine), site_url, Memory.load(settings, engine))
     writer = PageWriter.open(out_dir)
     _static(writer)
     days = sorted(site.data.by_day)
@@ -339,6 +374,12 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     for rel, text in feeds.build_feeds(reports, site.site_url, site.t["site"]).items():
         writer.write(rel, text)
     removed = writer.finish()
+    if record and site.records:
+        from ..store.lock import writer_lock
+        from ..store.published import save_records
+
+        with writer_lock(engine).hold(settings.lock_timeout):
+            save_records(engine, site.records)
     return BuildResult(out_dir, len(writer.new), len(writer.written), writer.unchanged, len(removed),
                        len(numbered), len(days), weekly_count, charts.available(),
                        time.perf_counter() - started)

@@ -15,16 +15,15 @@ from .base import (
     iso,
     link_url,
     link_views,
-    name,
     rank,
-    ref_url,
     row,
 )
 from .checklist import checklist_options, spread_out
 from .conclusion import conclusion_parts
 from .deepdive import deep_view, grade_with_porting
 from .explain import clickable, described
-from .inputs import DailyInput, WatchRecheck
+from .inputs import DailyInput
+from .recheck import recheck_views, since_last_line
 
 # --- daily -----------------------------------------------------------------------------------------
 
@@ -48,17 +47,6 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> 
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
     return view
-
-
-def watch_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
-    """A rechecked watch item with translated states and linked new references."""
-    return {
-        "ref": w.ref, "url": w.url, "title": w.title,
-        "before": name(t, "states", w.state_before) if w.state_before else None,
-        "now": name(t, "states", w.state_now), "sha": (w.merge_commit or "")[:10],
-        "files_moved": w.files_moved, "new_refs": [{"ref": r, "url": ref_url(r)} for r in w.new_refs],
-        "risks": [name(t, "risks", r) for r in w.risks],
-    }
 
 
 def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
@@ -124,10 +112,11 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     # the P0/P1 table holds the highest-ranked items (the deep dives first); the short table the rest, so no
     # item is listed twice
     top = every_top[:inp.top_table_limit] if inp.top_table_limit > 0 else every_top
-    deep = top[: max(inp.deep_dive_limit, 0)]
+    # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
+    deep = [ai for ai in top if ai.item.ref.lower() not in inp.no_deep][: max(inp.deep_dive_limit, 0)]
     tabled = {id(ai) for ai in top}
     short = [ai for ai in ranked if id(ai) not in tabled]
-    watch = [watch_view(w, t) for w in inp.watch]
+    watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
     top_rows = [{**_row(ai, t, target, tname), "story": _story_text(ai, inp, t)} for ai in top]
     spread = spread_out([r["checklist"] for r in top_rows], [r.pop("alternates") for r in top_rows])
@@ -153,6 +142,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "repos": [r for r in inp.repos if r.lower() in with_data],
         "repos_no_data": [r for r in inp.repos if r.lower() not in with_data],
         "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": n_ranked,
+        "since_last": since_last_line(inp, t),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         # the P0/P1 items the table left out, in full (the model stage writes their line too; the short
@@ -161,5 +151,5 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
                       "short_rest": conclusion_parts(ai, t, _porting(ai, target), short=True)[1]}
                      for ai in every_top[len(top):]],
         "watch": watch, "short": short_rows, "short_rest": short_rest, "checks": [r for r in top_rows if r["checklist"]],
-        "refs": _references(top_rows + short_rows, deep, watch, inp.related),
+        "refs": _references(top_rows + short_rows, deep, [w for w in watch if not w["folded"]], inp.related),
     }
