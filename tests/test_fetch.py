@@ -292,15 +292,17 @@ def test_since_flag_later_than_the_cursor_keeps_the_cursor(stub, settings, store
     assert cursors.read_state(store, "acme/infer", "pulls").cursor == cursor
 
 
-def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store):
-    """Issue 3 scope 7: state then and now, merge commit, files moved, new items that reference it."""
+def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store, tmp_path):
+    """State then and now, merge commit, files moved, new items that reference it: against the published radar
+    that last showed it."""
     settings.lang = "en"
     run(stub, settings, store)
     runner = CliRunner()
     assert runner.invoke(main, ["watch", "add", "acme/infer#1202", "--reason", "MLA chunked prefill"]).exit_code == 0
-    first = daily(settings, store, datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
+    first = daily(settings, store, datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC),
+                  out_dir=tmp_path / "out")
     section = first.text[first.text.index("## Tracked items"):first.text.index("## Short table")]
-    assert "acme/infer#1202" in section and "first recheck, now" in section, section
+    assert "acme/infer#1202" in section and "open; first recheck" in section, section
 
     pr = next(p for p in stub.repos["acme/infer"].pulls if p["number"] == 1202)
     pr.update(state="MERGED", isDraft=False, mergedAt="2026-08-02T08:00:00Z", closedAt="2026-08-02T08:00:00Z",
@@ -316,6 +318,7 @@ def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store
     run(stub, settings, store, since=datetime(2026, 8, 2, tzinfo=UTC))
     second = daily(settings, store, datetime(2026, 8, 2, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC))
     section = second.text[second.text.index("## Tracked items"):second.text.index("## Short table")]
-    assert "now merged" in section and "c0ffee" in section, section
-    assert "acme/infer#1206" in section, section
-    assert "changed files moved" in section, section
+    assert "merged (`c0ffee0`)" in section and "state: open → merged" in section, section
+    assert "[acme/infer#1206](https://github.com/acme/infer/issues/1206) follow-up" in section, section
+    assert ("update: merged with other files than shown (1 added: `infer/attention/ops/mla_chunk.py`)"
+            in section), section

@@ -69,10 +69,17 @@ def _file_changes(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
 
 
 def _notes(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> list[Md]:
-    """What changed since the radar that last showed the item, one short note each; update notes first."""
+    """What changed since the radar that last showed the item, one short note each: the state, then the update
+    notes (what would have earned a second deep dive), then the rest."""
     sep = t["common"]["sep"]
     notes: list[Md] = []
     moved = w.files_added or w.files_removed
+    reopened = w.state_before in (CLOSED, MERGED) and w.state_now == OPEN
+    if w.state_before and w.state_now != w.state_before and w.state_now in t["states"] and not reopened:
+        notes.append(Md(r["state"].format(before=text(name(t, "states", w.state_before)),
+                                          now=text(name(t, "states", w.state_now)))))
+    if reopened:
+        notes.append(Md(r["update_reopened"]))
     if moved and w.state_now == MERGED:
         notes.append(Md(r["update_files"].format(changes=_file_changes(w, r, t))))
     if w.new_claims:
@@ -80,17 +87,13 @@ def _notes(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> list[Md]:
         more = r["figures_more"].format(n=len(w.new_claims) - SHOWN_FIGURES) if len(w.new_claims) > SHOWN_FIGURES \
             else ""
         notes.append(Md(r["update_figures"].format(figures=figures) + more))
-    if w.state_before in (CLOSED, MERGED) and w.state_now == OPEN:
-        notes.append(Md(r["update_reopened"]))
-    if w.state_before and w.state_now != w.state_before and w.state_now in t["states"]:
-        notes.append(Md(r["state"].format(before=text(name(t, "states", w.state_before)),
-                                          now=text(name(t, "states", w.state_now)))))
     if w.commit_before and w.merge_commit and w.commit_before[:7] != w.merge_commit[:7]:
         notes.append(Md(r["commit"].format(before=code(w.commit_before[:7]), now=code(w.merge_commit[:7]))))
     if moved and w.state_now != MERGED:
         notes.append(Md(r["files_changed"].format(changes=_file_changes(w, r, t))))
-    if w.related:
-        refs = join([Md(f"{link(ref, ref_url(ref))} {r['roles'].get(role, role)}") for ref, role in w.related], sep)
+    related = w.related or [(ref, "follow-up") for ref in w.new_refs]
+    if related:
+        refs = join([Md(f"{link(ref, ref_url(ref))} {r['roles'].get(role, role)}") for ref, role in related], sep)
         notes.append(Md(r["related"].format(refs=refs)))
     if w.new_comments:
         notes.append(Md(r["comments_one" if w.new_comments == 1 else "comments"].format(n=w.new_comments)))
@@ -99,26 +102,32 @@ def _notes(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> list[Md]:
     return notes
 
 
+def _change(w: WatchRecheck, changed: bool, r: dict[str, Any]) -> Md:
+    if w.last_day:
+        return Md(r["changed" if changed else "same"].format(day=w.last_day))
+    if w.state_before:  # shown before, on a day the caller did not give
+        return Md(r["changed_undated" if changed else "same_undated"])
+    return Md(r["first"])
+
+
 def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     """One tracked item: its line and the notes under it (none when nothing changed)."""
-    r = t["recheck"]
-    view = {"ref": w.ref, "url": w.url, "title": w.title}
+    r, semi = t["recheck"], t["common"]["semi"]
+    view = {"ref": w.ref, "url": w.url, "title": w.title, "notes": [], "changed": False, "folded": False,
+            "origin_day": w.origin_day or ""}
+    origin = _origin(w, r, t)
     if w.state_now == "unknown":
-        line = Md(r["unknown_line"].format(ref=text(w.ref), origin=_origin(w, r, t)))
-        return {**view, "line": line, "notes": [], "changed": False, "folded": False, "origin_day": "",
-                "short": line}
+        line = join([x for x in (Md(r["unknown_line"].format(ref=text(w.ref))), origin) if x], semi)
+        return {**view, "line": line, "short": line}
     notes = _notes(w, r, t)
     changed = bool(notes)
-    if not w.last_day:
-        change = Md(r["first"])
-    else:
-        change = Md(r["changed" if changed else "same"].format(day=w.last_day))
-    line = Md(r["line"].format(link=link(w.ref, w.url), title=text(w.title), state=_state(w, r, t),
-                               files=_files(w, r, t), change=change, origin=_origin(w, r, t)))
+    state = _state(w, r, t)
+    rest = join([x for x in (Md(state + _files(w, r, t)), _change(w, changed, r), origin) if x], semi)
+    line = Md(r["line"].format(link=link(w.ref, w.url), title=text(w.title), rest=rest))
     # carried for a while with nothing new: listed with the others of its origin day (state and commit only)
     folded = not changed and w.hand is None and bool(w.origin_day) and w.rechecks_before >= FULL_RECHECKS
     return {**view, "line": line, "notes": notes, "changed": changed, "folded": folded,
-            "origin_day": w.origin_day or "", "short": Md(f"{link(w.ref, w.url)} {_state(w, r, t)}")}
+            "short": Md(f"{link(w.ref, w.url)} {state}")}
 
 
 def recheck_views(rechecks: list[WatchRecheck], t: dict[str, Any]) -> list[dict[str, Any]]:
