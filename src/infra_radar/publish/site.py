@@ -298,12 +298,30 @@ def _repo_page(site: Site, repo: str, writer: PageWriter) -> None:
                                   series={**series, "rows": list(zip(recent, series["merged"], strict=True))}))
 
 
+def _carried(site: Site) -> list[dict[str, Any]]:
+    """The items the next daily radar carries on from the published ones (the home page's watch list)."""
+    memory = site.memory
+    if memory is None or not memory.untils:
+        return []
+    r = site.t["recheck"]
+    out = []
+    for c in sorted(memory.carried(memory.untils[-1] + timedelta(microseconds=1)).values(),
+                    key=lambda c: (c.origin_until, c.repo.lower(), c.number)):
+        found = site.by_ref.get((c.repo.lower(), c.number))
+        reasons = site.t["common"]["sep"].join(r["reasons"].get(x, x) for x in c.reasons)
+        day = (c.origin_until - timedelta(microseconds=1)).date().isoformat()
+        out.append({"ref": f"{c.repo}#{c.number}", "repo": c.repo, "number": c.number,
+                    "reason": r["carried"].format(day=day, reasons=reasons),
+                    "title": found.item.title if found else c.last.title, "state": c.last.state})
+    return out
+
+
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
     latest = days[-1] if days else None
     daily = daily_context(site.daily_input(latest), site.t, site.settings.focus_weights) if latest else None
     week = week_of(latest) if latest else None
     weekly = [_weekly_row(site, repo, week) for repo in site.data.repos if (repo, week) in site.data.by_week]
-    watch = []
+    watch = _carried(site)
     for entry in site.data.watch:
         found = site.by_ref.get((entry.repo.lower(), entry.number))
         watch.append({"ref": f"{entry.repo}#{entry.number}", "repo": entry.repo, "number": entry.number,
