@@ -128,7 +128,9 @@ def second_day(store: Store) -> None:
                   comments=[Comment("rev", "LGTM", at(2, 9))]),
                judged("P0", "validate-first", 5, perf_claims=figures)),
               (pr(106, "[RFC] Paged KV offload", kind="issue", state="open", closed_at=None, updated_at=at(2, 8)),
-               judged("P1", "track-only", 3)))
+               judged("P1", "track-only", 3)),
+              (pr(103, "[Kernel] CUTLASS MoE tile tuning", files=[FileChange("infer/mod103.py", 30, 4)],
+                  updated_at=at(2, 7)), judged("P1", "track-only", 2, grade="L")))
 
 
 def third_day(store: Store) -> None:
@@ -167,11 +169,12 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
     assert line_of(two, f"{REPO}#102").endswith(
         "merged (`bbbbbbb`), 3 files: `infer/sync/overlap.py`, `infer/sync/bucket.py` and more; as shown on "
         "2026-08-02; carried from 2026-08-02 (deep dive)")
-    assert "open; as shown on 2026-08-02; carried from 2026-08-02 (track only)" in line_of(two, f"{REPO}#103")
+    assert line_of(two, f"{REPO}#103").endswith("open; changed since 2026-08-02; carried from 2026-08-02 (track only)\n"
+                                                "  - the same files, other line counts (new commits)")
     assert "  - update: reopened" in line_of(two, f"{REPO}#106")
     assert f"[{REPO}#104]" not in section(two, "Tracked items")  # a P2 is not followed
     assert "Since the last radar (2026-08-02): 0 new, 2 tracked items changed state, 0 no longer tracked" \
-        in since_last(two)
+        in since_last(two)  # #103, updated in the window, was shown before: not new
     assert "4 tracked items rechecked" in two
 
     third_day(store)

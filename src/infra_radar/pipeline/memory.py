@@ -184,7 +184,8 @@ def shown_item(ai: AnalysedItem, until: datetime) -> ShownItem:
     item, a = ai.item, ai.analysis
     state, commit, _ = state_at(item, until)
     return ShownItem(item.repo, item.number, item.kind, item.title, state, a.priority, a.grade, a.decision,
-                     merge_commit=commit, files=sorted(f.path for f in item.files), figures=_figures(ai),
+                     merge_commit=commit, files=sorted(f.path for f in item.files),
+                     files_digest=published.files_digest(item.files), figures=_figures(ai),
                      comments=_comments(ai, until))
 
 
@@ -310,6 +311,8 @@ def _recheck(key: Key, carry: Carry | None, hand: queries.WatchEntry | None, fou
         list(ai.analysis.risk_labels), kind=found.item.kind, hand=hand_reason,
         last_day=_day(last[0].until) if last else None, commit_before=before.merge_commit if before else None,
         files=list(found.item.files), files_added=added, files_removed=removed, new_claims=new_claims,
+        lines_moved=bool(before and before.files_digest and not (added or removed)
+                         and before.files_digest != shown.files_digest),
         related=related, new_comments=max(0, shown.comments - before.comments) if before else 0,
         last_recheck=carry is not None and _ends(state, carry.last.state),
         rechecks_before=ctx.memory.rechecks(key, carry.origin_until, until) if carry else 0, **origin)

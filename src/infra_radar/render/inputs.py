@@ -31,6 +31,7 @@ class WatchRecheck:
     files: list[FileChange] = field(default_factory=list)  # its changed files at the window's end
     files_added: list[str] = field(default_factory=list)  # paths since last shown
     files_removed: list[str] = field(default_factory=list)
+    lines_moved: bool = False  # the same files, other line counts: new commits since last shown
     new_claims: list[PerfClaim] = field(default_factory=list)  # figures not shown before
     related: list[tuple[str, str]] = field(default_factory=list)  # (ref, role) of follow-ups since last shown
     new_comments: int = 0

@@ -91,6 +91,8 @@ def _notes(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> list[Md]:
         notes.append(Md(r["commit"].format(before=code(w.commit_before[:7]), now=code(w.merge_commit[:7]))))
     if moved and w.state_now != MERGED:
         notes.append(Md(r["files_changed"].format(changes=_file_changes(w, r, t))))
+    if w.lines_moved:
+        notes.append(Md(r["lines_moved"]))
     related = w.related or [(ref, "follow-up") for ref in w.new_refs]
     if related:
         refs = join([Md(f"{link(ref, ref_url(ref))} {r['roles'].get(role, role)}") for ref, role in related], sep)

@@ -8,6 +8,8 @@ and a rerun that shows the same leaves the stored record untouched (not even its
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +22,7 @@ from .reader import reading
 from .rows import to_db_time
 from .schema import carry_dropped, published_items, published_radars
 
-__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "load_records", "save_records"]
+__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "load_records", "save_records"]
 
 
 @dataclass(slots=True)
@@ -43,6 +45,7 @@ class ShownItem:
     carry: bool = False  # carried on to the next radar
     merge_commit: str | None = None
     files: list[str] | None = None  # changed paths; None: not known as of the window's end
+    files_digest: str | None = None  # of the paths with their line counts (store.published.files_digest)
     figures: list[list] | None = None  # [metric, before, after, unit]; None: not known as of the window's end
     comments: int = 0
 
@@ -58,7 +61,7 @@ class ShownItem:
         """Everything shown, comparable: equal contents mean a rerun changes nothing."""
         return (self.repo, self.number, self.kind, self.title, self.state, self.priority, self.grade, self.decision,
                 self.in_table, self.rechecked, self.deep, tuple(self.reasons), self.origin_until, self.carry,
-                self.merge_commit, None if self.files is None else tuple(self.files),
+                self.merge_commit, None if self.files is None else tuple(self.files), self.files_digest,
                 None if self.figures is None else tuple(tuple(f) for f in self.figures), self.comments)
 
 
@@ -83,6 +86,12 @@ class RadarRecord:
         return (self.until - timedelta(microseconds=1)).astimezone(UTC).date().isoformat()
 
 
+def files_digest(files) -> str:
+    """A digest of changed files (FileChange) with their line counts: new commits on a PR move it."""
+    payload = sorted((f.path, f.additions, f.deletions) for f in files)
+    return hashlib.sha1(json.dumps(payload).encode()).hexdigest()
+
+
 def figure(metric: str, before, after, unit: str) -> list:
     """A figure as a record keeps it: [metric, before, after, unit], a value that is not a finite number None."""
     def finite(value):
@@ -91,7 +100,8 @@ def figure(metric: str, before, after, unit: str) -> list:
 
 
 _ITEM_COLUMNS = ("repo", "number", "kind", "title", "state", "priority", "grade", "decision", "in_table", "rechecked",
-                 "deep", "reasons", "origin_until", "carry", "merge_commit", "files", "figures", "comments")
+                 "deep", "reasons", "origin_until", "carry", "merge_commit", "files", "files_digest", "figures",
+                 "comments")
 
 
 def _load(db, where: str, params: dict) -> dict[int, RadarRecord]:
@@ -106,12 +116,12 @@ def _load(db, where: str, params: dict) -> dict[int, RadarRecord]:
                    f"published_radars.id = published_items.radar_id {where} ORDER BY published_items.radar_id, "
                    "published_items.id", params)
     for (rid, repo, number, kind, title, state, priority, grade, decision, in_table, rechecked, deep, reasons,
-         origin, carry, commit, files, figures, comments) in rows:
+         origin, carry, commit, files, digest, figures, comments) in rows:
         figures = db.json(figures)
         records[rid].items.append(ShownItem(
             repo, number, kind, title, state, priority, grade, decision, db.flag(in_table), db.flag(rechecked),
             db.flag(deep), list(db.json(reasons)), db.time(origin), db.flag(carry), commit,
-            None if files is None else list(db.json(files)),
+            None if files is None else list(db.json(files)), digest,
             None if figures is None else [list(f) for f in figures], comments))
     return records
 

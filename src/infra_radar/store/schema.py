@@ -319,6 +319,7 @@ def _v7_columns() -> dict[str, list]:
             sa.Column("carry", sa.Boolean, nullable=False),  # carried on to the next radar
             sa.Column("merge_commit", sa.String(64)),
             sa.Column("files", sa.JSON),  # changed paths shown; None: not known as of the window's end
+            sa.Column("files_digest", sa.String(40)),  # of the paths with their line counts (new commits move it)
             sa.Column("figures", sa.JSON),  # [metric, before, after, unit] of the figures shown; None: not known
             sa.Column("comments", sa.Integer, nullable=False),  # comments made by the window's end
             sa.UniqueConstraint("radar_id", "repo", "number", name="uq_published_items_radar_ref"),
