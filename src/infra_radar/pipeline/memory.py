@@ -353,7 +353,7 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
     hand = {_key(e.repo, e.number): e for e in lookup.watch()}
     found = {key: lookup.item(*key) for key in [*carried, *(k for k in hand if k not in carried)]}
     # a backfill of a day before a watched item was opened does not recheck it
-    keys = [k for k in sorted(carried, key=lambda k: (carried[k].origin_until, k))] + \
+    keys = sorted(carried, key=lambda k: (carried[k].origin_until, k)) + \
         [k for k in hand if k not in carried and _exists_at(found[k], window.until)]
     present = [k for k in keys if found[k] is not None]
     then = dict(zip(present, as_of(settings, [found[k] for k in present], window.until, compiled), strict=True))
