@@ -158,9 +158,13 @@ def daily_items() -> list[AnalysedItem]:
 def daily_input(items: list[AnalysedItem] | None = None, limit: int = 3) -> DailyInput:
     watch = [
         WatchRecheck("acme/trainer#880", "https://github.com/acme/trainer/pull/880", "Async weight sync",
-                     OPEN, MERGED, "3f2a9c1d8e7b6a5f", False, ["acme/trainer#911"]),
+                     OPEN, MERGED, "3f2a9c1d8e7b6a5f", False, ["acme/trainer#911"], origin_day="2026-07-02",
+                     reasons=["deep", "p0"], last_day="2026-07-03", rechecks_before=1,
+                     files=[FileChange("trainer/sync/async_weights.py", 120, 30), FileChange("tests/test_sync.py", 40, 0),
+                            FileChange("docs/sync.md", 5, 1)],
+                     last_recheck=True, related=[("acme/trainer#911", "follow-up"), ("acme/trainer#915", "backport")]),
         WatchRecheck("acme/infer#4700", "https://github.com/acme/infer/pull/4700", "CPU offload | v2",
-                     None, OPEN, None, None, []),
+                     None, OPEN, None, None, [], hand="waiting for `v2` <review>"),
     ]
     return DailyInput(DAY, ["acme/infer", "acme/infer-npu", "acme/trainer"],
                       daily_items() if items is None else items, watch, limit, False, GENERATED)
@@ -388,9 +392,13 @@ def test_mechanism_skips_template_headings() -> None:
 
 def test_watch_lines() -> None:
     text = render_daily(daily_input(), "zh")
-    assert ("上次进行中 → 现在已合并（合入提交 `3f2a9c1d8e`）；改动文件与上次一致；新增引用：" in text)
-    assert "[acme/trainer#911](https://github.com/acme/trainer/issues/911)" in text
-    assert "首次复核，现在进行中；改动文件变化未知（首次复核）；无新增引用" in text
+    assert ("[acme/trainer#880](https://github.com/acme/trainer/pull/880) Async weight sync：已合并（`3f2a9c1`），"
+            "3 个文件：`trainer/sync/async_weights.py`、`tests/test_sync.py` 等；自 2026-07-03 以来有变化；"
+            "来自 2026-07-02（深入、P0）\n  - 状态：进行中 → 已合并\n") in text
+    assert ("  - 新关联：[acme/trainer#911](https://github.com/acme/trainer/issues/911) 后续、"
+            "[acme/trainer#915](https://github.com/acme/trainer/issues/915) 回合\n  - 末次复核：已合并，不再跟踪") in text
+    # the reason typed by hand is author text: its backticks and angle brackets stay text
+    assert "CPU offload | v2：进行中；首次复核；手动跟踪：waiting for `v2` \\<review>" in text
 
 
 # --- weekly ----------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
     "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
+    "carry_days",
 }
 _REPO_KEYS = {"name", "branches", "core_paths", "role"}
 ROLES = ("upstream", "downstream")
@@ -64,6 +65,7 @@ class Settings:
     repos: list[RepoSettings] = field(default_factory=list)
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
+    carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
 
     def repo(self, name: str) -> RepoSettings:
         """The settings of repository `name` (a bare entry when it is not configured)."""
@@ -217,6 +219,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             config_path=path if path.exists() else None,
             lock_timeout=env_lock if env_lock is not None else _number(
                 data.get("lock_timeout", 600), "lock_timeout", where, 0, math.inf),
+            carry_days=_number(data.get("carry_days", 14), "carry_days", where, 0, 3650, True),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import LANG, LLM, OUT, Context, pass_ctx
+from .common import LANG, LLM, NO_RECORD, OUT, Context, pass_ctx
 
 
 def _emit(report) -> None:
@@ -46,9 +46,10 @@ def empty_window_note(window, newest: list) -> str:
 @OUT
 @LLM
 @click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing.")
+@NO_RECORD
 @pass_ctx
 def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
-          out_dir: Path | None, llm: bool | None, dry_run: bool) -> None:
+          out_dir: Path | None, llm: bool | None, dry_run: bool, record: bool) -> None:
     """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
     from ..pipeline.reports import daily as run_daily
     from ..windows import parse_when
@@ -65,7 +66,7 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
         click.echo(summary.line(), err=True)
         return
     report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
-                       parse_when(until) if until else None, list(repos) or None, out_dir, llm)
+                       parse_when(until) if until else None, list(repos) or None, out_dir, llm, record)
     _emit(report)
 
 

@@ -14,10 +14,11 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..models import PR, Window, github_url
+from ..models import Window
 from ..store import queries, save
 from ..windows import report_day
 from .analysis import analyze
+from .asof import as_of, live, state_at, undated  # noqa: F401  (defined here before)
 from .home import atomic_write
 
 
@@ -57,122 +58,34 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
-def state_at(item, when: datetime, undated_known: bool = False) -> tuple[str, str | None, bool]:
-    """An item's state as of `when`: (state, merge commit or None, whether it changed after `when`).
-
-    A PR merged or closed after `when` was still open then (a watched PR existed; history imports only
-    know its merge time, so its creation time says nothing). A merged or closed state known without its time
-    (a saved page says "closed" and gives no date) is taken to hold at `when` only when `undated_known`
-    (everything in the store was recorded before `when`: a live run); otherwise the item was open then as
-    far as the window can know, and the state counts as later.
-    """
-    from ..models import CLOSED, MERGED, OPEN
-
-    later = any(t is not None and t > when for t in (item.merged_at, item.closed_at, item.updated_at))
-    if item.state == MERGED and item.merged_at is not None and item.merged_at > when:
-        return OPEN, None, True
-    if item.state == CLOSED and item.closed_at is not None and item.closed_at > when:
-        return OPEN, None, True
-    if undated(item) and not undated_known:
-        return OPEN, None, True
-    return item.state, item.merge_commit, later
-
-
-def undated(item) -> bool:
-    """Whether a PR's or issue's merged or closed state is known without its time (a saved page)."""
-    from ..models import CLOSED, ISSUE, MERGED, PR
-
-    if item.kind not in (PR, ISSUE):
-        return False
-    return (item.state == MERGED and item.merged_at is None) or (item.state == CLOSED and item.closed_at is None)
-
-
-def live(until: datetime) -> bool:
-    """Whether a window ends now (or later): all the store knows was recorded before its end, so a state
-    known without its time held then. A window of the past cannot know when such a state was reached."""
-    return until >= datetime.now(UTC) - timedelta(minutes=10)
-
-
-def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None = None,
-          undated_known: bool | None = None) -> list:
-    """The items as they stood at `when`: one merged or closed later (a window looked at afterwards, as a
-    backfill or the team's day is) was open then, and is judged again as open (priority and decision read
-    the state); its later dates are left out. A state known only without its time (a page saved later) is a
-    later state unless `undated_known` (default: the window ends now); such an item carries it in
-    `later_state`, to be marked, never to decide. The rules are compiled only when some item needs it, and
-    kept in `compiled` (when given) for the next call: a site build asks for every day."""
-    from dataclasses import replace
-
-    from ..analyse.item import analyse
-    from ..analyse.ruleset import RuleSet
-    from ..models import AnalysedItem
-
-    compiled = {} if compiled is None else compiled
-    known = live(when) if undated_known is None else undated_known
-    out = []
-    for ai in found:
-        item = ai.item
-        state, _, _ = state_at(item, when, known)
-        if state == item.state:
-            out.append(ai)
-            continue
-        if "rules" not in compiled:
-            compiled["rules"] = RuleSet.load(settings)
-        rules = compiled["rules"]
-        then = replace(item, state=state, merged_at=None, closed_at=None, merge_commit=None,
-                       updated_at=item.updated_at if item.updated_at and item.updated_at <= when else None)
-        later = item.state if undated(item) and not known else ""
-        out.append(AnalysedItem(then, analyse(then, rules, settings), later))
-    return out
-
-
 def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
     """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
     return as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
 
 
-def _watch_rechecks(engine: Engine, window: Window) -> list:
-    from ..render.context import WatchRecheck
-    from ..store.rows import files_digest
-
-    rechecks = []
-    for entry in queries.watch_list(engine):
-        found = queries.analysed_item(engine, entry.repo, entry.number)
-        ref = f"{entry.repo}#{entry.number}"
-        if found is None:
-            rechecks.append(WatchRecheck(ref, github_url(entry.repo, entry.number, PR), entry.reason,
-                                         entry.last_state, "unknown", None, None, []))
-            continue
-        item, digest = found.item, files_digest(found.item)
-        newer = queries.referencing_in_window(engine, entry.repo, entry.number, window)
-        state, commit, later = state_at(item, window.until, live(window.until))
-        # what happened after the window's end is not reported (nor remembered) by this window's radar
-        moved = None if entry.last_files is None or later else digest != entry.last_files
-        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer,
-                                     list(found.analysis.risk_labels)))
-        if not later:
-            save.watch_checked(engine, entry.repo, entry.number, state, digest)
-    return rechecks
-
-
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
-          repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None) -> Report:
-    """The daily radar for the window after the last successful run; recorded as a run."""
+          repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
+          record: bool = True) -> Report:
+    """The daily radar for the window after the last successful run; recorded as a run. Written under
+    `out_dir`, it is published: what it showed is recorded for the radars after it (not with `record` off)."""
     from ..llm.render import render_daily_llm
     from ..render.markdown import render_daily
+    from .memory import Memory, StoreLookup, recall
 
     window, first = daily_window(settings, engine, since, until)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
-        inp = _daily_input(settings, engine, window, first, names, since is not None,
-                           _watch_rechecks(engine, window))
+        inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
+        memory = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
         found = inp.items
         prose = _llm_prose(settings, engine, llm, inp)
         text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
         path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", text) if out_dir else None
+        if path is not None and record:
+            memory.save(engine, inp)
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
@@ -193,14 +106,16 @@ def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
 def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
                   repos: list[str] | None = None):
     """`radar daily --dry-run`: the model prompts the daily radar would send (llm.stage.LlmRunSummary.prompts);
-    nothing is sent, written or recorded, and tracked items are not rechecked."""
+    nothing is sent, written or recorded."""
     from ..llm.stage import daily_llm, use_llm
+    from .memory import Memory, StoreLookup, recall
 
     config = use_llm(settings, True)
     window, first = daily_window(settings, engine, since, until)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
     inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
+    recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)  # what it would not deep-dive again
     return daily_llm(settings, engine, inp, settings.lang, dry_run=True, config=config)
 
 

@@ -73,6 +73,7 @@ class Digest:
     title: str
     lines: list[Line]
     full_url: str = ""
+    publish: Callable[[], object] | None = None  # records the radar once the digest is posted (daily)
 
 
 def _item_url(ref: str, github: str, site_url: str) -> str:
@@ -85,14 +86,18 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     t = load_strings(settings.lang)
     window = day_window(day)
     names = repos or queries.repo_names(engine)
+    from ..pipeline.memory import Memory, StoreLookup, recall
     from ..pipeline.reports import daily_items
 
     found = daily_items(settings, engine, window, names)
-    ctx = daily_context(DailyInput(window=window, repos=names, items=found, watch=[],
-                                   deep_dive_limit=settings.deep_dive_limit, first_run=False,
-                                   generated_at=window.until, calendar_day=True), t, settings.focus_weights)
+    inp = DailyInput(window=window, repos=names, items=found, watch=[], deep_dive_limit=settings.deep_dive_limit,
+                     first_run=False, generated_at=window.until, calendar_day=True)
+    recalled = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
+    ctx = daily_context(inp, t, settings.focus_weights)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
+    if ctx["since_last"]:
+        lines.append(Line(ctx["since_last"]))
     dash = t["common"]["dash"]
     for r in ctx["top"]:
         lines.append(Line(f"{r['title']}{dash}{r['summary']}", r["priority"], r["ref"],
@@ -101,7 +106,8 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
         lines.append(Line(f"{r['title']}{dash}{r['note']}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     title = t["daily"]["title"].format(date=day.isoformat())
-    return Digest(title, lines, site_url + daily_page(day) if site_url else "")
+    return Digest(title, lines, site_url + daily_page(day) if site_url else "",
+                  lambda: recalled.save(engine, inp, ctx))
 
 
 _MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
@@ -444,8 +450,9 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
 
 def push_reports(settings: Settings, engine: Engine, report: str, platform: str, *, dry_run: bool = False,
                  repos: list[str] | None = None, week: str | None = None, day: str | None = None,
-                 site_url: str = "") -> list[str]:
-    """Push (or with dry_run, describe) the report; returns the lines to print."""
+                 site_url: str = "", record: bool = True) -> list[str]:
+    """Push (or with dry_run, describe) the report; returns the lines to print. A daily radar posted whole is
+    recorded as published (docs/memory.md), unless `record` is off."""
     from ..pipeline.analysis import analyze
 
     conf = load_limits()[platform]
@@ -466,4 +473,6 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
             else:
                 post(message, platform)
                 out.append(f"posted {where}")
+        if not dry_run and record and digest.publish is not None:
+            digest.publish()
     return out

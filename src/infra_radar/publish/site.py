@@ -25,7 +25,7 @@ from markupsafe import Markup
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..models import MERGED, PR, AnalysedItem, ref_number
+from ..models import MERGED, PR, AnalysedItem, Window, ref_number
 from ..render import markdown as md_render
 from ..render.context import (
     LANGS,
@@ -116,11 +116,32 @@ def environment() -> Environment:
     return env
 
 
-class Site:
-    """Renders every page of the site from the grouped store data."""
+class SiteLookup:
+    """Where the daily pages' rechecks read items: the site's own data, already in memory (pipeline.memory.Lookup)."""
 
-    def __init__(self, settings: Settings, data: SiteData, site_url: str = "") -> None:
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    def item(self, repo: str, number: int) -> AnalysedItem | None:
+        return self.site.by_ref.get((repo.lower(), number))
+
+    def referencing(self, repo: str, number: int) -> list[AnalysedItem]:
+        links = self.site.data.referenced_by.get((repo.lower(), number), [])
+        found = (self.site.by_ref.get(((link.repo or "").lower(), link.number)) for link in links)
+        return [ai for ai in found if ai is not None]
+
+    def watch(self) -> list:
+        return self.site.data.watch
+
+
+class Site:
+    """Renders every page of the site from the grouped store data. With `memory` (pipeline.memory.Memory), each
+    daily page recalls the radars before it, and is remembered (in `records`) for the pages after it."""
+
+    def __init__(self, settings: Settings, data: SiteData, site_url: str = "", memory=None) -> None:
         self.settings, self.data, self.lang = settings, data, settings.lang
+        self.memory, self.records = memory, []
+        self._recalled: dict[date, Any] = {}
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
@@ -146,7 +167,26 @@ class Site:
 
     def daily_inputs(self, day: date) -> str:
         """What the daily page of `day` is made from (as_of and the rules are in the build's key)."""
-        return inputs.digest("daily", day, self.data.repos, self.digest_of(self.data.by_day.get(day, [])))
+        return inputs.digest("daily", day, self.data.repos, self.digest_of(self.data.by_day.get(day, [])),
+                             self._memory_inputs(day_window(day)))
+
+    def _memory_inputs(self, window: Window) -> str:
+        """What a daily page recalls from the radars before it (pipeline/memory.py): the records of the last
+        carry_days, the carries dropped by hand, the hand-watched items, and each followed item as it stands
+        with what references it. A page is rendered again when any of these changed."""
+        memory = self.memory
+        if memory is None:
+            return ""
+        horizon = window.until - memory.carry_days - timedelta(days=1)
+        records = [memory.records[u].content() for u in memory.untils if horizon <= u < window.until]
+        watch = [(w.repo.lower(), w.number, w.reason) for w in self.data.watch]
+        lookup, followed = SiteLookup(self), []
+        for repo, number in sorted({(r.lower(), n) for r, n in memory.carried(window.until)}
+                                   | {(r, n) for r, n, _ in watch}):
+            found = lookup.item(repo, number)
+            followed.append((repo, number, self.digest_of([found]) if found else None,
+                             self.digest_of(lookup.referencing(repo, number))))
+        return inputs.digest(records, sorted(memory.dropped), watch, followed)
 
     def weekly_inputs(self, repo: str, week: str) -> str:
         window = self.data.week_window(week)
@@ -224,9 +264,14 @@ class Site:
         window = day_window(day)
         # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
         items = as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled)
-        return DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
-                          deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
-                          generated_at=window.until, calendar_day=True)
+        inp = DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
+                         deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
+                         generated_at=window.until, calendar_day=True)
+        if self.memory is not None:
+            from ..pipeline.memory import recall
+
+            self._recalled[day] = recall(self.settings, self.memory, SiteLookup(self), inp, self._compiled)
+        return inp
 
     def weekly_input(self, repo: str, week: str) -> WeeklyInput:
         """The weekly report of one repository and ISO week."""
@@ -254,7 +299,13 @@ class Site:
     def daily(self, day: date) -> tuple[str, str, str]:
         """(path, html, markdown) of a daily radar page."""
         rel = daily_page(day)
-        text = self.markdown("daily.md.j2", daily_context(self.daily_input(day), self.t, self.settings.focus_weights))
+        inp = self.daily_input(day)
+        ctx = daily_context(inp, self.t, self.settings.focus_weights)
+        text = self.markdown("daily.md.j2", ctx)
+        if day in self._recalled:  # remembered for the pages after it, recorded when the build ends
+            record = self._recalled.pop(day).record(inp, ctx)
+            self.memory.put(record)
+            self.records.append(record)
         title = text.splitlines()[0].lstrip("# ")
         return rel, self.render("report.html.j2", rel, title=title, content=self.report(text, rel)), text
 
@@ -329,12 +380,30 @@ def _repo_page(site: Site, repo: str) -> dict[str, str]:
     return files
 
 
+def _carried(site: Site) -> list[dict[str, Any]]:
+    """The items the next daily radar carries on from the published ones (the home page's watch list)."""
+    memory = site.memory
+    if memory is None or not memory.untils:
+        return []
+    r = site.t["recheck"]
+    out = []
+    for c in sorted(memory.carried(memory.untils[-1] + timedelta(microseconds=1)).values(),
+                    key=lambda c: (c.origin_until, c.repo.lower(), c.number)):
+        found = site.by_ref.get((c.repo.lower(), c.number))
+        reasons = site.t["common"]["sep"].join(r["reasons"].get(x, x) for x in c.reasons)
+        day = (c.origin_until - timedelta(microseconds=1)).date().isoformat()
+        out.append({"ref": f"{c.repo}#{c.number}", "repo": c.repo, "number": c.number,
+                    "reason": r["carried"].format(day=day, reasons=reasons),
+                    "title": found.item.title if found else c.last.title, "state": c.last.state})
+    return out
+
+
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
     latest = days[-1] if days else None
     daily = daily_context(site.daily_input(latest), site.t, site.settings.focus_weights) if latest else None
     week = week_of(latest) if latest else None
     weekly = [_weekly_row(site, repo, week) for repo in site.data.repos if (repo, week) in site.data.by_week]
-    watch = []
+    watch = _carried(site)
     for entry in site.data.watch:
         found = site.by_ref.get((entry.repo.lower(), entry.number))
         watch.append({"ref": f"{entry.repo}#{entry.number}", "repo": entry.repo, "number": entry.number,
@@ -417,25 +486,28 @@ class _Build:
 
 
 def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "",
-               progress: Progress | None = None) -> BuildResult:
+               progress: Progress | None = None, record: bool = True) -> BuildResult:
     """Build (or incrementally rebuild) the site under `out_dir`.
 
     A page whose inputs did not change since the last build (publish/inputs.py) is not rendered again;
-    every other page is rendered and written only when its content changed (publish/writer.py).
+    every other page is rendered and written only when its content changed (publish/writer.py). The daily
+    pages rendered are recorded as published radars (docs/memory.md) once the build is complete, unless
+    `record` is off.
     """
     from ..pipeline.analysis import analyze
+    from ..pipeline.memory import Memory
 
     progress = progress or Progress()
     started = time.perf_counter()
     progress.stage("reading the store")
     analyze(settings, engine)
-    site = Site(settings, load_site_data(engine), site_url)
+    site = Site(settings, load_site_data(engine), site_url, Memory.load(settings, engine))
     progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
                  f"({time.perf_counter() - started:.1f}s)")
     writer = PageWriter.open(out_dir)
     key = inputs.build_key(settings, site.site_url, charts.available(), rules_dir=settings.rules_dir)
-    record = inputs.InputRecord.open(writer.root, key)
-    build = _Build(site, writer, record)
+    seen = inputs.InputRecord.open(writer.root, key)
+    build = _Build(site, writer, seen)
     _static(writer)
     days = sorted(site.data.by_day)
     reports: list[feeds.FeedEntry] = []
@@ -497,7 +569,13 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     writer.write("search.html", site.render("search.html.j2", "search.html"))
     _feeds(site, build, reports)
     removed = writer.finish()
-    record.save()
+    seen.save()
+    if record and site.records:
+        from ..store.lock import writer_lock
+        from ..store.published import save_records
+
+        with writer_lock(engine).hold(settings.lock_timeout):
+            save_records(engine, site.records)
     return BuildResult(out_dir, len(writer.new), len(writer.written), writer.unchanged, len(removed),
                        len(numbered), len(days), len(weeks), charts.available(),
                        time.perf_counter() - started, build.skipped)

@@ -31,8 +31,9 @@ from .conclusion import conclusion_parts, join_sentence
 from .deepdive import dive, grade_with_porting
 from .escape import Md, join, link
 from .explain import clickable, described
-from .inputs import DailyInput, WatchRecheck
+from .inputs import DailyInput
 from .mechanism import clean_title
+from .recheck import recheck_views, since_last_line
 
 CHECK_LINES = 6  # checklist lines at most: the deep dives' and the P0 items', in table order
 
@@ -117,17 +118,6 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], tname, porting)
     return view
-
-
-def watch_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
-    """A rechecked watch item with translated states and linked new references."""
-    return {
-        "ref": w.ref, "url": w.url, "title": title_head(w.title, 120),
-        "before": name(t, "states", w.state_before) if w.state_before else None,
-        "now": name(t, "states", w.state_now), "sha": (w.merge_commit or "")[:10],
-        "files_moved": w.files_moved, "new_refs": [{"ref": r, "url": ref_url(r)} for r in w.new_refs],
-        "risks": [name(t, "risks", r) for r in w.risks],
-    }
 
 
 def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
@@ -281,8 +271,10 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
             if story is not None:
                 seen.add(id(story))
     top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
-    deep = top[: max(inp.deep_dive_limit, 0)]
+    # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
+    deep = [ai for ai in top if ai.item.ref.lower() not in inp.no_deep][: max(inp.deep_dive_limit, 0)]
     tabled = {id(ai) for ai in top}
+    watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
     top_rows = [{**_row(ai, t, target, tname, short), "story": _story_text(ai, inp, t, short)} for ai in top]
     # the short table: the P0/P1 items the table left out, then the first P2 items, at most short_table_limit
@@ -323,7 +315,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "repos_no_data": [r for r in scope_repos if r.lower() not in with_data],
         "repos_down": [r for r in inp.repos if r.lower() in down],
         "releases": _releases(inp.items, t), "scanned": len(upstream), "ranked": n_ranked,
-        "scanned_down": len(downstream),
+        "scanned_down": len(downstream), "since_last": since_last_line(inp, t),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         # the P0/P1 items the table left out (the model stage writes their line too; the short table shows it
@@ -331,7 +323,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "more_top": [{**_row(ai, t, target, tname, short),
                       "short_rest": conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)[1]}
                      for ai in more_top],
-        "watch": [watch_view(w, t) for w in inp.watch], "short": short_rows,
+        "watch": watch, "short": short_rows,
         "short_more": _more_line(rest, t, short), "checks": checks,
         "downstream": _downstream(inp, downstream, t, short, weights) if inp.downstream else None,
         "refs": _references(deep, shown, inp.related, short),

@@ -8,22 +8,48 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..models import AnalysedItem, Link, Window
+from ..models import AnalysedItem, FileChange, Link, PerfClaim, Window
 
 
 @dataclass
 class WatchRecheck:
-    """One watched item as rechecked this run."""
+    """One tracked item as rechecked this run: carried on from an earlier published radar, or added by hand."""
 
     ref: str
     url: str
     title: str
-    state_before: str | None
-    state_now: str
+    state_before: str | None  # as the radar that last showed it showed it; None: never shown
+    state_now: str  # at the window's end
     merge_commit: str | None
-    files_moved: bool | None  # None = unknown (first recheck)
-    new_refs: list[str]  # refs of items that newly reference it ("owner/name#N")
+    files_moved: bool | None  # None = unknown (never shown, or its files were not known then)
+    new_refs: list[str]  # refs of items that reference it since it was last shown ("owner/name#N")
     risks: list[str] = field(default_factory=list)  # risk labels of the item, still open while it is not merged
+    kind: str = "pr"
+    origin_day: str | None = None  # the day of the radar whose carry it is on; None: not carried
+    reasons: list[str] = field(default_factory=list)  # why it is carried: deep, p0, validate-first, track-only
+    hand: str | None = None  # on the watch list by hand, with this reason ("" for none); None: not by hand
+    last_day: str | None = None  # the day of the radar that last showed it
+    commit_before: str | None = None  # the merge commit that radar showed
+    files: list[FileChange] = field(default_factory=list)  # its changed files at the window's end
+    files_added: list[str] = field(default_factory=list)  # paths since last shown
+    files_removed: list[str] = field(default_factory=list)
+    lines_moved: bool = False  # the same files, other line counts: new commits since last shown
+    new_claims: list[PerfClaim] = field(default_factory=list)  # figures not shown before
+    related: list[tuple[str, str]] = field(default_factory=list)  # (ref, role) of follow-ups since last shown
+    new_comments: int = 0
+    last_recheck: bool = False  # its carry ends with this radar (closed, or its merge reported)
+    rechecks_before: int = 0  # radars that rechecked it since its carry began
+
+
+@dataclass
+class SinceLast:
+    """What changed since the last published radar: new items, tracked items that changed state, items no
+    longer tracked. `day` is None when no earlier radar was published."""
+
+    day: str | None
+    new: int
+    changed: int = 0
+    stopped: int = 0
 
 
 @dataclass
@@ -48,6 +74,8 @@ class DailyInput:
     downstream: list[str] = field(default_factory=list)  # repositories of role "downstream" (reported apart)
     downstream_limit: int = 4  # downstream items named in their section
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry of downstream PRs in the window
+    no_deep: set[str] = field(default_factory=set)  # lower-cased refs an earlier radar follows: never deep-dived
+    since_last: SinceLast | None = None  # None: the radar has no memory (a test, a prompt preview)
 
 
 @dataclass

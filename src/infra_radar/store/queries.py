@@ -47,7 +47,7 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
-                   "006_created_index")
+                   "006_created_index", "007_published_radars")
 
 
 def applied_migrations(store) -> set[str]:
@@ -233,14 +233,12 @@ def referenced_by_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str
     return {key: list(found.values()) for key, found in out.items()}
 
 
-def referencing_in_window(store, repo: str, number: int, window: Window) -> list[str]:
-    """Refs of items in the window that link to repo#number (new follow-ups of a watched item)."""
+def analysed_referencing(store, repo: str, number: int) -> list[AnalysedItem]:
+    """The analysed items whose links point at repo#number (follow-ups, backports, reverts), any time."""
+    sql = (_ANALYSED + "WHERE items.id IN (SELECT links.item_id FROM links WHERE lower(links.dst_repo) = :repo "
+           "AND links.dst_number = :number) ORDER BY items.id")
     with reading(store) as db:
-        rows = db.rows("SELECT DISTINCT repos.name, items.number FROM links JOIN items ON items.id = links.item_id "
-                       "JOIN repos ON repos.id = items.repo_id WHERE lower(links.dst_repo) = :repo "
-                       "AND links.dst_number = :number AND items.when_at >= :since AND items.when_at < :until",
-                       {"repo": repo.lower(), "number": number, "since": window.since, "until": window.until})
-    return [f"{name}#{n}" for name, n in rows if n is not None]
+        return _analysed(db, sql, {"repo": repo.lower(), "number": number})
 
 
 # --- titles --------------------------------------------------------------------------------------

@@ -78,8 +78,3 @@ def data_analysis(data: dict) -> Analysis:
     data["links"] = [Link(**link) for link in data.get("links", [])]
     return Analysis(**data)
 
-
-def files_digest(item: Item) -> str:
-    """A digest of an item's changed files and line counts, to tell whether they moved."""
-    payload = sorted((f.path, f.additions, f.deletions) for f in item.files)
-    return hashlib.sha1(json.dumps(payload).encode()).hexdigest()

@@ -287,9 +287,74 @@ def m006_created_index(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+# 007: what every published daily radar showed (its window, the items with their judgment and what was deep-
+# dived, the files, figures and state shown, and which items it carries on), and the carries dropped by hand
+def _v7_columns() -> dict[str, list]:
+    return {
+        "published_radars": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            _time("since", nullable=False),
+            _time("until", nullable=False),  # one radar per end of window: a rerun replaces its record
+            sa.Column("repos", sa.JSON, nullable=False),
+            _time("published_at", nullable=False),
+            sa.UniqueConstraint("until", name="uq_published_radars_until"),
+        ],
+        "published_items": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("radar_id", sa.Integer, sa.ForeignKey("published_radars.id", ondelete="CASCADE"),
+                      nullable=False),
+            sa.Column("repo", sa.String(200), nullable=False),
+            sa.Column("number", _BIG64, nullable=False),
+            sa.Column("kind", sa.String(16), nullable=False),
+            sa.Column("title", sa.Text, nullable=False),
+            sa.Column("state", sa.String(16), nullable=False),  # as shown: at the window's end
+            sa.Column("priority", sa.String(8), nullable=False),
+            sa.Column("grade", sa.String(4), nullable=False),
+            sa.Column("decision", sa.String(32), nullable=False),
+            sa.Column("in_table", sa.Boolean, nullable=False),  # a row of the P0/P1 or short table
+            sa.Column("rechecked", sa.Boolean, nullable=False),  # a line of the tracked-item recheck
+            sa.Column("deep", sa.Boolean, nullable=False),
+            sa.Column("reasons", sa.JSON, nullable=False),  # why this radar starts carrying it: deep, p0, decision
+            _time("origin_until"),  # the end of the radar whose carry it is on (None: not carried)
+            sa.Column("carry", sa.Boolean, nullable=False),  # carried on to the next radar
+            sa.Column("merge_commit", sa.String(64)),
+            sa.Column("files", sa.JSON),  # changed paths shown; None: not known as of the window's end
+            sa.Column("files_digest", sa.String(40)),  # of the paths with their line counts (new commits move it)
+            sa.Column("figures", sa.JSON),  # [metric, before, after, unit] of the figures shown; None: not known
+            sa.Column("comments", sa.Integer, nullable=False),  # comments made by the window's end
+            sa.UniqueConstraint("radar_id", "repo", "number", name="uq_published_items_radar_ref"),
+        ],
+        "carry_dropped": [  # `radar watch remove` of a carried item: the carry begun at origin_until ends
+            sa.Column("repo", sa.String(200), primary_key=True),
+            sa.Column("number", _BIG64, primary_key=True),
+            _time("origin_until", primary_key=True),
+            _time("dropped_at", nullable=False),
+        ],
+    }
+
+
+_V7_INDEXES = [("ix_published_items_ref", "published_items", ["repo", "number"]),
+               ("ix_published_items_radar", "published_items", ["radar_id"])]
+for _name, _cols in _v7_columns().items():
+    sa.Table(_name, metadata, *_cols)
+for _ix, _table, _cols in _V7_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+published_radars, published_items, carry_dropped = (
+    metadata.tables[n] for n in ("published_radars", "published_items", "carry_dropped"))
+
+
+def m007_published_radars(op: Operations) -> None:
+    """Records of the published daily radars and the carries dropped by hand."""
+    for name, cols in _v7_columns().items():
+        op.create_table(name, *cols)
+    for ix, table, cols in _V7_INDEXES:
+        op.create_index(ix, table, cols)
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
+    m007_published_radars,
 ], strict=True))
 
 
