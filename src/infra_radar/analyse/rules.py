@@ -24,6 +24,7 @@ from ..config import Settings
 from ..models import Analysis, FileChange, Item, PerfClaim
 from .facts import _NO_HITS, Facts
 from .grading import grade as _grade
+from .grading import host_tool
 from .matching import words
 from .ruleset import (
     ENGINE_VERSION,
@@ -422,11 +423,32 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "work": facts.has_code or not facts.diffstat,  # code changed, or no diffstat to tell
         "silent": bool(facts.hit("title", "silent") or facts.hit("tags", "silent")),
         "correctness": bool(facts.hit("title", "correct") or facts.hit("tags", "correct")),
-        "host-tool": bool(facts.hit("title", "g:host") or facts.hit("tags", "g:host")),
+        "host-tool": host_tool(facts),
         "mech-title": bool(facts.hit("title", "mechtitle")),  # the title, not a module tag such as (update_weight)
+        "eval": _eval_work(facts),
+        "silent-body": kind == "bugfix" and bool(facts.hit("body", "silentbody")),
+        "cache-title": bool(facts.hit("title", "cachetitle") or facts.hit("tags", "cachetitle")),
+        "host-code": _host_code(facts),
     }
     flags.update(name for name, on in conditions.items() if on)
+    if flags & {"mechanism", "design", "long", "numbers"}:
+        flags.add("explained")
     return flags
+
+
+def _eval_work(facts: Facts) -> bool:
+    """The title names an evaluation or a metric and every changed code file is evaluation, benchmark, test
+    or tooling code: the change aligns how a score is computed, not what the model computes."""
+    if not facts.diffstat or not facts.files or not (facts.hit("title", "evaltitle") or facts.hit("tags", "evaltitle")):
+        return False
+    return all("evalpath" in classes or "code_exclude" in classes
+               for _, classes, _ in facts.files if "code" in classes)
+
+
+def _host_code(facts: Facts) -> bool:
+    """Every changed code file is host-side code (tokenizer, API server, scheduler, ...), at least one of them."""
+    code = [classes for _, classes, _ in facts.files if "code" in classes and "code_exclude" not in classes]
+    return facts.diffstat and bool(code) and all("host" in classes for classes in code)
 
 
 def _mechanism_count(facts: Facts) -> int:
