@@ -486,10 +486,14 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     grade, native, grade_reason = _grade(item, kind, claims, facts, rules)
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)
+    if "silent-body" in flags and "silent-accuracy" not in risks:  # the description says results were wrong
+        risks = [r for r in RISKS if r in {*risks, "silent-accuracy"}]
+        flags.add("risk:silent-accuracy")
     priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))
     cap = rules.data["priority"].get("backport", {})
     if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
         priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}
+    features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"})
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))
     decision_reason = {lang: text.format(why=why[lang]) for lang, text in decision_reason.items()}
@@ -499,5 +503,5 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
         insight=_score(rules.insight, flags), grade=grade, grade_reason=grade_reason, native=native,
         decision=decision, decision_reason=dict(decision_reason), risk_labels=risks, perf_claims=claims,
         links=[], summary=_summary(kind, topics, native, claims, facts, rules),
-        version=rules.version,
+        version=rules.version, features=features, why=dict(why),
     )

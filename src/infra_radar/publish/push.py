@@ -29,6 +29,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
+from ..pipeline.judgment import judge
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
 from ..store import queries
 from ..store.rows import from_db_time
@@ -110,8 +111,9 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     window = iso_week(week)
     before = iso_week(week_of(window.since.date() - timedelta(days=1)))
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
-                      items=queries.analysed_in_window(engine, window, [repo]),
-                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs)
+                      items=judge(settings, engine, queries.analysed_in_window(engine, window, [repo])),
+                      previous=judge(settings, engine, queries.analysed_in_window(engine, before, [repo])),
+                      key_prs=settings.weekly_key_prs)
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
     lines = [Line(ctx["summary"]), Line(words["key_prs"], heading=True)]

@@ -117,8 +117,9 @@ def environment() -> Environment:
 class Site:
     """Renders every page of the site from the grouped store data."""
 
-    def __init__(self, settings: Settings, data: SiteData, site_url: str = "") -> None:
+    def __init__(self, settings: Settings, data: SiteData, site_url: str = "", judge=None) -> None:
         self.settings, self.data, self.lang = settings, data, settings.lang
+        self.judge = judge or (lambda items: items)  # the team's labels over items judged again as they stood
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
@@ -173,7 +174,7 @@ class Site:
 
         window = day_window(day)
         # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
-        items = as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled)
+        items = self.judge(as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled))
         return DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
                           deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
                           generated_at=window.until, calendar_day=True)
@@ -310,7 +311,9 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
 
     started = time.perf_counter()
     analyze(settings, engine)
-    site = Site(settings, load_site_data(engine), site_url)
+    from ..pipeline.judgment import judge
+
+    site = Site(settings, load_site_data(engine, settings), site_url, lambda items: judge(settings, engine, items))
     writer = PageWriter.open(out_dir)
     _static(writer)
     days = sorted(site.data.by_day)
