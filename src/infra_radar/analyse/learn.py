@@ -6,21 +6,24 @@ grade, risks, focus, native, size marks, the priority rule that decided, the rep
 team's label lies from the rules' answer, in steps (none < P2 < P1 < P0; S < M < L). A ridge regression, solved
 by coordinate descent over a fixed number of sweeps in a fixed order, gives every flag seen on enough labelled
 items a weight in steps; an unlabelled item's shift is the sum of its flags' weights, and a shift of at least
-`threshold` moves it one step, never more. The weights are the explanation: the flags that moved an item are
-named on its card.
+`threshold` moves it one step, never more, and only with precedent: at least `min_precedents` labelled items
+the rules answered alike and the team moved the same way must resemble it (Jaccard over their flags, a flag
+weighing more the fewer labelled items carry it). The weights are the explanation: the flags that moved an item are named on its card.
 
 The model may not override the hard rules (priority.toml [learning]): items it never moves (bots, noise,
-CI), ceilings (a backport is at most P1; docs, CI and tests keep grade S) and floors (target-platform work stays
-at P1 or above). The merged PRs of a labelled team window that the team did not list are examples too (at
-most P2, at half weight), and the promotion threshold is raised until the calibration ranks at most
-`max_unlisted_high` of them P0/P1. The decision is re-derived from the moved priority and grade by the
-decision rules themselves (pipeline/judgment.py), so docs are never "adapt now".
+CI), ceilings (a backport is at most P1; docs, tests and releases at most P1), grades it never moves (docs, CI,
+tests, dependency bumps) and floors (target-platform work stays at P1 or above, silent accuracy corruption at
+P0). The merged PRs of a labelled team window that the team did not list are examples too (at most P2, at
+`unlisted_weight`), and the promotion threshold is raised until the calibration ranks at most
+`max_unlisted_high` of them P0/P1. The decision and importance are re-derived from the moved priority and
+grade by the rules' own tables (analyse/judge.py), so docs are never "adapt now".
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,12 +65,14 @@ class _Cond:
 class Limits:
     """The learning's settings and the hard rules it may not override (priority.toml [learning])."""
 
-    l2: float = 3.0
-    threshold: float = 0.7
+    l2: float = 2.0
+    threshold: float = 0.6
     min_support: int = 2
     min_labels: int = 3
     max_unlisted_high: float = 0.30
     unlisted_weight: float = 0.5
+    min_precedents: int = 2  # labelled items the team moved the same way that a moved item must resemble
+    similarity: float = 0.6  # ... by this share of their flags (Jaccard, rarer flags weighing more) at least
     keep: tuple[_Cond, ...] = ()  # never moved
     keep_grade: tuple[_Cond, ...] = ()  # grade never moved
     priority_max: tuple[_Cond, ...] = ()
@@ -82,10 +87,11 @@ def _conds(entries: Iterable[Mapping[str, Any]], key: str) -> tuple[_Cond, ...]:
 def limits_of(data: Mapping[str, Any]) -> Limits:
     """The [learning] table of priority.toml as Limits."""
     return Limits(
-        l2=float(data.get("l2", 3.0)), threshold=float(data.get("threshold", 0.7)),
+        l2=float(data.get("l2", 2.0)), threshold=float(data.get("threshold", 0.6)),
         min_support=int(data.get("min_support", 2)), min_labels=int(data.get("min_labels", 3)),
         max_unlisted_high=float(data.get("max_unlisted_high", 0.30)),
         unlisted_weight=float(data.get("unlisted_weight", 0.5)),
+        min_precedents=int(data.get("min_precedents", 2)), similarity=float(data.get("similarity", 0.6)),
         keep=_conds(data.get("keep", []), "why"), keep_grade=_conds(data.get("keep_grade", []), "why"),
         priority_max=_conds(data.get("priority_max", []), "max"),
         priority_min=_conds(data.get("priority_min", []), "min"),
@@ -98,23 +104,31 @@ class Calibration:
 
     priority: dict[str, float] = field(default_factory=dict)
     grade: dict[str, float] = field(default_factory=dict)
-    threshold: float = 0.7
-    up_threshold: float = 0.7  # priority promotions (raised to keep unlisted merged PRs out of P0/P1)
+    threshold: float = 0.6
+    up_threshold: float = 0.6  # priority promotions (raised to keep unlisted merged PRs out of P0/P1)
     labels: int = 0
     support: dict[str, int] = field(default_factory=dict)  # flag -> labelled items that carry it
     limits: Limits = field(default_factory=Limits)
+    # field -> the labelled items the team moved away from the rules' answer: (rules' answer, direction, flags)
+    precedents: dict[str, list[tuple[str, int, frozenset[str]]]] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)  # flag -> labelled items that carry it (all flags)
 
     def as_data(self) -> dict[str, Any]:
         """JSON-able (what the store keeps under the digest of its inputs)."""
         return {"priority": self.priority, "grade": self.grade, "threshold": self.threshold,
-                "up_threshold": self.up_threshold, "labels": self.labels, "support": self.support}
+                "up_threshold": self.up_threshold, "labels": self.labels, "support": self.support,
+                "precedents": {name: [[value, sign, sorted(flags)] for value, sign, flags in rows]
+                               for name, rows in self.precedents.items()}, "seen": self.seen}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], limits: Limits) -> Calibration:
+        precedents = {name: [(str(v), int(sign), frozenset(flags)) for v, sign, flags in rows]
+                      for name, rows in data.get("precedents", {}).items()}
         return cls({k: float(v) for k, v in data.get("priority", {}).items()},
                    {k: float(v) for k, v in data.get("grade", {}).items()},
                    float(data.get("threshold", limits.threshold)), float(data.get("up_threshold", limits.threshold)),
-                   int(data.get("labels", 0)), {k: int(v) for k, v in data.get("support", {}).items()}, limits)
+                   int(data.get("labels", 0)), {k: int(v) for k, v in data.get("support", {}).items()}, limits,
+                   precedents, {k: int(v) for k, v in data.get("seen", {}).items()})
 
     @property
     def empty(self) -> bool:
@@ -161,9 +175,35 @@ class Calibration:
             sign, at = -1, at - 1
         else:
             return value, []
+        if not self._precedented(name, flags, value, sign):
+            return value, []
         moved = sorted(((f, weights[f]) for f in flags if weights.get(f, 0.0) * sign > 0),
                        key=lambda fw: (-abs(fw[1]), fw[0]))
         return steps[at], moved[:3]
+
+    def _precedented(self, name: str, flags: frozenset[str], value: str, sign: int) -> bool:
+        """At least `min_precedents` labelled items the rules answered alike and the team moved the same way, each
+        sharing at least `similarity` of its flags with this item: a move follows what the team did to items
+        like it, never a sum of weights alone."""
+        need, like = self.limits.min_precedents, self.limits.similarity
+        found = 0
+        for was, direction, other in self.precedents.get(name, ()):
+            if was == value and direction == sign and self._similarity(flags, other) >= like:
+                found += 1
+                if found >= need:
+                    return True
+        return need <= 0
+
+    def _similarity(self, flags: frozenset[str], other: frozenset[str]) -> float:
+        """Jaccard of two items' flags, each flag weighted by how rare it is among the labelled items (log of
+        the inverse share): flags nearly every item carries ("merged", "code") tell little."""
+        total = self.labels + 1
+
+        def weight(flag: str) -> float:
+            return math.log(total / (self.seen.get(flag, 0) + 1)) + 1e-6
+
+        union = sum(weight(f) for f in flags | other)
+        return sum(weight(f) for f in flags & other) / union if union else 0.0
 
     def _bounded(self, flags: frozenset[str], rules: str, moved: str) -> str:
         """`moved` within the hard rules: ceilings always, floors where the rules ranked at least that high."""
@@ -221,7 +261,10 @@ def _ridge(rows: list[tuple[tuple[str, ...], float, float]], l2: float, keep: se
 
 
 def fit(examples: Sequence[Example], limits: Limits) -> Calibration:
-    """The calibration the examples give (empty with fewer than `limits.min_labels` labelled items)."""
+    """The calibration the examples give (empty with fewer than `limits.min_labels` labelled items); the same
+    whatever the order of the examples."""
+    examples = sorted(examples, key=lambda e: (sorted(e.features), e.priority, e.grade, str(e.label_priority),
+                                               str(e.label_grade), e.listed))
     listed = [e for e in examples if e.listed and (e.label_priority or e.label_grade)]
     if len(listed) < limits.min_labels:
         return Calibration(threshold=limits.threshold, up_threshold=limits.threshold, labels=len(listed),
@@ -231,7 +274,8 @@ def fit(examples: Sequence[Example], limits: Limits) -> Calibration:
         for f in set(e.features):
             support[f] = support.get(f, 0) + 1
     keep = {f for f, n in support.items() if n >= limits.min_support}
-    weights = {}
+    weights: dict[str, dict[str, float]] = {}
+    precedents: dict[str, list[tuple[str, int, frozenset[str]]]] = {"priority": [], "grade": []}
     for name in ("priority", "grade"):
         rows = []
         for e in examples:
@@ -245,9 +289,13 @@ def fit(examples: Sequence[Example], limits: Limits) -> Calibration:
                 d = None
             if d is not None:
                 rows.append((e.features, d, w))
+                if e.listed and d:
+                    precedents[name].append((rules, 1 if d > 0 else -1, frozenset(e.features)))
         weights[name] = _ridge(rows, limits.l2, keep) if rows else {}
     model = Calibration(weights["priority"], weights["grade"], limits.threshold, limits.threshold, len(listed),
-                        {f: n for f, n in sorted(support.items()) if f in keep}, limits)
+                        {f: n for f, n in sorted(support.items()) if f in keep}, limits,
+                        {name: sorted(rows, key=lambda r: (r[0], r[1], sorted(r[2]))) for name, rows in precedents.items()},
+                        dict(sorted(support.items())))
     _guard_unlisted(model, [e for e in examples if not e.listed])
     return model
 

@@ -19,7 +19,7 @@ from ..analyse.learn import Calibration, Example, fit, limits_of
 from ..models import AnalysedItem
 from .labels import Label, LabelFile, _is_team
 
-__all__ = ["K", "cross_validated", "fold_of"]
+__all__ = ["K", "cross_validated", "examples_of", "fold_of", "judged"]
 
 K = 5
 
@@ -35,7 +35,8 @@ def _scalar(values: list[str] | None) -> str | None:
     return values[0] if values else None
 
 
-def _examples(labels: Sequence[Label], found: Mapping[str, AnalysedItem]) -> list[Example]:
+def examples_of(labels: Sequence[Label], found: Mapping[str, AnalysedItem]) -> list[Example]:
+    """The labels as examples of the calibration (the rules' flags and answers of their items in `found`)."""
     out = []
     for label in labels:
         analysed = found.get(f"{label.repo.lower()}#{label.number}")
@@ -72,22 +73,23 @@ def cross_validated(labels: LabelFile, found: Mapping[str, AnalysedItem],
     for name in sorted(folds):
         inside = {f"{lab.repo.lower()}#{lab.number}" for lab in folds[name]}
         train = [lab for other, labs in folds.items() if other != name for lab in labs]
-        examples = _examples(train, found)
+        examples = examples_of(train, found)
         examples += [ex for key, ex in store_examples.items() if key not in inside]
         for part in {lab.split for lab in train if _is_team(lab.split)}:
             examples += _unlisted(part, labels, windows)
         model = models[name] = fit(examples, limits)
         for key in inside:
             if key in found:
-                out_found[key] = _judged(found[key], judge, model)
+                out_found[key] = judged(found[key], judge, model)
         if name in windows:
-            out_windows[name] = [_judged(ai, judge, model) for ai in windows[name]]
+            out_windows[name] = [judged(ai, judge, model) for ai in windows[name]]
         if name in radar:
-            out_radar[name] = [_judged(ai, judge, model) for ai in radar[name]]
+            out_radar[name] = [judged(ai, judge, model) for ai in radar[name]]
     return out_found, out_windows, out_radar, models
 
 
-def _judged(ai: AnalysedItem, judge: Judge, model: Calibration) -> AnalysedItem:
+def judged(ai: AnalysedItem, judge: Judge, model: Calibration) -> AnalysedItem:
+    """A copy of `ai` as `model` judges it (the stored analysis is left as it is)."""
     copy = AnalysedItem(ai.item, replace(ai.analysis, label=None, rules=None, learned=None))
     judge.overlay(copy.analysis, None, model)
     return copy
