@@ -35,9 +35,13 @@ def rules(conf) -> RuleSet:
 
 
 def item_of(case: dict) -> Item:
-    return Item(repo=case["repo"], kind="pr", key="1", number=1, title=case["title"], body=case["body"],
-                files=[FileChange(p, a, d) for p, a, d in case["files"]], state=case.get("state", "merged"),
-                merged_at=datetime(2026, 7, 3, tzinfo=UTC))
+    """A merged PR with its diffstat, or (`state` open, no files) a pasted page: paths only its text names."""
+    merged = case.get("state", "merged") == "merged"
+    when = datetime(2026, 7, 3, tzinfo=UTC)
+    return Item(repo=case["repo"], kind=case.get("kind", "pr"), key="1", number=1, title=case["title"],
+                body=case["body"], files=[FileChange(p, a, d) for p, a, d in case["files"]],
+                state=case.get("state", "merged"), merged_at=when if merged else None, updated_at=when,
+                named_paths=case.get("named_paths", []), source="jsonl" if merged else "page")
 
 
 def _ok(want, got) -> bool:

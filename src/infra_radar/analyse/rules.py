@@ -408,6 +408,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         # the watched field (serving, RL, multimodal, kernels, MoE, ...): relevance without the focus
         "domain": any(t in prio.get("domain_topics", []) for t in topics),
         "hot": "core-path" in risks or any(t in prio.get("hot_topics", []) for t in topics),
+        "hot-core": "core-path" in risks or any(t in prio.get("hot_core_topics", []) for t in topics),
         "target-named": named,
         "target-x": named and item.repo.lower() not in rules.native_repos,
         "adaptation": bool(facts.hit("title", "adapt") or facts.hit("tags", "adapt")),
@@ -438,8 +439,13 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
 
 def _eval_work(facts: Facts) -> bool:
     """The title names an evaluation or a metric and every changed code file is evaluation, benchmark, test
-    or tooling code: the change aligns how a score is computed, not what the model computes."""
-    if not facts.diffstat or not facts.files or not (facts.hit("title", "evaltitle") or facts.hit("tags", "evaltitle")):
+    or tooling code: the change aligns how a score is computed, not what the model computes. Without a
+    diffstat (a page), the title must name the alignment too, and the paths the text names (if any) count."""
+    if not (facts.hit("title", "evaltitle") or facts.hit("tags", "evaltitle")):
+        return False
+    if facts.diffstat and not facts.files:
+        return False
+    if not facts.diffstat and not facts.hit("title", "evalalign"):  # a page: the title says it aligns a score
         return False
     return all("evalpath" in classes or "code_exclude" in classes
                for _, classes, _ in facts.files if "code" in classes)
