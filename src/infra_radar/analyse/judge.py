@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..models import Analysis, Text
+from .flags import _score
 from .learn import Calibration
 from .ruleset import _Rule, _rule, _Scores, _scores, _text
 
@@ -80,17 +81,8 @@ class Judge:
         analysis.importance = self._importance(analysis, flags)
 
     def _importance(self, analysis: Analysis, flags: set[str]) -> int:
-        scores = self.importance
         weights = [self.focus_weights.get(t, 1.0) for t in analysis.topics if t in self.focus]
-        value = scores.base + ((max(weights) - 1.0) * self.factor if weights else 0.0)
-        value += sum(add for flag, add in scores.points if flag in flags)
-        for cap in scores.caps:
-            if cap.holds(flags):
-                value = min(value, cap.value)
-        for floor in scores.floors:
-            if floor.holds(flags):
-                value = max(value, floor.value)
-        return max(1, min(5, int(value + 0.5)))
+        return _score(self.importance, flags, (max(weights) - 1.0) * self.factor if weights else 0.0)
 
     def _why(self, rules_why: Text, key: str) -> Text:
         return dict(self.texts.get(key) or rules_why)
