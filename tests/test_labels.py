@@ -280,3 +280,21 @@ def test_eval_prints_the_cross_validated_figures_and_checks_them(days):
     assert "as the radar shows them" in out
     data = _scores(days["2026-07-04"])
     assert set(data["learning"]) == {"cross_validated", "folds", "shown"}
+
+
+def test_a_read_fits_the_calibration_itself_when_the_store_has_none_for_its_inputs(days):
+    """A store whose kept calibration was fitted on other inputs (here: none kept at all) is judged by one fitted
+    in memory: `radar show` on the stdlib sqlite3 path and the export agree with what a refit stores."""
+    import sqlalchemy as sa
+
+    from infra_radar.config import load_settings
+    from infra_radar.pipeline.home import open_store
+
+    radar("label", "--import", str(days["2026-07-03"]))
+    expected = _export()["acme/trainer#111"]["learned"]
+    engine = open_store(load_settings())
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM label_models"))
+    engine.dispose()
+    assert "Calibrated by the team's labels: P1 → P2" in radar("show", "acme/trainer#111", "--lang", "en")
+    assert _export()["acme/trainer#111"]["learned"] == expected
