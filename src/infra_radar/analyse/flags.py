@@ -70,6 +70,7 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "silent-body": kind == "bugfix" and bool(facts.hit("body", "silentbody")),
         "cache-title": bool(facts.hit("title", "cachetitle") or facts.hit("tags", "cachetitle")),
         "host-code": _host_code(facts),
+        "doc-adds": facts.type_word in ("feat", "feature") or bool(facts.hit("title", "docadds")),
     }
     flags.update(name for name, on in conditions.items() if on)
     if flags & {"mechanism", "design", "long", "numbers"}:

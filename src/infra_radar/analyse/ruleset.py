@@ -185,6 +185,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     index.add(prio.get("correctness_words", []), "correct", body=False)
     index.add(prio.get("mechanism_title_words", []), "mechtitle", body=False)
     index.add(prio.get("eval_words", []), "evaltitle", body=False)
+    index.add(prio.get("doc_adds_words", []), "docadds", body=False)
     index.add(prio.get("eval_alignment_words", []), "evalalign", body=False)
     index.add(prio.get("cache_title_words", []), "cachetitle", body=False)
     index.add(prio.get("accuracy_body_words", []), "silentbody")
