@@ -184,7 +184,11 @@ def test_every_output_shows_the_teams_label_marked_as_the_teams(days, tmp_path):
     # the daily radar, both languages: the row and the deep dive carry the team's priority with its mark
     zh = radar("daily", "--since", "2026-07-03T00:00Z", "--until", "2026-07-04T00:00Z")
     assert re.search(r"\| P0（团队标注） \| \[acme/infer#301\]", zh), zh
-    assert "L（团队标注）" in zh
+    assert "优先级：P0（团队标注）" in zh  # the deep dive
+    assert "适配分级：L（团队标注） —— 团队标注为 L（lead）；规则判为 M" in zh
+    # the short table: a labelled priority, and a labelled grade in its note
+    assert re.search(r"\| P2（团队标注） \| \[acme/trainer#101\]", zh)
+    assert re.search(r"\| P2 \| \[acme/omni#201\][^\n]*\| S（团队标注）：", zh)
     en = radar("daily", "--since", "2026-07-03T00:00Z", "--until", "2026-07-04T00:00Z", "--lang", "en")
     assert "P0 (team label)" in en
     # a recipe the rules rank P1 and the team P2 leaves the P0/P1 table

@@ -215,6 +215,11 @@ def team_view(a, t: dict[str, Any]) -> Md:
     return Md("")
 
 
+def grade_shown(a, t: dict[str, Any]) -> str:
+    """The grade as listings show it: the team's label carries the team's mark."""
+    return f"{a.grade}{t['common']['team_mark']}" if (a.label or {}).get("grade") else a.grade
+
+
 def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
     """The facts every listing of an item shows; a priority or grade the team labelled carries the team's mark."""
     item, a, lang = ai.item, ai.analysis, t["lang"]
@@ -223,7 +228,7 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
         "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": html.unescape(item.title),
         "priority": f"{a.priority}{mark}" if label.get("priority") else a.priority, "priority_code": a.priority,
         "state": name(t, "states", "draft" if item.draft else item.state),
-        "grade": f"{a.grade}{mark}" if label.get("grade") else a.grade, "grade_name": name(t, "grades", a.grade),
+        "grade": grade_shown(a, t), "grade_name": name(t, "grades", a.grade),
         "team": team_view(a, t),
         "grade_reason": pick(a.grade_reason, lang), "decision": name(t, "decisions", a.decision),
         "decision_reason": pick(a.decision_reason, lang), "kind": name(t, "kinds", a.item_kind),

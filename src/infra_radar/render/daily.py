@@ -12,6 +12,7 @@ from .base import (
     PRIORITY_ORDER,
     TOP,
     day,
+    grade_shown,
     iso,
     link_url,
     link_views,
@@ -36,7 +37,7 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> s
     """One-line note of the short table: grade letter and the item's conclusion, short (a clipped quote, the
     headline figure and the decision; the module and porting caveat are the P0/P1 table's)."""
     what, rest = conclusion_parts(ai, t, _porting(ai, target), short=True)
-    return f"{ai.analysis.grade}{t['common']['colon']}{t['common']['semi'].join(what + rest)}"
+    return f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{t['common']['semi'].join(what + rest)}"
 
 
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> dict[str, Any]:
