@@ -26,6 +26,7 @@ from ..store import labels as stored
 __all__ = ["calibration", "examples", "judge", "judging_tables", "keyed_examples", "refit", "store_examples"]
 
 _FITTED: dict[str, tuple[Calibration, dict[str, Any]]] = {}  # digest -> (calibration, tables), for the process
+_KEEP = 4  # digests kept (a long-running `radar serve` sees the labels change)
 
 
 def judge(settings: Settings, store, found: Sequence[AnalysedItem]) -> Sequence[AnalysedItem]:
@@ -109,6 +110,8 @@ def _calibration(settings: Settings, store, team: list[stored.TeamLabel]) -> tup
     digest, else fitted here."""
     key, windows = _digest(store, team)
     if key not in _FITTED:
+        while len(_FITTED) >= _KEEP:
+            _FITTED.pop(next(iter(_FITTED)))
         data = stored.stored_model(store, key)
         if _usable(data):
             tables = data["tables"]
