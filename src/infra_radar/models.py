@@ -191,6 +191,14 @@ class Analysis:
     summary: Text = field(default_factory=dict)  # one-line conclusion
     checklist: list[Text] = field(default_factory=list)  # no longer filled (render/checklist.py chooses the steps); kept so older stored analyses load
     version: str = ""  # analyser version; a change triggers recomputation
+    features: list[str] = field(default_factory=list)  # the rules' flags for this item (the calibration reads them)
+    why: Text = field(default_factory=dict)  # the priority rule that decided, as reasons quote it
+    # Set when the analysis is read, never stored (pipeline/judgment.py): the team's label of the item, the
+    # rules' own priority/grade/decision when the label or the calibration changed them, and the calibration's
+    # move with the flags that made it.
+    label: dict | None = None
+    rules: dict | None = None
+    learned: dict | None = None
 
 
 @dataclass(slots=True)

@@ -26,7 +26,10 @@ def rules_version(settings: Settings) -> str:
     files = [rules / f"{name}.toml" for name in RULE_FILES]
     if settings.rules_dir is not None:
         files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
-    files += [rules / "claims.toml", rules / "links.toml", *sorted(Path(__file__).parent.glob("*.py"))]
+    files += [rules / "claims.toml", rules / "links.toml", rules / "porting.toml",
+              *sorted(Path(__file__).parent.glob("*.py"))]
+    if settings.rules_dir is not None:  # the grade rules read the user's porting map (drop-in counterparts)
+        files.append(settings.rules_dir / "porting.toml")
     digest = hashlib.sha256()
     for path in files:
         try:

@@ -42,9 +42,12 @@ def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -
     """Everything the card of repo#number shows, from a store that needs no analysis."""
     from ..render.context import CardInput
     from ..store.ledger import adapted_in
+    from .judgment import judge
     from .relations import upstream_stub
 
     found = queries.analysed_item(db, repo, number)
+    if found is not None:
+        judge(settings, db, [found])
     if found is None:  # an upstream PR known only because downstream PRs adapted to it
         adapted = adapted_in(db, repo, number)
         if not adapted:

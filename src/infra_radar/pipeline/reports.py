@@ -60,7 +60,10 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
 
 def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
     """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
-    return as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
+    from .judgment import judge
+
+    return judge(settings, engine, as_of(settings, queries.analysed_in_window(engine, window, names, opened=True),
+                                         window.until))
 
 
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
@@ -149,9 +152,11 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
 
     (name,) = _check_repos(engine, [repo])
     analyze(settings, engine)
+    from .judgment import judge
+
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
-                       items=queries.analysed_in_window(engine, window, [name]),
-                       previous=queries.analysed_in_window(engine, previous(window), [name]),
+                       items=judge(settings, engine, queries.analysed_in_window(engine, window, [name])),
+                       previous=judge(settings, engine, queries.analysed_in_window(engine, previous(window), [name])),
                        key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
                        target=settings.target, data_end=queries.newest_time(engine, name),
                        is_bot=bot_test(settings), rules_dir=settings.rules_dir)
@@ -197,7 +202,9 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
 
     names = _check_repos(engine, [repo]) if repo else None
     analyze(settings, engine)
-    found = queries.analysed_in_window(engine, window, names, state=state)
+    from .judgment import judge
+
+    found = judge(settings, engine, queries.analysed_in_window(engine, window, names, state=state))
     index = queries.title_index(engine, sorted({a.item.repo for a in found}))
     cache = batch_cache(engine)
     back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
+from ..pipeline.judgment import judge
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
 from ..store import queries
 from ..store.rows import from_db_time
@@ -127,8 +128,9 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     from ..pipeline.reports import bot_test
 
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
-                      items=queries.analysed_in_window(engine, window, [repo]),
-                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs,
+                      items=judge(settings, engine, queries.analysed_in_window(engine, window, [repo])),
+                      previous=judge(settings, engine, queries.analysed_in_window(engine, before, [repo])),
+                      key_prs=settings.weekly_key_prs,
                       target=settings.target, data_end=queries.newest_time(engine, repo), is_bot=bot_test(settings),
                       rules_dir=settings.rules_dir)
     ctx = weekly_context(inp, t, settings.focus_weights)

@@ -138,10 +138,12 @@ class Site:
     """Renders every page of the site from the grouped store data. With `memory` (pipeline.memory.Memory), each
     daily page recalls the radars before it, and is remembered (in `records`) for the pages after it."""
 
-    def __init__(self, settings: Settings, data: SiteData, site_url: str = "", memory=None) -> None:
+    def __init__(self, settings: Settings, data: SiteData, site_url: str = "", memory=None,
+                 judge=None) -> None:
         self.settings, self.data, self.lang = settings, data, settings.lang
         self.memory, self.records = memory, []
         self._recalled: dict[date, Any] = {}
+        self.judge = judge or (lambda items: items)  # the team's labels over items judged again as they stood
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
@@ -263,7 +265,7 @@ class Site:
 
         window = day_window(day)
         # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
-        items = as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled)
+        items = self.judge(as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled))
         inp = DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
                          deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
                          generated_at=window.until, calendar_day=True)
@@ -501,7 +503,10 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     started = time.perf_counter()
     progress.stage("reading the store")
     analyze(settings, engine)
-    site = Site(settings, load_site_data(engine), site_url, Memory.load(settings, engine))
+    from ..pipeline.judgment import judge
+
+    site = Site(settings, load_site_data(engine, settings), site_url, Memory.load(settings, engine),
+                lambda items: judge(settings, engine, items))
     progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
                  f"({time.perf_counter() - started:.1f}s)")
     writer = PageWriter.open(out_dir)

@@ -180,41 +180,58 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
 _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
 
 
+@lru_cache(maxsize=1)
+def _templates() -> list[tuple[str, re.Pattern[str]]]:
+    """Every step text of the rules, in each language, as a pattern whose placeholders match anything."""
+    r = checklist_rules()
+    out = []
+    for group in ("step", "fallback", "spare"):
+        for i, step in enumerate(r.get(group, [])):
+            for text in step["text"].values():
+                parts = _PLACEHOLDER.split(text)  # literal, name, literal, name, ...
+                body = "".join(re.escape(p) if k % 2 == 0 else ".+?" for k, p in enumerate(parts))
+                out.append((step.get("group") or f"{group}:{i}", re.compile(body, re.S)))
+    return out
+
+
 def shape(step: str) -> str:
-    """A step with its item-specific parts (code spans, quotes, parentheses, numbers) removed."""
+    """What a step is, whatever item it names: the rule it was built from (a model name, a flag or a module
+    filled into the same sentence is the same step), else its text without code spans, quotes, parentheses
+    and numbers."""
+    for key, pattern in _templates():
+        if pattern.fullmatch(step):
+            return key
     return " ".join(_CODE.sub(" ", step).split())
 
 
-def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None = None) -> list[list[str]]:
-    """Checklists of one report where no step shape is on more than `max_share` of the items: an
-    over-used shape is dropped from items that have other steps, or swapped for another fallback that
-    fits the item; an item is never left empty."""
+def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None = None,
+               most: int | None = None) -> list[list[str]]:
+    """Checklists of one report where no step (the rule it was built from, `shape`) is on more than `max_share`
+    of the items. Items are served in order (the deep dives first): a step already used as often as allowed
+    is dropped from a later item that has other steps, swapped for another step that fits it when it has
+    none, and otherwise left out, so an item with nothing of its own shows no line rather than a generic one.
+    `most`: the steps an item shows at most (only those count as used)."""
     n = sum(1 for steps in checklists if steps)  # the share is of the items that show a checklist
     if n < 2:
         return checklists
     alternates = alternates or [[] for _ in checklists]
     limit = max(1, int(float(checklist_rules().get("max_share", 0.25)) * n))
-    counts: dict[str, int] = {}
-    for steps in checklists:
-        for sh in {shape(s) for s in steps}:
-            counts[sh] = counts.get(sh, 0) + 1
+    used: dict[str, int] = {}
     out = []
     for steps, spare in zip(checklists, alternates, strict=True):
-        kept = []
-        for step in steps:
+        kept: list[str] = []
+        shapes: set[str] = set()
+        for step in [*steps, *spare]:
             sh = shape(step)
-            if counts[sh] <= limit:
-                kept.append(step)
+            if sh in shapes or used.get(sh, 0) >= limit:
                 continue
-            others = [s for s in steps if s is not step and counts[shape(s)] <= limit]
-            swap = next((a for a in spare if counts.get(shape(a), 0) < limit and shape(a) not in
-                         {shape(k) for k in kept}), None)
-            if others or swap:
-                counts[sh] -= 1
-                if swap:
-                    counts[shape(swap)] = counts.get(shape(swap), 0) + 1
-                    kept.append(swap)
-            else:
-                kept.append(step)
-        out.append(list(dict.fromkeys(kept)))
+            if step not in steps and kept:  # an alternate only stands in for an item with nothing left
+                break
+            kept.append(step)
+            shapes.add(sh)
+            if most is not None and len(kept) >= most:
+                break
+        for sh in shapes:
+            used[sh] = used.get(sh, 0) + 1
+        out.append(kept)
     return out

@@ -19,6 +19,7 @@ from .base import (
     PRIORITY_ORDER,
     TOP,
     day,
+    grade_shown,
     iso,
     link_url,
     name,
@@ -96,8 +97,12 @@ def _base(ai: AnalysedItem, t: dict[str, Any], short: dict[str, str]) -> dict[st
 
 
 def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> Md:
-    """One-line note of the short table: what changes and what it means for the target, in one sentence."""
-    return join_sentence(conclusion_parts(ai, t, _porting(ai, target), short=True, target=target), t)
+    """One-line note of the short table: what changes and what it means for the target, in one sentence (a grade
+    the team labelled leads it, with the team's mark: the short table has no grade column)."""
+    note = join_sentence(conclusion_parts(ai, t, _porting(ai, target), short=True, target=target), t)
+    if (ai.analysis.label or {}).get("grade"):
+        return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
+    return note
 
 
 def downstream_note(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
@@ -290,7 +295,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     # the checklist: one line per deep-dived or P0 item, on the item's own switches, models and metrics
     checked = deep + [ai for ai in top + listed if ai.analysis.priority == "P0" and ai not in deep]
     check_rows = [_row(ai, t, target, tname, short) for ai in checked]
-    spread = spread_out([r["checklist"] for r in check_rows], [r.pop("alternates") for r in check_rows])
+    spread = spread_out([r["checklist"] for r in check_rows], [r.pop("alternates") for r in check_rows], most=2)
     checks = []
     for r, steps in zip(check_rows, spread, strict=True):
         if steps and len(checks) < CHECK_LINES:

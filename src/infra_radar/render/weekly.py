@@ -17,7 +17,7 @@ from typing import Any
 
 from ..analyse.porting import applied
 from ..models import COMMIT, MERGED, PR, AnalysedItem
-from .base import CHANGE_KINDS, TOP, day, delta, mean, name, rank, row
+from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, row
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, link, text
@@ -96,7 +96,9 @@ def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict
     w, c = t["weekly"], t["common"]
     view = row(ai, t)
     claim = headline_claim(ai.analysis.perf_claims)
-    grade = w["quick_grade"].format(grade=ai.analysis.grade, decision=name(t, "decisions", ai.analysis.decision))
+    grade = w["quick_grade"].format(grade=grade_shown(ai.analysis, t), decision=name(t, "decisions", ai.analysis.decision))
+    # a priority the team labelled says so (the key PRs are chosen by it)
+    team = [f"{ai.analysis.priority}{c['team_mark']}"] if (ai.analysis.label or {}).get("priority") else []
     risks = [name(t, "risks", r) for r in ai.analysis.risk_labels if r in ("silent-accuracy", "breaking",
                                                                            "new-default")]
     extras = [x for x in (w["quick_risk"].format(risk=risks[0]) if risks else "", _porting_note(ai, target, t)) if x]
@@ -104,7 +106,7 @@ def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict
     for size, with_context, keep in ((70, True, 2), (70, False, 1), (70, False, 0), (50, False, 0), (35, False, 0)):
         what = gist(ai, t, size)
         rest = [str(figure(claim, t, with_context))] if claim else []
-        rest += [grade, *extras[:keep]]
+        rest += [*team, grade, *extras[:keep]]
         line = f"{what}{c['colon']}{c['semi'].join(rest)}"
         if link_len + len(line) <= limit:
             break

@@ -47,7 +47,7 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
-                   "006_created_index", "007_published_radars")
+                   "006_created_index", "007_published_radars", "008_labels")
 
 
 def applied_migrations(store) -> set[str]:

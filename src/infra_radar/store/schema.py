@@ -333,6 +333,39 @@ def _v7_columns() -> dict[str, list]:
     }
 
 
+def _v8_columns() -> dict[str, list]:
+    """The team's labels (008), apart from the analyses so they survive re-analysis and new rule versions: one
+    current label per item (repo as given, matched case-insensitively, and number), the windows of the team's
+    radars they came with, and the calibration fitted from them (cached by the digest of what it was fitted on).
+    No foreign keys: a label may name an item the store does not hold yet."""
+    return {
+        "labels": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("repo", sa.String(200), nullable=False),
+            sa.Column("number", _BIG64, nullable=False),
+            sa.Column("priority", sa.String(8)),  # P0 | P1 | P2 | none; NULL: the grade only
+            sa.Column("grade", sa.String(4)),  # S | M | L; NULL: the priority only
+            sa.Column("note", sa.Text, nullable=False),
+            sa.Column("labelled_by", sa.String(200), nullable=False),
+            _time("labelled_at", nullable=False),
+            sa.Column("source", sa.Text, nullable=False),  # "cli" or the imported file
+            sa.Column("part", sa.String(64), nullable=False),  # the team radar's day it came from, or ""
+            sa.UniqueConstraint("repo", "number", name="uq_labels_repo_number"),
+        ],
+        "label_windows": [
+            sa.Column("part", sa.String(64), primary_key=True),
+            _time("since", nullable=False), _time("until", nullable=False),
+            sa.Column("repos", sa.JSON, nullable=False),
+            _time("labelled_at", nullable=False),
+        ],
+        "label_models": [
+            sa.Column("digest", sa.String(64), primary_key=True),
+            sa.Column("data", sa.JSON, nullable=False),
+            _time("fitted_at", nullable=False),
+        ],
+    }
+
+
 _V7_INDEXES = [("ix_published_items_ref", "published_items", ["repo", "number"]),
                ("ix_published_items_radar", "published_items", ["radar_id"])]
 for _name, _cols in _v7_columns().items():
@@ -351,10 +384,22 @@ def m007_published_radars(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+for _name, _cols in _v8_columns().items():
+    sa.Table(_name, metadata, *_cols)
+labels, label_windows, label_models = (metadata.tables[n] for n in ("labels", "label_windows", "label_models"))
+
+
+def m008_labels(op: Operations) -> None:
+    """The team's labels, their radars' windows and the calibration fitted from them (no table of 007 used)."""
+    for name, cols in _v8_columns().items():
+        op.create_table(name, *cols)
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
     m007_published_radars,
+    m008_labels,
 ], strict=True))
 
 
