@@ -63,9 +63,10 @@ def cut_words(text: str, corpus: str) -> list[str]:
     return bad
 
 
-def _step_patterns() -> list[tuple[str, re.Pattern[str]]]:
-    """The packaged checklist steps as patterns (placeholders match anything): the same sentence filled with
-    another item's model, flag or module is the same step."""
+def _step_patterns() -> list[tuple[str, re.Pattern[str], bool]]:
+    """The packaged checklist steps as patterns capturing their placeholders, with whether the values they
+    name make another step: a fallback (it names a module) or a step of a group is one step for any item; a
+    step naming the item's own switches, env vars, kernels or versions differs by them."""
     import tomllib
     from importlib import resources
 
@@ -77,16 +78,19 @@ def _step_patterns() -> list[tuple[str, re.Pattern[str]]]:
             for text in step["text"].values():
                 parts = re.split(r"\{\w+\}", text)
                 key = step.get("group") or f"{group}:{i}"  # wordings of one step share its group
-                out.append((key, re.compile(".+?".join(re.escape(p) for p in parts), re.S)))
+                out.append((key, re.compile("(.+?)".join(re.escape(p) for p in parts), re.S),
+                            group == "step" and not step.get("group")))
     return out
 
 
 def step_shape(step: str) -> str:
-    """The rule a checklist step was built from, else the step without its item-specific parts."""
+    """The rule a checklist step was built from (with the values that make it the item's own), else the step
+    without its item-specific parts."""
     step = step.strip().rstrip("。.")
-    for key, pattern in _step_patterns():
-        if pattern.fullmatch(step):
-            return key
+    for key, pattern, by_value in _step_patterns():
+        found = pattern.fullmatch(step)
+        if found:
+            return f"{key}|{'|'.join(found.groups())}" if by_value else key
     return " ".join(CODE.sub(" ", step).split())
 
 

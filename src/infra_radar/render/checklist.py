@@ -181,26 +181,30 @@ _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
 
 
 @lru_cache(maxsize=1)
-def _templates() -> list[tuple[str, re.Pattern[str]]]:
-    """Every step text of the rules, in each language, as a pattern whose placeholders match anything."""
+def _templates() -> list[tuple[str, re.Pattern[str], bool]]:
+    """Every step text of the rules, in each language, as a pattern capturing its placeholders; with whether
+    the values it names make it another step (a step's switches, env vars, kernels or versions are the item's
+    own) or not (a fallback on a module, or a step of a `group`: the same sentence for any item)."""
     r = checklist_rules()
     out = []
     for group in ("step", "fallback", "spare"):
         for i, step in enumerate(r.get(group, [])):
             for text in step["text"].values():
                 parts = _PLACEHOLDER.split(text)  # literal, name, literal, name, ...
-                body = "".join(re.escape(p) if k % 2 == 0 else ".+?" for k, p in enumerate(parts))
-                out.append((step.get("group") or f"{group}:{i}", re.compile(body, re.S)))
+                body = "".join(re.escape(p) if k % 2 == 0 else "(.+?)" for k, p in enumerate(parts))
+                by_value = group == "step" and not step.get("group")
+                out.append((step.get("group") or f"{group}:{i}", re.compile(body, re.S), by_value))
     return out
 
 
 def shape(step: str) -> str:
-    """What a step is, whatever item it names: the rule it was built from (a model name, a flag or a module
-    filled into the same sentence is the same step), else its text without code spans, quotes, parentheses
-    and numbers."""
-    for key, pattern in _templates():
-        if pattern.fullmatch(step):
-            return key
+    """What a step is: the rule it was built from, with the item's own values when they make it another step
+    (a module or a model filled into a fallback or a grouped step is the same step), else its text without
+    code spans, quotes, parentheses and numbers."""
+    for key, pattern, by_value in _templates():
+        found = pattern.fullmatch(step)
+        if found:
+            return f"{key}|{'|'.join(found.groups())}" if by_value else key
     return " ".join(_CODE.sub(" ", step).split())
 
 
