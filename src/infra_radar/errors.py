@@ -2,6 +2,7 @@
 
     RadarError                 base; the CLI prints its message in one line and exits non-zero
     ├── ConfigError            bad radar.toml, bad option values, unknown repository
+    │   └── RefError           an item reference or repository name GitHub could not have
     ├── StoreError             the database cannot be opened or migrated
     │   └── StoreBusyError     another process writes the store and did not finish in time
     ├── SourceError            a source cannot be read (missing clone, broken file)
@@ -20,6 +21,10 @@ class RadarError(Exception):
 
 class ConfigError(RadarError):
     """Configuration is invalid."""
+
+
+class RefError(ConfigError):
+    """An OWNER/NAME#N reference or an OWNER/NAME that GitHub could not have."""
 
 
 class StoreError(RadarError):

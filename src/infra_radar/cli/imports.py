@@ -90,9 +90,11 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
 def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, since: str | None,
                    until: str | None) -> None:
     """Import a local clone: squash-merged PRs, merge commits, direct commits and tags."""
+    from ..models import check_repo
     from ..sources.git import StartedClone
     from ..windows import make_window, parse_when
 
+    repo = check_repo(repo)  # before git starts: a name GitHub could not have is refused, not imported
     window = None
     if since or until:
         from datetime import UTC, datetime
@@ -100,18 +102,17 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
         window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
                              parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
     patterns = [b.strip() for b in branches.split(",") if b.strip()] if branches else None
-    settings, started = obj.settings(), None
-    if repo.count("/") == 1:  # git log starts now and reads while the store opens (SQLAlchemy, the writer lock)
-        started = StartedClone(path, patterns or settings.repo(repo).branches,
-                               window.since if window else None, window.until if window else None)
+    settings = obj.settings()
+    # git log starts now and reads while the store opens (SQLAlchemy, the writer lock)
+    started = StartedClone(path, patterns or settings.repo(repo).branches,
+                           window.since if window else None, window.until if window else None)
     try:
         from ..pipeline.imports import import_git
 
         with _progress("reading git log") as tick:
             result = import_git(settings, obj.engine(write=True), path, repo, patterns, window, tick, started)
     finally:
-        if started is not None:
-            started.close()
+        started.close()
     _print_import(result)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..models import MAX_NUMBER
 from .common import Context, pass_ctx
 
 
@@ -17,7 +18,7 @@ def _counts(counter) -> str:
 @click.command("import-page")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--repo", help="OWNER/NAME of the pull request (wins over what the page says).")
-@click.option("--number", type=click.IntRange(min=1), help="Pull request number (wins over what the page says).")
+@click.option("--number", type=click.IntRange(min=1, max=MAX_NUMBER), help="Pull request number (wins over what the page says).")
 @pass_ctx
 def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | None) -> None:
     """Import text copied from a PR page (any site, any fragment): description once, human comments, no noise."""

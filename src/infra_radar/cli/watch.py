@@ -19,7 +19,7 @@ def watch() -> None:
 @pass_ctx
 def watch_add(obj: Context, ref: str, reason: str) -> None:
     """Watch OWNER/NAME#N."""
-    from ..pipeline.card import parse_ref
+    from ..models import parse_ref
     from ..store.save import watch_add as add
 
     repo, number = parse_ref(ref)
@@ -42,7 +42,7 @@ def watch_list(obj: Context) -> None:
 @pass_ctx
 def watch_remove(obj: Context, ref: str) -> None:
     """Stop watching OWNER/NAME#N."""
-    from ..pipeline.card import parse_ref
+    from ..models import parse_ref
     from ..store.save import watch_remove as remove
 
     repo, number = parse_ref(ref)

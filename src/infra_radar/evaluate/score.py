@@ -272,9 +272,9 @@ def _agree(want: float | None, have: float | None) -> bool:
 
 def evaluate_store(settings, engine, path: Path) -> Report:
     """Score a labels file against the items of the store (analysing what is not analysed yet)."""
-    from ..pipeline.analysis import analyze
     from ..analyse.rules import KINDS, RuleSet
     from ..models import Window
+    from ..pipeline.analysis import analyze
     from ..store import queries
 
     analyze(settings, engine)

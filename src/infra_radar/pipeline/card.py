@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError
+from ..models import parse_ref
 from ..store import queries
 
 if TYPE_CHECKING:
@@ -28,14 +29,6 @@ if TYPE_CHECKING:
     from ..store.reader import Reader
 
 FORCE_SQLALCHEMY = "RADAR_SHOW_SQLALCHEMY"  # "1": `radar show` always takes the SQLAlchemy path
-
-
-def parse_ref(ref: str) -> tuple[str, int]:
-    """'owner/name#123' -> ('owner/name', 123)."""
-    repo, sep, number = ref.strip().rpartition("#")
-    if not sep or repo.count("/") != 1 or not number.isdigit() or len(number) > 18:
-        raise ConfigError(f"invalid item reference {ref[:80]!r}: use OWNER/NAME#N (N below 10^18)")
-    return repo, int(number)
 
 
 def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -> CardInput:

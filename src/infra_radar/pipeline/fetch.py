@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from .. import killpoint
 from ..config import Settings
 from ..errors import ConfigError, SourceError
-from ..models import PR
+from ..models import PR, check_repo
 from ..sources.github import (
     PAGE_SIZE,
     RELEASES_PAGE,
@@ -109,9 +109,7 @@ def bot_test(settings: Settings) -> IsBot:
 def repos_to_fetch(settings: Settings, repos: list[str] | None) -> list[str]:
     """The --repo names, else the configured repositories."""
     names = list(repos or []) or [r.name for r in settings.repos]
-    bad = [n for n in names if n.count("/") != 1]
-    if bad:
-        raise ConfigError(f"repository {bad[0]!r} is not OWNER/NAME")
+    names = [check_repo(n) for n in names]
     if not names:
         raise ConfigError("no repositories to fetch: add [[repos]] to radar.toml or pass --repo OWNER/NAME")
     return names

@@ -9,8 +9,8 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, SourceError, clip, redact
-from ..models import Item, Window
+from ..errors import SourceError, clip, redact
+from ..models import Item, Window, check_repo
 from ..sources.page import PageReport, load_page_rules, parse_page, read_page
 from ..store import save
 from .analysis import alongside
@@ -84,8 +84,7 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     sources.git.StartedClone of the same clone, branches and window, its git log already running)."""
     from ..sources.git import check_clone, read_clone
 
-    if repo.count("/") != 1:
-        raise ConfigError(f"repository {repo!r} is not OWNER/NAME")
+    repo = check_repo(repo)
     if started is None:
         check_clone(path)
     patterns = branches or settings.repo(repo).branches

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, SourceError
-from ..models import Item
+from ..models import Item, repo_problem
 from . import records
 from .history import BodyCleaner, commit_item, tag_item
 from .records import RecordError, check_item
@@ -47,6 +47,8 @@ def _header(line: str, path: Path) -> tuple[str, str]:
         head = None
     if not isinstance(head, dict) or head.get("kind") != "repo" or "/" not in str(head.get("full_name", "")):
         raise InputError(f"{path}:1: first line must be {{\"kind\": \"repo\", \"full_name\": \"OWNER/NAME\", ...}}")
+    if repo_problem(head["full_name"]):
+        raise InputError(f"{path}:1: full_name {str(head['full_name'])[:80]!r} is {repo_problem(head['full_name'])}")
     ref = str(head.get("ref") or "HEAD")
     return head["full_name"], DEFAULT_BRANCH if ref == "HEAD" else ref.removeprefix("refs/heads/")
 

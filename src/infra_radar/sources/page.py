@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
-from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, Comment, Item
+from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, Comment, Item, check_repo
 from .page_copies import _description_group, _format_score, _groups, _tidy, _unflatten
 from .page_meta import _Block, _date, _Meta, _meta
 from .page_rules import PageRules, _any, compile_page_rules, load_page_rules
@@ -273,8 +273,7 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
     meta.repo, meta.number = repo or meta.repo, number if number is not None else meta.number
     if not meta.repo:
         raise ConfigError(f"{report.path or 'page'}: no repository found in the page; pass --repo OWNER/NAME")
-    if meta.repo.count("/") != 1:
-        raise ConfigError(f"repository {meta.repo!r} is not OWNER/NAME")
+    meta.repo = check_repo(meta.repo)
     no_description = any(rules.re["no_description"].match(line.strip()) for line in lines)
     blocks = _clean_blocks(_split(_strip_text_noise(text, rules, report.dropped), rules, meta, report.dropped),
                            rules, report.dropped, report.review_paths)
@@ -304,8 +303,7 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
                                                        (int(named["number"]) if named else None))
     if not shaped.repo:
         raise ConfigError(f"{report.path or 'page'}: no repository found in the page; pass --repo OWNER/NAME")
-    if shaped.repo.count("/") != 1:
-        raise ConfigError(f"repository {shaped.repo!r} is not OWNER/NAME")
+    shaped.repo = check_repo(shaped.repo)
     report.shape = shaped.shape
     report.state_found, report.number_found = shaped.state is not None, shaped.number is not None
     body = shaped.body
