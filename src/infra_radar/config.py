@@ -22,6 +22,7 @@ CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
     "weekly_key_prs", "short_p2_limit", "top_table_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
+    "clock_skew",
 }
 _REPO_KEYS = {"name", "branches", "core_paths"}
 LANGS = ("zh", "en")
@@ -59,6 +60,7 @@ class Settings:
     repos: list[RepoSettings] = field(default_factory=list)
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
+    clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
 
     def repo(self, name: str) -> RepoSettings:
         """The settings of repository `name` (a bare entry when it is not configured)."""
@@ -175,6 +177,8 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
     "RADAR_FETCH_TOTAL_TIMEOUT": (0.001, 1e6, False),
     "RADAR_FETCH_MAX_BYTES": (1, 1 << 40, True),
     "RADAR_FETCH_RETRIES": (0, 100, True),
+    "RADAR_MAX_LINE_BYTES": (1024, 1 << 31, True),  # the longest history-export line read (sources/jsonl.py)
+    "RADAR_MAX_PAGE_BYTES": (1024, 1 << 31, True),  # the largest saved page read (sources/page.py)
     "RADAR_LLM_TIMEOUT": LLM_NUMBERS["timeout"],
     "RADAR_LLM_CONCURRENCY": LLM_NUMBERS["max_concurrency"],
 }
@@ -222,6 +226,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             config_path=path if path.exists() else None,
             lock_timeout=env_lock if env_lock is not None else _number(
                 data.get("lock_timeout", 600), "lock_timeout", where, 0, math.inf),
+            clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

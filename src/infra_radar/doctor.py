@@ -13,7 +13,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from .config import Settings, load_settings
-from .errors import RadarError
+from .errors import RadarError, few
 
 OK, MISSING, FAIL, SKIP = "OK", "missing", "FAIL", "skipped"
 TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
@@ -237,7 +237,7 @@ def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> 
     if not point.model:
         return Check("llm", MISSING, f"{where} reachable; {facts}", "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
     if served and point.model not in served:
-        shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
+        shown = few(served)
         return Check("llm", FAIL, f"{where} reachable but does not serve {point.model} (it serves {shown}); {key}",
                      "set [llm] model to one the server lists")
     answered = "model listed" if served else f"GET /models answered HTTP {status}"

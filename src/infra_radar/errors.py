@@ -65,6 +65,21 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return _USERINFO.sub(f"://{REDACTED}@", text) if "@" in text else text
 
 
+def few(names: Iterable[str], total: int | None = None, most: int = 5) -> str:
+    """The first `most` names joined, and how many others there are: "a, b, c and 99,997 more". A summary line
+    names a few and counts the rest, so 100,000 commenters or skipped records cost one short line."""
+    if total is None:
+        names = list(names)
+        total = len(names)
+    shown = []
+    for name in names:
+        if len(shown) == most:
+            break
+        shown.append(name)
+    rest = total - len(shown)
+    return ", ".join(shown) + (f" and {rest:,} more" if rest > 0 else "")
+
+
 def clip(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, with an ellipsis when cut (redact first: see `redact`)."""
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"

@@ -57,6 +57,13 @@ def _renamed(line: str, names: dict[str, str]) -> str:
     return names.get(path, path) + sep + rest
 
 
+def _renamed_all(text: str, names: dict[str, str]) -> str:
+    """`text` with every temporary copy's path replaced by the name it stands for."""
+    for copy, name in names.items():
+        text = text.replace(copy, name)
+    return text
+
+
 @click.command("import-jsonl")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @pass_ctx
@@ -70,9 +77,12 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
     for result in results:  # a spooled pipe is reported under its own name, not the temporary copy's
         result.source = names.get(result.source, result.source)
         result.skipped = [_renamed(line, names) for line in result.skipped]
+        result.notes = [_renamed_all(note, names) for note in result.notes]
     skipped = [line for r in results for line in r.skipped]
     for result in results:
         _print_import(result)
+    for note in (n for r in results for n in r.notes):
+        click.echo(f"note: {note}", err=True)
     for line in skipped[:10]:
         _err(f"skipped {line}")
     if skipped:

@@ -6,14 +6,14 @@ the store (and writes analyses and runs), so any report can be re-rendered offli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError
+from ..errors import ConfigError, WindowError, few
 from ..models import Window
 from ..store import queries, save
 from .analysis import analyze
@@ -28,22 +28,31 @@ class Report:
     window: Window
     path: Path | None = None
     llm: object = None  # llm.stage.LlmRunSummary when model prose was used
+    notes: list[str] = field(default_factory=list)  # what the user should know (a window clipped to now)
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
     known = {n.lower(): n for n in queries.repo_names(engine)}
     missing = [n for n in names if n.lower() not in known]
     if missing:
-        have = ", ".join(known.values()) or "none (import something first)"
-        raise ConfigError(f"unknown repository {', '.join(missing)}; the store has: {have}")
+        have = few(known.values(), len(known)) or "none (import something first)"
+        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have}")
     return [known[n.lower()] for n in names]
 
 
-def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None) -> tuple[Window, bool]:
-    """The daily window: from the last successful daily run (first run: look back N hours) to now."""
-    from ..windows import make_window
+def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
+                 notes: list[str] | None = None) -> tuple[Window, bool]:
+    """The daily window: from the last successful daily run (first run: look back N hours) to now. A window
+    ending later than now ends now (said in `notes`): what has not happened yet is never "today"."""
+    from ..windows import make_window, now
 
-    until = until or datetime.now(UTC).replace(microsecond=0)
+    clock = now()
+    if until is not None and until > clock:
+        if notes is not None:
+            notes.append(f"--until {until:%Y-%m-%dT%H:%M:%SZ} is later than now: the window ends now, "
+                         f"{clock:%Y-%m-%dT%H:%M:%SZ}")
+        until = clock
+    until = until or clock
     first = False
     if since is None:
         last = queries.last_success(engine, "daily", "all")
@@ -133,7 +142,8 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     from ..llm.render import render_daily_llm
     from ..render.markdown import render_daily
 
-    window, first = daily_window(settings, engine, since, until)
+    notes: list[str] = []
+    window, first = daily_window(settings, engine, since, until, notes)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
@@ -150,7 +160,7 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
         raise
     save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None,
                                         **({"llm": prose.line()} if prose else {})})
-    return Report(text, window, path, prose)
+    return Report(text, window, path, prose, notes)
 
 
 def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
@@ -197,14 +207,19 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     """Everything the weekly report of `repo` over `window` shows (render.context.WeeklyInput)."""
     from ..render.context import WeeklyInput
     from ..store.ledger import adapted_in_window
-    from ..windows import previous, week_label
+    from ..windows import horizon, previous, week_label
 
+    limit = horizon(settings.clock_skew)
+    if window.since > limit:
+        raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
+                          "happened yet (a record dated that late is kept but never makes a week)")
+    seen = Window(window.since, min(window.until, limit))  # what is dated later than now is not this week's
     (name,) = _check_repos(engine, [repo])
     analyze(settings, engine)
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
-                       items=queries.analysed_in_window(engine, window, [name]),
+                       items=queries.analysed_in_window(engine, seen, [name]),
                        previous=queries.analysed_in_window(engine, previous(window), [name]),
-                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
+                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, seen),
                        target=settings.target)
 
 

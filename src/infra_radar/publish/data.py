@@ -73,15 +73,16 @@ def _reverse_links(items: list[AnalysedItem]) -> dict[tuple[str, int], list[Link
     return {key: list(links.values()) for key, links in found.items()}
 
 
-def load_site_data(engine: Engine) -> SiteData:
-    """Every analysed item of the store, grouped by day, by (repository, week) and by reference."""
+def load_site_data(engine: Engine, limit: datetime | None = None) -> SiteData:
+    """Every analysed item of the store, grouped by day, by (repository, week) and by reference. An item dated
+    later than `limit` (now plus the clock skew) gets its page but makes no day and no week."""
     items = queries.analysed_in_window(engine, EVERYTHING)
     data = SiteData(repos=queries.repo_names(engine), items=items)
     by_day: dict[date, list[AnalysedItem]] = defaultdict(list)
     by_week: dict[tuple[str, str], list[AnalysedItem]] = defaultdict(list)
     for ai in items:
         when = ai.item.when
-        if when is None:
+        if when is None or (limit is not None and when > limit):
             continue
         day = when.astimezone(UTC).date()
         by_day[day].append(ai)

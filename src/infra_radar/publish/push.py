@@ -20,7 +20,7 @@ import tomllib
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from typing import Any
 
@@ -28,13 +28,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
+from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact
+from ..models import Window
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
 from ..store import queries
-from ..store.rows import from_db_time
+from ..store.rows import from_db_time, to_db_time
 from ..store.schema import items as items_table
 from ..store.schema import repos as repos_table
-from ..windows import iso_week, parse_when
+from ..windows import horizon, iso_week, parse_when
 from .data import day_window, week_of
 from .site import daily_page, item_page, weekly_page
 
@@ -79,10 +80,18 @@ def _item_url(ref: str, github: str, site_url: str) -> str:
     return site_url + item_page(repo, int(number)) if site_url and number.isdigit() else github
 
 
+def _up_to_now(window: Window, limit: datetime) -> Window:
+    """`window` ending no later than `limit` (now plus the clock skew); WindowError when it has not begun."""
+    if window.since > limit:
+        raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
+                          "happened yet")
+    return Window(window.since, min(window.until, limit))
+
+
 def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str], site_url: str) -> Digest:
     """The P0/P1 rows and the short table of one UTC day's radar."""
     t = load_strings(settings.lang)
-    window = day_window(day)
+    window = _up_to_now(day_window(day), horizon(settings.clock_skew))
     names = repos or queries.repo_names(engine)
     from ..pipeline.reports import daily_items
 
@@ -107,7 +116,7 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     """Executive summary, key PRs and recommendations of one repository's week."""
     limits = load_limits()
     t, words = load_strings(settings.lang), limits[settings.lang]
-    window = iso_week(week)
+    window = _up_to_now(iso_week(week), horizon(settings.clock_skew))
     before = iso_week(week_of(window.since.date() - timedelta(days=1)))
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
                       items=queries.analysed_in_window(engine, window, [repo]),
@@ -394,8 +403,11 @@ def _url_secrets(url: str) -> list[str]:
     return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
 
 
-def _latest_day(engine: Engine, repos: list[str]) -> date:
-    query = sa.select(sa.func.max(items_table.c.when_at)).join(repos_table, repos_table.c.id == items_table.c.repo_id)
+def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
+    """The latest UTC day with items, never later than `limit` (now plus the clock skew): a record dated later
+    than now is kept, but never makes the day (or the week) a push sends by default."""
+    query = (sa.select(sa.func.max(items_table.c.when_at)).join(repos_table, repos_table.c.id == items_table.c.repo_id)
+             .where(items_table.c.when_at <= to_db_time(limit)))
     if repos:
         query = query.where(sa.func.lower(repos_table.c.name).in_([r.lower() for r in repos]))
     with engine.connect() as conn:
@@ -411,11 +423,12 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
     site_url = site_url.rstrip("/") + "/" if site_url else ""
     names = [n for n in queries.repo_names(engine) if not repos or n.lower() in {r.lower() for r in repos}]
     if repos and not names:
-        raise ConfigError(f"unknown repository {', '.join(repos)}")
+        raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
+    limit = horizon(settings.clock_skew)
     if report == "daily":
-        when = parse_when(day).date() if day else _latest_day(engine, names)
+        when = parse_when(day).date() if day else _latest_day(engine, names, limit)
         return [daily_digest(settings, engine, when, names, site_url)]
-    return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo])), site_url)
+    return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
 
 

@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 from sqlalchemy.engine import Engine
 
+from .. import windows
 from ..config import Settings
 from ..models import MERGED, PR, AnalysedItem, ref_number
 from ..render import markdown as md_render
@@ -41,6 +42,7 @@ from ..render.context import (
 from ..render.markdown import fmt
 from ..render.template_cache import bytecode_cache
 from ..store import queries
+from ..windows import horizon
 from . import charts, feeds, search
 from .data import SiteData, day_window, load_site_data, week_of
 from .markup import markdown_html, safe_url
@@ -310,7 +312,8 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
 
     started = time.perf_counter()
     analyze(settings, engine)
-    site = Site(settings, load_site_data(engine), site_url)
+    site = Site(settings, load_site_data(engine, horizon(settings.clock_skew)), site_url)
+    clock = windows.now()  # a report of today or this week is dated when it was built, never at its window's future end
     writer = PageWriter.open(out_dir)
     _static(writer)
     days = sorted(site.data.by_day)
@@ -318,12 +321,12 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     for day in days:
         rel, html, text = site.daily(day)
         writer.write(rel, html)
-        reports.append(feeds.FeedEntry("daily", rel, text, day_window(day).until))
+        reports.append(feeds.FeedEntry("daily", rel, text, min(day_window(day).until, clock)))
     weekly_count = 0
     for repo, week in sorted(site.data.by_week):
         rel, html, text = site.weekly(repo, week)
         writer.write(rel, html)
-        reports.append(feeds.FeedEntry("weekly", rel, text, site.data.week_window(week).until))
+        reports.append(feeds.FeedEntry("weekly", rel, text, min(site.data.week_window(week).until, clock)))
         weekly_count += 1
     numbered = site.data.numbered()
     for ai in numbered:

@@ -285,12 +285,17 @@ def duplicates_of(index: dict, item: Item) -> list[Link]:
 # --- runs and the watch list ---------------------------------------------------------------------
 
 def last_success(store, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
-    """(since, until) of the last successful run of `kind` over `scope`, or None."""
+    """(since, until) of the last successful run of `kind` over `scope`, or None. A run cannot have seen past
+    the time it started: a window that ended later (a stored `--until 8999-01-01`) counts as ending then."""
     with reading(store) as db:
-        found = db.rows("SELECT runs.since, runs.until FROM runs WHERE runs.kind = :kind AND runs.scope = :scope "
-                        "AND runs.status = 'ok' ORDER BY runs.until DESC, runs.id DESC LIMIT 1",
-                        {"kind": kind, "scope": scope})
-        return (db.time(found[0][0]), db.time(found[0][1])) if found else None
+        seen = "CASE WHEN runs.until < runs.started_at THEN runs.until ELSE runs.started_at END"
+        found = db.rows("SELECT runs.since, runs.until, runs.started_at FROM runs WHERE runs.kind = :kind "
+                        f"AND runs.scope = :scope AND runs.status = 'ok' ORDER BY {seen} DESC, runs.id DESC "
+                        "LIMIT 1", {"kind": kind, "scope": scope})
+        if not found:
+            return None
+        since, until, started = (db.time(v) for v in found[0])
+        return since, min(until, started) if until and started else until
 
 
 @dataclass(slots=True)
