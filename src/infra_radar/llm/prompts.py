@@ -258,11 +258,45 @@ def _template(source: str):
     return _ENV.from_string(source)  # compiling costs ~5 ms; every item of a run shares the template
 
 
+# What a prompt may show of each value, in characters (any other string: DEFAULT_BUDGET). An author's text
+# longer than its budget is clipped, at a space or a sentence mark when one lies near the end, else right at the
+# budget: a description with no punctuation at all costs its budget, never its length.
+BUDGETS = {"body": 6000, "excerpt": 800, "title": 400, "summary": 1200, "files": 1500, "claims": 1500,
+           "links": 1000, "decision": 600, "topics": 400}
+DEFAULT_BUDGET = 2000
+_BREAKS = " \n\t.,;:!?)]}。，；：！？、）】"
+
+
+def clip_to_budget(text: str, budget: int) -> str:
+    """`text` when it fits `budget` characters, else its start, ended at a break in the last fifth of the
+    budget when there is one (else at the budget), and marked with "…"."""
+    if len(text) <= budget:
+        return text
+    head = text[: max(budget - 1, 1)]
+    cut = max(head.rfind(ch) for ch in _BREAKS)
+    if cut >= len(head) * 4 // 5:
+        head = head[: cut + 1]
+    return head.rstrip() + "…"
+
+
+def within_budget(value: Any, key: str = "") -> Any:
+    """A prompt value with every string in it clipped to its key's budget (lists and tables walked)."""
+    if isinstance(value, str):
+        return clip_to_budget(value, BUDGETS.get(key, DEFAULT_BUDGET))
+    if isinstance(value, dict):
+        return {k: within_budget(v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [within_budget(v, key) for v in value]
+    return value
+
+
 def render_messages(prompt: Prompt, lang: str, values: dict[str, Any]) -> list[dict[str, str]]:
-    """System and user messages of `prompt` in `lang`, rendered with StrictUndefined."""
+    """System and user messages of `prompt` in `lang`, rendered with StrictUndefined; every value is clipped to
+    its budget first (BUDGETS), so no author text reaches a prompt whole whatever its length or punctuation."""
     from jinja2 import UndefinedError
 
     texts = prompt.texts[lang]
+    values = within_budget(values)
     try:
         return [{"role": role, "content": _template(texts[role]).render(**values)} for role in _ROLES]
     except UndefinedError as exc:
