@@ -256,9 +256,8 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
     names = _check_repos(engine, [repo]) if repo else None
     analyze(settings, engine)
     found = queries.analysed_in_window(engine, window, names, state=state)
-    index = queries.title_index(engine, sorted({a.item.repo for a in found}))
     cache = batch_cache(engine)
     back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
-    return [card_json(card_of(settings, engine, a, index, cache,
+    return [card_json(card_of(settings, engine, a, cache,
                             back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
             for a in found]

@@ -25,8 +25,9 @@ from markupsafe import Markup
 from sqlalchemy.engine import Engine
 
 from .. import windows
+from ..analyse.links import cap_links, load_relation_rules, nearest
 from ..config import Settings
-from ..models import MERGED, PR, AnalysedItem, ref_number
+from ..models import MERGED, PR, AnalysedItem, Link, ref_number
 from ..render import markdown as md_render
 from ..render.context import (
     LANGS,
@@ -128,6 +129,8 @@ class Site:
         self.pages = {(ai.item.repo.lower(), ai.item.number): item_page(ai.item.repo, ai.item.number)
                       for ai in data.numbered()}
         self.by_ref = {(ai.item.repo.lower(), ai.item.number): ai for ai in data.numbered()}
+        self.most = load_relation_rules(settings).max_per_kind  # related items of one kind a page lists
+        self._groups: dict = {}  # exact-title group -> (numbers sorted, number -> (store order, title))
 
     # links
     def local(self, url: str, root: str) -> str | None:
@@ -207,6 +210,24 @@ class Site:
                            repo_link=root_of(rel) + repo_page(repo), repo=repo)
         return rel, page, text
 
+    def duplicates(self, item) -> tuple[list[Link], int]:
+        """The PRs of the item's exact title (store.queries.title_index), the `max_per_kind` nearest by number
+        in the store's order, and how many more: found by bisection, so a title shared by thousands of PRs
+        costs each page a few steps, not the thousands."""
+        if item.kind != PR or item.number is None:
+            return [], 0
+        key = (item.repo.lower(), queries.normalise_title(item.title))
+        group = self.data.titles.get(key)
+        if not group:
+            return [], 0
+        if key not in self._groups:
+            self._groups[key] = (sorted(n for n, _ in group), {n: (i, t) for i, (n, t) in enumerate(group)})
+        numbers, where = self._groups[key]
+        chosen = sorted(nearest(numbers, item.number, self.most), key=lambda n: where[n][0])
+        others = len(numbers) - (item.number in where)
+        return [Link(kind="duplicate", repo=item.repo, number=n, detail=where[n][1]) for n in chosen], \
+            others - len(chosen)
+
     def item(self, ai: AnalysedItem) -> tuple[str, str]:
         """(path, html) of an item page.
 
@@ -217,9 +238,11 @@ class Site:
         """
         item = ai.item
         rel = item_page(item.repo, item.number)
-        card = card_context(CardInput(
-            item=ai, referenced_by=self.data.referenced_by.get((item.repo.lower(), item.number), []),
-            duplicates=queries.duplicates_of(self.data.titles, item)), self.t)
+        back, more = cap_links(self.data.referenced_by.get((item.repo.lower(), item.number), []), item.number,
+                               self.most)
+        duplicates, same = self.duplicates(item)
+        card = card_context(CardInput(item=ai, referenced_by=back, duplicates=duplicates,
+                                      more={**more, **({"duplicate": same} if same else {})}), self.t)
         body = item.body.strip()
         return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body,
                                 repo_link=root_of(rel) + repo_page(item.repo))

@@ -126,4 +126,7 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
         "labels": list(item.labels), "checklist": _checklist_json(inp),
+        # how many related items of each link kind were left out (only when some were): at most
+        # links.toml [related] max_per_kind of one kind are listed, the nearest
+        **({"links_omitted": dict(sorted(inp.more.items()))} if inp.more else {}),
     }
