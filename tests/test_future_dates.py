@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -157,3 +157,30 @@ def test_the_next_window_starts_where_the_last_run_could_have_seen(imported, mon
     monkeypatch.setattr(windows, "now", lambda: datetime(2026, 7, 2, 18, 0, tzinfo=UTC))
     nxt = run(["daily", "--lang", "en"])
     assert "2026-07-02T12:00:00Z" in nxt.output and "about 6 h" in nxt.output
+
+
+def test_a_fetched_item_dated_later_than_now_is_flagged_and_never_moves_the_cursor_past_now(settings, monkeypatch):
+    from infra_radar.pipeline.fetch import bot_test, fetch
+    from infra_radar.sources.github_client import Endpoints, GitHubClient
+    from infra_radar.store import cursors
+
+    from .github_stub import GitHubStub, load_repos
+
+    now = datetime(2026, 8, 10, tzinfo=UTC)
+    monkeypatch.setattr(windows, "now", lambda: now)
+    with GitHubStub(load_repos("acme/infer"), token="t0ken-for-the-stub") as stub:
+        node = next(n for n in stub.repos["acme/infer"].pulls if n["number"] == 1202)
+        node.update(state="MERGED", mergedAt="2099-03-04T05:06:07Z", updatedAt="2099-03-04T05:06:08Z",
+                    mergeCommit={"oid": "ab" * 20})
+        engine = open_store(settings)
+        with GitHubClient(Endpoints(stub.url, stub.url + "/graphql", "t0ken-for-the-stub")) as client:
+            result = fetch(settings, engine, client, ["acme/infer"], datetime(2026, 7, 29, tzinfo=UTC),
+                           is_bot=bot_test(settings))
+    assert not result.errors
+    note = result.repos[0].later.note()
+    assert "1 record(s) dated later than now" in note and "GitHub acme/infer#1202 (2099-03-04T05:06Z)" in note
+    assert cursors.read_state(engine, "acme/infer", "pulls").cursor is not None
+    for stream in ("pulls", "issues"):
+        state = cursors.read_state(engine, "acme/infer", stream)
+        assert state.cursor is None or state.cursor <= now + timedelta(seconds=settings.clock_skew), state
+    engine.dispose()

@@ -29,26 +29,88 @@ def _print_import(result) -> None:
         click.echo(f"analysed {result.analysed} item(s) while importing")
 
 
+SPOOL_PREFIX = "radar-spool-"
+_OWNER = ".owner"  # a file in each spool folder, locked (flock) by the process using the folder while it lives
+_STALE = 3600.0  # seconds after which a spool folder without an owner file (an older radar's) is left over
+
+
+def sweep_spools(folder: Path | None = None) -> list[Path]:
+    """Remove the spool folders killed imports left in the temporary folder: ours (same user), not symbolic
+    links, whose owner lock is free (the process that made them is gone). Returns what was removed."""
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock: nothing can tell a live spool from a dead one
+        return []
+    removed = []
+    root = Path(folder or tempfile.gettempdir())
+    try:
+        found = [p for p in root.iterdir() if p.name.startswith(SPOOL_PREFIX)]
+    except OSError:
+        return []
+    for spool in found:
+        try:
+            st = os.lstat(spool)
+            if not os.path.isdir(spool) or os.path.islink(spool) or st.st_uid != os.getuid():
+                continue
+            owner = spool / _OWNER
+            if owner.is_file():
+                fd = os.open(owner, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: its process is gone
+                except BlockingIOError:
+                    continue  # a live import is using it
+                finally:
+                    os.close(fd)
+            elif time.time() - max([st.st_mtime, *(p.lstat().st_mtime for p in spool.iterdir())]) < _STALE:
+                continue  # an older radar's spool, maybe still being written
+            shutil.rmtree(spool, ignore_errors=True)
+            removed.append(spool)
+        except OSError:
+            continue
+    return removed
+
+
 @contextmanager
 def _spooled(files: list[Path]):
     """Pipes and devices (`/dev/stdin`, `<(zcat ...)`) copied to temporary files first: the reader probes a
     file's first bytes for gzip and opens it again, which a pipe cannot give twice. Yields (paths, names):
-    the paths to read and, for each temporary copy, the name it stands for."""
+    the paths to read and, for each temporary copy, the name it stands for. The folder is locked by this
+    process while it lives: a killed import's folder is removed by the next import (sweep_spools)."""
+    import os
     import shutil
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="radar-spool-") as folder:
-        paths, names = [], {}
-        for i, path in enumerate(files):
-            if path.is_file():
-                paths.append(path)
-                continue
-            copy = Path(folder) / f"{i}-{path.name or 'input'}"
-            with open(path, "rb") as src, open(copy, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            paths.append(copy)
-            names[str(copy)] = str(path)
-        yield paths, names
+    sweep_spools()
+    if all(path.is_file() for path in files):
+        yield list(files), {}
+        return
+    with tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX) as folder:
+        owner = os.open(Path(folder) / _OWNER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # pragma: no cover
+                pass
+            paths, names = [], {}
+            for i, path in enumerate(files):
+                if path.is_file():
+                    paths.append(path)
+                    continue
+                copy = Path(folder) / f"{i}-{path.name or 'input'}"
+                with open(path, "rb") as src, open(copy, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                paths.append(copy)
+                names[str(copy)] = str(path)
+            yield paths, names
+        finally:
+            os.close(owner)
 
 
 def _renamed(line: str, names: dict[str, str]) -> str:

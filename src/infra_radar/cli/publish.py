@@ -28,6 +28,8 @@ def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None) -> 
     from ..publish.site import build_site
 
     r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url)
+    for line in r.warnings:
+        click.echo(f"warning: {line}", err=True)
     click.echo(f"{r.out_dir}: {r.pages} files ({r.item_pages} items, {r.daily_pages} daily, "
                f"{r.weekly_pages} weekly); {r.written} written, {r.unchanged} unchanged, {r.removed} removed; "
                f"charts {'svg' if r.charts else 'tables'}; {r.seconds:.1f}s")
@@ -61,9 +63,8 @@ def push(obj: Context, report: str, platform: str, dry_run: bool, repos: tuple[s
     from ..publish.push import push_reports
 
     site_url = os.environ.get(SITE_URL_ENV, "")
-    for line in push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run,
-                             repos=list(repos), week=week, day=day, site_url=site_url):
-        click.echo(line)
+    push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run, repos=list(repos), week=week,
+                 day=day, site_url=site_url, say=click.echo)  # each line as it happens: a failure keeps them
 
 
 COMMANDS = [site, serve, push]

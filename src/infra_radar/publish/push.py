@@ -73,6 +73,7 @@ class Digest:
     title: str
     lines: list[Line]
     full_url: str = ""
+    report: str = ""  # which report it is, for the delivery record: "daily 2026-07-02", "weekly OWNER/NAME W"
 
 
 def _item_url(ref: str, github: str, site_url: str) -> str:
@@ -109,7 +110,8 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
         lines.append(Line(f"{r['title']}{dash}{r['note']}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     title = t["daily"]["title"].format(date=day.isoformat())
-    return Digest(title, lines, site_url + daily_page(day) if site_url else "")
+    return Digest(title, lines, site_url + daily_page(day) if site_url else "",
+                  f"daily {day.isoformat()} {settings.lang}")
 
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
@@ -130,7 +132,8 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     if len(ctx["quick"]) > most:
         lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
     lines += [Line(words["recommendations"], heading=True), *(Line(r) for r in ctx["recommendations"][:recs])]
-    return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "")
+    return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "",
+                  f"weekly {repo} {week} {settings.lang}")
 
 
 # --- rendering and packing -----------------------------------------------------------------------
@@ -432,11 +435,22 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
             for repo in names]
 
 
+def content_sha(message: Message) -> str:
+    """sha256 of what a message says: its payload without the signature and its time (a rerun signs anew)."""
+    from ..store.deliveries import digest
+
+    said = {k: v for k, v in message.payload.items() if k not in ("timestamp", "sign")}
+    return digest(json.dumps(said, ensure_ascii=False, sort_keys=True))
+
+
 def push_reports(settings: Settings, engine: Engine, report: str, platform: str, *, dry_run: bool = False,
                  repos: list[str] | None = None, week: str | None = None, day: str | None = None,
-                 site_url: str = "") -> list[str]:
-    """Push (or with dry_run, describe) the report; returns the lines to print."""
+                 site_url: str = "", say: Callable[[str], None] | None = None) -> list[str]:
+    """Push (or with dry_run, describe) the report; returns the lines to print (and gives each to `say` as it
+    happens). Every delivered message is recorded (store/deliveries.py): a rerun after a failure sends only
+    what was not delivered, and a failure says how many of the messages were delivered."""
     from ..pipeline.analysis import analyze
+    from ..store.deliveries import delivered_at, digest, record_delivery
 
     conf = load_limits()[platform]
     url = os.environ.get(conf["webhook_env"], "")
@@ -446,14 +460,35 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
     if url:
         url = check_webhook(url, conf["webhook_env"])
     analyze(settings, engine)
-    out = []
-    for digest in digests(settings, engine, report, repos or [], week, day, site_url):
-        messages = build_messages(digest, platform, settings.lang, url, secret)
+    out: list[str] = []
+
+    def tell(line: str) -> None:
+        out.append(line)
+        if say is not None:
+            say(line)
+
+    target = digest(platform, url)  # the webhook, never stored itself
+    batches = [(d, build_messages(d, platform, settings.lang, url, secret))
+               for d in digests(settings, engine, report, repos or [], week, day, site_url)]
+    total, done = sum(len(messages) for _, messages in batches), 0
+    for found, messages in batches:
         for i, message in enumerate(messages, 1):
             where = f"{platform} {i}/{len(messages)} -> {redact_url(url)} ({len(message.body)} bytes)"
             if dry_run:
-                out.append(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
-            else:
+                tell(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
+                continue
+            sha = content_sha(message)
+            before = delivered_at(engine, target, found.report, sha)
+            if before is not None:
+                done += 1
+                tell(f"already delivered {where} at {before:%Y-%m-%dT%H:%M:%SZ}: not sent again")
+                continue
+            try:
                 post(message, platform)
-                out.append(f"posted {where}")
+            except PushError as exc:
+                raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
+                                "rerun to send the rest") from None
+            record_delivery(engine, target, found.report, i, len(messages), sha)
+            done += 1
+            tell(f"posted {where}")
     return out

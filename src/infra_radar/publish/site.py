@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
 from importlib import resources
@@ -70,6 +70,7 @@ class BuildResult:
     weekly_pages: int
     charts: bool
     seconds: float
+    warnings: list[str] = field(default_factory=list)  # what the build passed over, one line each
 
 
 # --- paths ---------------------------------------------------------------------------------------
@@ -367,4 +368,4 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     removed = writer.finish()
     return BuildResult(out_dir, len(writer.new), len(writer.written), writer.unchanged, len(removed),
                        len(numbered), len(days), weekly_count, charts.available(),
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, writer.warnings)

@@ -35,7 +35,7 @@ def repo_names(store) -> list[str]:
 # The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
-                   "006_created_index")
+                   "006_created_index", "009_push_deliveries")
 
 
 def applied_migrations(store) -> set[str]:
