@@ -120,6 +120,28 @@ def database_identity(database: Path) -> tuple[tuple[int, int], int]:
     return key, fd
 
 
+def forget_database(database: Path) -> None:
+    """Close this process's descriptor of the database file: only once no connection of the process has the
+    file open any more (the command's engine disposed), and the writer lock is not held through it. The CLI
+    does this as a command ends, so a process running many commands (a test session) keeps no descriptor."""
+    try:
+        st = os.stat(database)
+    except OSError:
+        return
+    key = (st.st_dev, st.st_ino)
+    for lock in _LOCKS.values():
+        backend = getattr(lock, "_backend", None)
+        if lock.held and getattr(backend, "identity", None) == key:
+            return
+    fd = _DATABASE_FDS.pop(key, None)
+    if fd is not None:
+        for lock in _LOCKS.values():  # a later lock of this file opens it again
+            backend = getattr(lock, "_backend", None)
+            if getattr(backend, "database_fd", None) == fd:
+                backend.database_fd, backend.identity = None, None
+        os.close(fd)
+
+
 class _FileLock:
     """flock on the SQLite database file (its identity) and on a file beside the path used to reach it; that
     file's content describes the holder."""
