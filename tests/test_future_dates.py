@@ -184,3 +184,9 @@ def test_a_fetched_item_dated_later_than_now_is_flagged_and_never_moves_the_curs
         state = cursors.read_state(engine, "acme/infer", stream)
         assert state.cursor is None or state.cursor <= now + timedelta(seconds=settings.clock_skew), state
     engine.dispose()
+
+
+def test_a_weekly_range_ending_later_than_now_ends_now(imported):
+    result = run(["weekly", "--repo", "acme/infer", "--since", "2026-06-29", "--until", "8999-01-01", "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    assert "8999" not in result.output and "pull/2)" in result.output and "pull/4)" not in result.output

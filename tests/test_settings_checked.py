@@ -139,6 +139,9 @@ def test_every_command_that_takes_a_repository_checks_it_the_same_way(tmp_path, 
                  ["fetch", "--repo", repo]):
         line = one_error(run(args, env={"GITHUB_TOKEN": "t"}))
         assert "invalid repository" in line, (args, line)
+    for args in (["daily", "--repo", repo], ["weekly", "--repo", repo, "--week", "2026-W27"],
+                 ["export", "--repo", repo], ["push", "daily", "--to", "slack", "--dry-run", "--repo", repo]):
+        assert "invalid repository" in one_error(run(args)), args
     config = tmp_path / "c.toml"
     config.write_text(f'[[repos]]\nname = {json.dumps(repo)}\n', encoding="utf-8")
     assert "repository name" in one_error(run(["--config", str(config), "watch", "list"]))

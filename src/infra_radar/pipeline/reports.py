@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError, WindowError, few
-from ..models import Window
+from ..models import Window, check_repo
 from ..store import queries, save
 from .analysis import analyze
 from .home import atomic_write
@@ -32,6 +32,7 @@ class Report:
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
+    names = [check_repo(n) for n in names]  # one check of OWNER/NAME for every command (models.check_repo)
     known = {n.lower(): n for n in queries.repo_names(engine)}
     missing = [n for n in names if n.lower() not in known]
     if missing:
@@ -214,6 +215,8 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
         raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
                           "happened yet (a record dated that late is kept but never makes a week)")
     seen = Window(window.since, min(window.until, limit))  # what is dated later than now is not this week's
+    if week_label(window) is None:  # a --since/--until range ending later than now ends now (a week keeps its name)
+        window = seen
     (name,) = _check_repos(engine, [repo])
     analyze(settings, engine)
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
@@ -240,9 +243,9 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
         text = render_weekly_llm(inp, settings.lang, prose, settings.focus_weights)
     path = None
     if out_dir:
-        stem = label or f"{window.since:%Y-%m-%d}_{window.until:%Y-%m-%d}"
+        stem = label or f"{inp.window.since:%Y-%m-%d}_{inp.window.until:%Y-%m-%d}"
         path = atomic_write(out_dir / "weekly" / name.replace("/", "+") / f"{stem}.md", text)
-    return Report(text, window, path, prose)
+    return Report(text, inp.window, path, prose)
 
 
 def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact
-from ..models import Window
+from ..models import Window, check_repo
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
 from ..store import queries
 from ..store.rows import from_db_time, to_db_time
@@ -424,6 +424,7 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
             day: str | None, site_url: str) -> list[Digest]:
     """The digests one push sends: one daily radar, or one weekly report per repository."""
     site_url = site_url.rstrip("/") + "/" if site_url else ""
+    repos = [check_repo(r) for r in repos]
     names = [n for n in queries.repo_names(engine) if not repos or n.lower() in {r.lower() for r in repos}]
     if repos and not names:
         raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
