@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from infra_radar.analyse import links as links_module
-from infra_radar.analyse.links import Change, ChangeIndex, cap_links, compile_relation_rules, nearest
+from infra_radar.analyse import related as related_module
+from infra_radar.analyse.links import Change, compile_relation_rules
+from infra_radar.analyse.related import ChangeIndex, cap_links, nearest
 from infra_radar.cli import main
 from infra_radar.config import load_rule_file, load_settings
 from infra_radar.models import Link
@@ -108,13 +109,13 @@ def test_the_rest_is_counted_and_the_nearest_are_listed(tmp_path, monkeypatch):
 
 def test_comparisons_per_item_are_bounded(tmp_path, monkeypatch):
     calls = {"n": 0}
-    similarity = links_module.title_similarity
+    similarity = related_module.title_similarity
 
     def counted(a: str, b: str) -> float:
         calls["n"] += 1
         return similarity(a, b)
 
-    monkeypatch.setattr(links_module, "title_similarity", counted)
+    monkeypatch.setattr(related_module, "title_similarity", counted)
     rules = compile_relation_rules(load_rule_file("links", load_settings()))
     made = {}
     for n in (N, 4 * N):

@@ -39,7 +39,8 @@ def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -
 
     found = queries.analysed_item(db, repo, number)
     if found is None:  # an upstream PR known only because downstream PRs adapted to it
-        from ..analyse.links import cap_links, load_relation_rules
+        from ..analyse.links import load_relation_rules
+        from ..analyse.related import cap_links
 
         adapted = adapted_in(db, repo, number)
         if not adapted:
@@ -56,7 +57,7 @@ def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -
 def card_of(settings: Settings, db: Engine | Reader, found, cache: dict, referenced_by: list) -> CardInput:
     """One stored item with every relation its card and export object show (`cache`: shared by a batch): of
     each kind the `max_per_kind` nearest (links.toml [related]), with the count of the rest."""
-    from ..analyse.links import cap_links
+    from ..analyse.related import cap_links
     from ..render.context import CardInput
     from .relations import related_of
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from ..analyse.links import (
     Change,
-    ChangeIndex,
     RelationRules,
     distinctive_terms,
     load_relation_rules,
     mechanism_links,
 )
+from ..analyse.related import ChangeIndex
 from ..analyse.versions import scan_version
 from ..config import Settings
 from ..models import AnalysedItem, Analysis, Item, Link

@@ -25,7 +25,8 @@ from markupsafe import Markup
 from sqlalchemy.engine import Engine
 
 from .. import windows
-from ..analyse.links import cap_links, load_relation_rules, nearest
+from ..analyse.links import load_relation_rules
+from ..analyse.related import cap_links, nearest
 from ..config import Settings
 from ..models import MERGED, PR, AnalysedItem, Link, ref_number
 from ..render import markdown as md_render
