@@ -20,6 +20,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ..config import Settings, load_rule_file
+from ..config import number as checked
 from ..models import Link
 
 __all__ = ["Change", "Part", "RelationRules", "chain_links", "compile_relation_rules", "distinctive_terms",
@@ -55,29 +56,35 @@ class RelationRules:
 
 
 def compile_relation_rules(data: Mapping[str, Any]) -> RelationRules:
-    """Compile the relation tables of a links.toml."""
+    """Compile the relation tables of a links.toml; every number checked by name (a finite number in range)."""
     terms, dups, chains = data.get("terms", {}), data.get("duplicates", {}), data.get("chains", {})
     related = data.get("related", {})
     noise = dups.get("title_noise", [])
+
+    def whole(table: Mapping[str, Any], name: str, key: str, default: int, low: int = 0) -> int:
+        return int(checked(table.get(key, default), f"[{name}] {key}", "links.toml", low, 10**9, whole=True))
+
+    def share(table: Mapping[str, Any], name: str, key: str, default: float, high: float = 1.0) -> float:
+        return checked(table.get(key, default), f"[{name}] {key}", "links.toml", 0.0, high)
+
     return RelationRules(
-        min_length=int(terms.get("min_length", 6)), max_per_item=int(terms.get("max_per_item", 40)),
-        max_chars=int(terms.get("max_chars", 2000)),
-        max_df=int(terms.get("max_df", 20)), min_score=float(terms.get("min_score", 11.0)),
-        min_shared=int(terms.get("min_shared", 2)), max_df_title=int(terms.get("max_df_title", 8)),
-        max_links=int(terms.get("max_links", 5)),
+        min_length=whole(terms, "terms", "min_length", 6), max_per_item=whole(terms, "terms", "max_per_item", 40),
+        max_chars=whole(terms, "terms", "max_chars", 2000), max_df=whole(terms, "terms", "max_df", 20),
+        min_score=share(terms, "terms", "min_score", 11.0, 1e9), min_shared=whole(terms, "terms", "min_shared", 2),
+        max_df_title=whole(terms, "terms", "max_df_title", 8), max_links=whole(terms, "terms", "max_links", 5),
         stop=frozenset(w.lower() for w in terms.get("stop", [])),
-        min_title_similarity=float(dups.get("min_title_similarity", 0.85)),
-        min_file_overlap=float(dups.get("min_file_overlap", 0.5)),
+        min_title_similarity=share(dups, "duplicates", "min_title_similarity", 0.85),
+        min_file_overlap=share(dups, "duplicates", "min_file_overlap", 0.5),
         title_noise=re.compile("|".join(f"(?:{p})" for p in noise), re.I) if noise else None,
         undoes=re.compile("|".join(f"(?:{p})" for p in undo), re.I) if (undo := dups.get("undoes", [])) else None,
-        min_stem_similarity=float(chains.get("min_stem_similarity", 0.4)),
-        min_stem_similarity_open=float(chains.get("min_stem_similarity_open", 0.7)),
+        min_stem_similarity=share(chains, "chains", "min_stem_similarity", 0.4),
+        min_stem_similarity_open=share(chains, "chains", "min_stem_similarity_open", 0.7),
         part_markers=[re.compile(p, re.I) for p in chains.get("part_markers", [])],
         common_api=frozenset(w.lower() for w in terms.get("common_api", [])),
-        specific_underscores=int(terms.get("specific_underscores", 2)),
-        specific_length=int(terms.get("specific_length", 14)),
-        max_per_kind=max(1, int(related.get("max_per_kind", 16))),
-        max_compared=max(1, int(related.get("max_compared", 64))))
+        specific_underscores=whole(terms, "terms", "specific_underscores", 2),
+        specific_length=whole(terms, "terms", "specific_length", 14),
+        max_per_kind=whole(related, "related", "max_per_kind", 16, low=1),
+        max_compared=whole(related, "related", "max_compared", 64, low=1))
 
 
 def specific(term: str, rules: RelationRules) -> bool:
