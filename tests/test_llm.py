@@ -166,7 +166,7 @@ def test_config_from_file_and_env(tmp_path, monkeypatch):
     config = llm_config(settings, {"RADAR_LLM_CONCURRENCY": "2", "RADAR_LLM_TIMEOUT": "900",
                                    "RADAR_LLM_RETRY_FAILED": "1"})  # what scripts/model_server.sh start exports
     assert config and config.max_concurrency == 2 and config.timeout == 900 and config.retry_failed
-    with pytest.raises(ConfigError, match="timeout"):
+    with pytest.raises(ConfigError, match="RADAR_LLM_TIMEOUT"):
         llm_config(settings, {"RADAR_LLM_TIMEOUT": "-1"})
     assert llm_config(Settings(home=tmp_path, db_url="sqlite://"), {}) is None
     path.write_text('[llm]\nmodel = "m"\nbase_url = "u"\ntemprature = 1\n')

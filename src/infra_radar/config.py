@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .models import repo_problem
 
 DEFAULTS = resources.files("infra_radar") / "defaults"
 CONFIG_NAME = "radar.toml"
@@ -22,6 +23,7 @@ _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
     "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
     "carry_days",
+    "clock_skew",
 }
 _REPO_KEYS = {"name", "branches", "core_paths", "role"}
 ROLES = ("upstream", "downstream")
@@ -66,6 +68,7 @@ class Settings:
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
     carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
+    clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
 
     def repo(self, name: str) -> RepoSettings:
         """The settings of repository `name` (a bare entry when it is not configured)."""
@@ -126,8 +129,8 @@ def _repos(raw: Any, where: str) -> list[RepoSettings]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise ConfigError(f"{where}: every [[repos]] entry needs a name = \"OWNER/NAME\" string")
         _check_keys(entry, _REPO_KEYS, f"{where} [[repos]] {entry.get('name')}")
-        if entry["name"].count("/") != 1:
-            raise ConfigError(f"{where}: repository name {entry['name']!r} is not OWNER/NAME")
+        if repo_problem(entry["name"]):
+            raise ConfigError(f"{where}: repository name {entry['name'][:80]!r} is {repo_problem(entry['name'])}")
         here = f"{where} [[repos]] {entry['name']}"
         role = entry.get("role", "upstream")
         if role not in ROLES:
@@ -147,6 +150,7 @@ def _strings(value: Any, key: str, where: str) -> list[str]:
 def _number(value: Any, key: str, where: str, low: float, high: float, whole: bool = False) -> float:
     """A finite number in [low, high] (an integer when `whole`), else ConfigError naming `key` and `where`."""
     kind = "a whole number" if whole else "a number"
+    raw = value
     if isinstance(value, str) and where.startswith("environment"):
         try:
             value = float(value)
@@ -154,8 +158,24 @@ def _number(value: Any, key: str, where: str, low: float, high: float, whole: bo
             pass
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not low <= value <= high or (whole and value != int(value)):
-        raise ConfigError(f"{where}: {key} must be {kind} from {low:g} to {high:g}, not {value!r:.40}")
+        raise ConfigError(f"{where}: {key} must be {kind} from {low:g} to {high:g}, not {raw!r:.40}")
     return int(value) if whole else float(value)
+
+
+def number(value: Any, key: str, where: str, low: float, high: float, whole: bool = False) -> float:
+    """A setting checked by name: a finite number in [low, high] (whole when `whole`), else one ConfigError
+    naming `key` and `where` ("environment variable" reads strings)."""
+    return _number(value, key, where, low, high, whole)
+
+
+# The [llm] table's numbers (radar.toml and RADAR_LLM_*): name -> (low, high, whole)
+LLM_NUMBERS = {
+    "timeout": (0.001, 3600, False),  # seconds per request
+    "max_concurrency": (1, 256, True),
+    "token_budget": (0, 10**12, True),  # per run; 0 = unlimited
+    "run_deadline": (0, 86400, False),  # seconds; 0 = none
+    "max_reply_bytes": (1024, 1 << 30, True),
+}
 
 
 def _env_number(name: str, low: float, high: float, whole: bool = False) -> float | None:
@@ -172,6 +192,10 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
     "RADAR_FETCH_TOTAL_TIMEOUT": (0.001, 1e6, False),
     "RADAR_FETCH_MAX_BYTES": (1, 1 << 40, True),
     "RADAR_FETCH_RETRIES": (0, 100, True),
+    "RADAR_MAX_LINE_BYTES": (1024, 1 << 31, True),  # the longest history-export line read (sources/jsonl.py)
+    "RADAR_MAX_PAGE_BYTES": (1024, 1 << 31, True),  # the largest saved page read (sources/page.py)
+    "RADAR_LLM_TIMEOUT": LLM_NUMBERS["timeout"],
+    "RADAR_LLM_CONCURRENCY": LLM_NUMBERS["max_concurrency"],
 }
 
 
@@ -220,6 +244,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             lock_timeout=env_lock if env_lock is not None else _number(
                 data.get("lock_timeout", 600), "lock_timeout", where, 0, math.inf),
             carry_days=_number(data.get("carry_days", 14), "carry_days", where, 0, 3650, True),
+            clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

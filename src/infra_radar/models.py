@@ -9,8 +9,11 @@ read them. They are plain dataclasses with no behaviour beyond small derived pro
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+from .errors import RefError
 
 # Item.kind values
 PR, ISSUE, RELEASE, COMMIT = "pr", "issue", "release", "commit"
@@ -41,6 +44,41 @@ def github_url(repo: str, number: int | None, kind: str | None = None) -> str:
     if number is None:
         return base
     return f"{base}/pull/{number}" if kind == PR else f"{base}/issues/{number}"
+
+
+# OWNER/NAME as GitHub allows them: an owner of letters, digits and hyphens (at most 39, not starting with a
+# hyphen), a name of letters, digits, ".", "_" and "-" (at most 100, not "." or "..").
+_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.{1,2}$)[A-Za-z0-9._-]{1,100}")
+REF_FORM = "OWNER/NAME#N (OWNER and NAME as GitHub allows them, N from 1 to 2147483647)"
+
+
+def repo_problem(name: object) -> str | None:
+    """What makes `name` not an OWNER/NAME GitHub could have, or None."""
+    if not isinstance(name, str) or not _REPO_NAME.fullmatch(name):
+        return "not OWNER/NAME of letters, digits, '.', '_' and '-' (as GitHub allows)"
+    return None
+
+
+def check_repo(name: str, what: str = "repository") -> str:
+    """`name` (trimmed) when it is a repository name GitHub allows, else RefError naming it (cut to 80)."""
+    name = name.strip() if isinstance(name, str) else name
+    problem = repo_problem(name)
+    if problem:
+        raise RefError(f"invalid {what} {str(name)[:80]!r}: {problem}")
+    return name
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """'owner/name#123' -> ('owner/name', 123): the one parser of item references every command uses.
+
+    OWNER/NAME must be a name GitHub allows and N a PR or issue number GitHub can give (1 to 2^31 - 1);
+    anything else is a RefError (a ConfigError: one line, exit 1) that names the reference, cut to 80."""
+    text = ref.strip() if isinstance(ref, str) else ""
+    repo, sep, digits = text.rpartition("#")
+    number = ref_number(digits) if sep and digits.isascii() else None
+    if number is None or repo_problem(repo):
+        raise RefError(f"invalid item reference {str(ref)[:80]!r}: use {REF_FORM}")
+    return repo, number
 
 
 # A bilingual text: {"en": "...", "zh": "..."}; renderers pick the report language.

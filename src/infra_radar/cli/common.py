@@ -86,6 +86,10 @@ class Context:
                 writer_lock(self._engine).release()
             self._engine.dispose()
             self._engine, self._writing = None, False
+            if self.store_file():  # no connection of ours is left on the file: its lock descriptor can go
+                from ..store.lock import forget_database
+
+                forget_database(Path(self.store_file()).expanduser())
 
 
 def _command_path() -> list[str]:

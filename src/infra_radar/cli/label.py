@@ -62,7 +62,7 @@ def label(obj: Context, ref: str | None, priority: str | None, grade: str | None
         return
     if not ref:
         raise click.UsageError("name the item: radar label OWNER/NAME#N --priority P0|P1|P2|none [--grade S|M|L]")
-    from ..pipeline.card import parse_ref
+    from ..models import parse_ref
 
     repo, number = parse_ref(ref)
     if remove:

@@ -31,6 +31,8 @@ def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None, rec
 
     with _site_progress() as progress:
         r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url, progress, record)
+    for line in r.warnings:
+        click.echo(f"warning: {line}", err=True)
     click.echo(f"{r.out_dir}: {r.pages} files ({r.item_pages} items, {r.daily_pages} daily, "
                f"{r.weekly_pages} weekly); {r.written} written, {r.unchanged} unchanged, {r.removed} removed; "
                f"{r.skipped} not rendered again (inputs unchanged); "
@@ -96,9 +98,8 @@ def push(obj: Context, report: str, platform: str, dry_run: bool, repos: tuple[s
     from ..publish.push import push_reports
 
     site_url = os.environ.get(SITE_URL_ENV, "")
-    for line in push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run,
-                             repos=list(repos), week=week, day=day, site_url=site_url, record=record):
-        click.echo(line)
+    push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run, repos=list(repos), week=week,
+                 day=day, site_url=site_url, record=record, say=click.echo)  # each line as it happens: a failure keeps them
 
 
 COMMANDS = [site, serve, push]

@@ -11,6 +11,8 @@ from .common import LANG, LLM, NO_RECORD, OUT, Context, pass_ctx
 
 
 def _emit(report) -> None:
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     if report.llm is not None:
         for line in report.llm.lines():
             click.echo(line, err=True)

@@ -21,7 +21,7 @@ def watch() -> None:
 @pass_ctx
 def watch_add(obj: Context, ref: str, reason: str) -> None:
     """Watch OWNER/NAME#N."""
-    from ..pipeline.card import parse_ref
+    from ..models import parse_ref
     from ..store.save import watch_add as add
 
     repo, number = parse_ref(ref)
@@ -49,7 +49,7 @@ def watch_list(obj: Context) -> None:
 @pass_ctx
 def watch_remove(obj: Context, ref: str) -> None:
     """Stop tracking OWNER/NAME#N, whether added by hand or carried from a published radar."""
-    from ..pipeline.card import parse_ref
+    from ..models import parse_ref
     from ..pipeline.memory import untrack
 
     repo, number = parse_ref(ref)

@@ -6,15 +6,15 @@ the store (and writes analyses and runs), so any report can be re-rendered offli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError
-from ..models import Window
+from ..errors import ConfigError, WindowError, few
+from ..models import Window, check_repo
 from ..store import queries, save
 from ..windows import report_day
 from .analysis import analyze
@@ -31,23 +31,33 @@ class Report:
     path: Path | None = None
     llm: object = None  # llm.stage.LlmRunSummary when model prose was used
     newest: list | None = None  # a window with no item: each repository's newest item time (what the store holds)
+    notes: list[str] = field(default_factory=list)  # what the user should know (a window clipped to now)
 
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
+    names = [check_repo(n) for n in names]  # one check of OWNER/NAME for every command (models.check_repo)
     known = {n.lower(): n for n in queries.repo_names(engine)}
     missing = [n for n in names if n.lower() not in known]
     if missing:
-        have = ", ".join(known.values()) or "none (import something first)"
-        raise ConfigError(f"unknown repository {', '.join(missing)}; the store has: {have}")
+        have = few(known.values(), len(known)) or "none (import something first)"
+        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have}")
     return [known[n.lower()] for n in names]
 
 
-def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None) -> tuple[Window, bool]:
-    """The daily window: from the last successful daily run (first run: look back N hours) to now."""
-    from ..windows import make_window
+def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
+                 notes: list[str] | None = None) -> tuple[Window, bool]:
+    """The daily window: from the last successful daily run (first run: look back N hours) to now. A window
+    ending later than now ends now (said in `notes`): what has not happened yet is never "today"."""
+    from ..windows import make_window, now_end
 
-    until = until or datetime.now(UTC).replace(microsecond=0)
+    clock = now_end()
+    if until is not None and until > clock:
+        if notes is not None:
+            notes.append(f"--until {until:%Y-%m-%dT%H:%M:%SZ} is later than now: the window ends now, "
+                         f"{clock:%Y-%m-%dT%H:%M:%SZ}")
+        until = clock
+    until = until or clock
     first = False
     if since is None:
         last = queries.last_success(engine, "daily", "all")
@@ -75,7 +85,8 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     from ..render.markdown import render_daily
     from .memory import Memory, StoreLookup, recall
 
-    window, first = daily_window(settings, engine, since, until)
+    notes: list[str] = []
+    window, first = daily_window(settings, engine, since, until, notes)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
@@ -94,7 +105,7 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
         raise
     save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None,
                                         **({"llm": prose.line()} if prose else {})})
-    return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names))
+    return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names), notes)
 
 
 def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
@@ -148,17 +159,24 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     """Everything the weekly report of `repo` over `window` shows (render.context.WeeklyInput)."""
     from ..render.context import WeeklyInput
     from ..store.ledger import adapted_in_window
-    from ..windows import previous, week_label
+    from ..windows import horizon, previous, week_label
 
+    limit = horizon(settings.clock_skew)
+    if window.since > limit:
+        raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
+                          "happened yet (a record dated that late is kept but never makes a week)")
+    seen = Window(window.since, min(window.until, limit))  # what is dated later than now is not this week's
+    if week_label(window) is None:  # a --since/--until range ending later than now ends now (a week keeps its name)
+        window = seen
     (name,) = _check_repos(engine, [repo])
     analyze(settings, engine)
     from .judgment import judge
 
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
-                       items=judge(settings, engine, queries.analysed_in_window(engine, window, [name])),
+                       items=judge(settings, engine, queries.analysed_in_window(engine, seen, [name])),
                        previous=judge(settings, engine, queries.analysed_in_window(engine, previous(window), [name])),
-                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
-                       target=settings.target, data_end=queries.newest_time(engine, name),
+                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, seen),
+                       target=settings.target, data_end=queries.newest_time(engine, name, limit),
                        is_bot=bot_test(settings), rules_dir=settings.rules_dir)
 
 
@@ -187,9 +205,9 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
         text = render_weekly_llm(inp, settings.lang, prose, settings.focus_weights)
     path = None
     if out_dir:
-        stem = label or f"{window.since:%Y-%m-%d}_{window.until:%Y-%m-%d}"
+        stem = label or f"{inp.window.since:%Y-%m-%d}_{inp.window.until:%Y-%m-%d}"
         path = atomic_write(out_dir / "weekly" / name.replace("/", "+") / f"{stem}.md", text)
-    return Report(text, window, path, prose)
+    return Report(text, inp.window, path, prose)
 
 
 def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,
@@ -205,9 +223,8 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
     from .judgment import judge
 
     found = judge(settings, engine, queries.analysed_in_window(engine, window, names, state=state))
-    index = queries.title_index(engine, sorted({a.item.repo for a in found}))
     cache = batch_cache(engine)
     back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
-    return [card_json(card_of(settings, engine, a, index, cache,
+    return [card_json(card_of(settings, engine, a, cache,
                             back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
             for a in found]

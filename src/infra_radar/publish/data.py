@@ -75,9 +75,10 @@ def _reverse_links(items: list[AnalysedItem]) -> dict[tuple[str, int], list[Link
     return {key: list(links.values()) for key, links in found.items()}
 
 
-def load_site_data(engine: Engine, settings: Settings | None = None) -> SiteData:
+def load_site_data(engine: Engine, settings: Settings | None = None, limit: datetime | None = None) -> SiteData:
     """Every analysed item of the store, grouped by day, by (repository, week) and by reference; with `settings`,
-    as the team judged them (labels and calibration, pipeline/judgment.py)."""
+    as the team judged them (labels and calibration, pipeline/judgment.py). An item dated later than `limit`
+    (now plus the clock skew) gets its page but makes no day and no week."""
     items = queries.analysed_in_window(engine, EVERYTHING)
     if settings is not None:
         from ..pipeline.judgment import judge
@@ -88,7 +89,7 @@ def load_site_data(engine: Engine, settings: Settings | None = None) -> SiteData
     by_week: dict[tuple[str, str], list[AnalysedItem]] = defaultdict(list)
     for ai in items:
         when = ai.item.when
-        if when is None:
+        if when is None or (limit is not None and when > limit):
             continue
         day = when.astimezone(UTC).date()
         by_day[day].append(ai)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
 from importlib import resources
@@ -24,8 +24,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 from sqlalchemy.engine import Engine
 
+from .. import windows
+from ..analyse.links import load_relation_rules
+from ..analyse.related import cap_links, nearest
 from ..config import Settings
-from ..models import MERGED, PR, AnalysedItem, Window, ref_number
+from ..models import MERGED, PR, AnalysedItem, Link, Window, ref_number
 from ..render import markdown as md_render
 from ..render.context import (
     LANGS,
@@ -42,6 +45,7 @@ from ..render.escape import text as author_text
 from ..render.markdown import fmt
 from ..render.template_cache import bytecode_cache
 from ..store import queries
+from ..windows import horizon
 from . import charts, feeds, inputs, search
 from .data import SiteData, day_window, load_site_data, week_of
 from .markup import inline_html, markdown_html, safe_url
@@ -69,6 +73,7 @@ class BuildResult:
     charts: bool
     seconds: float
     skipped: int = 0  # pages not rendered again: their inputs had not changed since the last build
+    warnings: list[str] = field(default_factory=list)  # what the build passed over, one line each
 
 
 # --- paths ---------------------------------------------------------------------------------------
@@ -155,6 +160,8 @@ class Site:
         self._digests: dict[int, str] = {}
         self._newest: dict[str, Any] | None = None
         self._is_bot: Any = None
+        self.most = load_relation_rules(settings).max_per_kind  # related items of one kind a page lists
+        self._groups: dict = {}  # exact-title group -> (numbers sorted, number -> (store order, title))
 
     # inputs (publish/inputs.py)
     def digest_of(self, items: list[AnalysedItem]) -> list[str]:
@@ -199,9 +206,14 @@ class Site:
                              self.digest_of(self.data.by_week.get((repo, before), [])), partial)
 
     def card_input(self, ai: AnalysedItem) -> CardInput:
+        """An item's card input as the site shows it: at most `most` related items of one kind, the nearest, and
+        how many more."""
         item = ai.item
-        return CardInput(item=ai, referenced_by=self.data.referenced_by.get((item.repo.lower(), item.number), []),
-                         duplicates=queries.duplicates_of(self.data.titles, item))
+        back, more = cap_links(self.data.referenced_by.get((item.repo.lower(), item.number), []), item.number,
+                               self.most)
+        duplicates, same = self.duplicates(item)
+        return CardInput(item=ai, referenced_by=back, duplicates=duplicates,
+                         more={**more, **({"duplicate": same} if same else {})})
 
     # links
     def _page_of(self, repo: str, number: int) -> str | None:
@@ -291,9 +303,11 @@ class Site:
             from ..pipeline.reports import bot_test
 
             self._newest, self._is_bot = {}, bot_test(self.settings)
+            limit = horizon(self.settings.clock_skew)  # a record dated later than now is not where data ends
             for ai in self.data.items:
                 when = ai.item.when
-                if when is not None and (ai.item.repo not in self._newest or when > self._newest[ai.item.repo]):
+                if when is not None and when <= limit and (ai.item.repo not in self._newest
+                                                           or when > self._newest[ai.item.repo]):
                     self._newest[ai.item.repo] = when
         return self._newest.get(repo)
 
@@ -320,6 +334,24 @@ class Site:
         page = self.render("report.html.j2", rel, title=title, content=self.report(text, rel),
                            repo_link=root_of(rel) + repo_page(repo), repo=repo)
         return rel, page, text
+
+    def duplicates(self, item) -> tuple[list[Link], int]:
+        """The PRs of the item's exact title (store.queries.title_index), the `max_per_kind` nearest by number
+        in the store's order, and how many more: found by bisection, so a title shared by thousands of PRs
+        costs each page a few steps, not the thousands."""
+        if item.kind != PR or item.number is None:
+            return [], 0
+        key = (item.repo.lower(), queries.normalise_title(item.title))
+        group = self.data.titles.get(key)
+        if not group:
+            return [], 0
+        if key not in self._groups:
+            self._groups[key] = (sorted(n for n, _ in group), {n: (i, t) for i, (n, t) in enumerate(group)})
+        numbers, where = self._groups[key]
+        chosen = sorted(nearest(numbers, item.number, self.most), key=lambda n: where[n][0])
+        others = len(numbers) - (item.number in where)
+        return [Link(kind="duplicate", repo=item.repo, number=n, detail=where[n][1]) for n in chosen], \
+            others - len(chosen)
 
     def item(self, ai: AnalysedItem, given: CardInput | None = None) -> tuple[str, str]:
         """(path, html) of an item page.
@@ -505,10 +537,11 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     analyze(settings, engine)
     from ..pipeline.judgment import judge
 
-    site = Site(settings, load_site_data(engine, settings), site_url, Memory.load(settings, engine),
+    site = Site(settings, load_site_data(engine, settings, horizon(settings.clock_skew)), site_url, Memory.load(settings, engine),
                 lambda items: judge(settings, engine, items))
     progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
                  f"({time.perf_counter() - started:.1f}s)")
+    clock = windows.now()  # a report of today or this week is dated when it was built, never at its window's future end
     writer = PageWriter.open(out_dir)
     key = inputs.build_key(settings, site.site_url, charts.available(), rules_dir=settings.rules_dir)
     seen = inputs.InputRecord.open(writer.root, key)
@@ -527,7 +560,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
             return html
         data = site.daily_inputs(day)
         done = build.page(rel, data, render)
-        reports.append(feeds.FeedEntry("daily", rel, text, day_window(day).until, inputs=data,
+        reports.append(feeds.FeedEntry("daily", rel, text, min(day_window(day).until, clock), inputs=data,
                                        load=None if done else lambda day=day: site.daily(day)[2]))
         progress.advance()
     progress.say(_pages("daily pages", build.rendered, len(days)))
@@ -544,7 +577,8 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
             return html
         data = site.weekly_inputs(repo, week)
         done = build.page(rel, data, render)
-        reports.append(feeds.FeedEntry("weekly", rel, text, site.data.week_window(week).until, inputs=data,
+        reports.append(feeds.FeedEntry("weekly", rel, text, min(site.data.week_window(week).until, clock),
+                                       inputs=data,
                                        load=None if done else lambda r=repo, w=week: site.weekly(r, w)[2]))
         progress.advance()
     progress.say(_pages("weekly pages", build.rendered, len(weeks)))
@@ -555,7 +589,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     item_digests = []
     for ai in numbered:
         given = site.card_input(ai)
-        data = inputs.digest("item", site.digest_of([ai]), given.referenced_by, given.duplicates)
+        data = inputs.digest("item", site.digest_of([ai]), given.referenced_by, given.duplicates, given.more)
         item_digests.append(data)
         build.page(item_page(ai.item.repo, ai.item.number), data, lambda ai=ai, given=given: site.item(ai, given)[1])
         progress.advance()
@@ -583,7 +617,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
             save_records(engine, site.records)
     return BuildResult(out_dir, len(writer.new), len(writer.written), writer.unchanged, len(removed),
                        len(numbered), len(days), len(weeks), charts.available(),
-                       time.perf_counter() - started, build.skipped)
+                       time.perf_counter() - started, build.skipped, writer.warnings)
 
 
 def _feeds(site: Site, build: _Build, reports: list[feeds.FeedEntry]) -> None:

@@ -48,6 +48,18 @@ def adapted_views(entries: Iterable[Any], t: dict[str, Any], full_up: bool = Fal
     return views
 
 
+_MORE_SECTIONS = {"duplicate": "duplicates", "follow-up": "follow_ups", "adapted-in": "adapted"}
+
+
+def more_views(more: dict[str, int], t: dict[str, Any]) -> dict[str, str]:
+    """Per card section, "" or what follows its listed links: "and N more not listed"."""
+    counts = dict.fromkeys(("referenced_by", "duplicates", "follow_ups", "adapted", "related"), 0)
+    for kind, n in more.items():
+        counts[_MORE_SECTIONS.get(kind, "referenced_by" if kind.startswith("referenced-by") else "related")] += n
+    return {section: (t["card"]["more_similar" if section == "duplicates" else "more_links"].format(n=n) if n else "")
+            for section, n in counts.items()}
+
+
 def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
     """One item's card: facts, analysis, files by directory and its links."""
     ai, links = inp.item, inp.item.analysis.links
@@ -66,7 +78,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "duplicates": link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),
         "related": link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")]),
         "follow_ups": link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
-        "known": inp.known, "upstream_repo": item.repo,
+        "known": inp.known, "upstream_repo": item.repo, "more": more_views(inp.more, t),
     })
     if inp.known:
         porting = applied(item, inp.target, text=described(item.body))

@@ -184,12 +184,15 @@ def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any], short: dic
         return ""
     d = t["daily"]
     members = []
-    for ref in story.refs:
+    listed, more = story.listed()
+    for ref in listed:
         branches = story.branches.get(ref) or []
         label = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref_label(ref, short)
         members.append(d["story_member"].format(ref=label, role=d["story_roles"].get(story.roles[ref], ""),
                                                 branches=d["story_branches"].format(branches=", ".join(branches))
                                                 if branches else ""))
+    if more:
+        members.append(d["story_more"].format(n=more))
     return d["story"].format(members=t["common"]["sep"].join(members))
 
 

@@ -107,3 +107,4 @@ class CardInput:
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: where this upstream PR was adapted
     known: bool = True  # False: an upstream ref known only through the ledger (no item, no analysis)
     target: str = "ascend"  # the target platform profile (settings.target)
+    more: dict[str, int] = field(default_factory=dict)  # link kind -> related items beyond the listed ones

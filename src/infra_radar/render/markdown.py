@@ -132,4 +132,7 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "label": dict(a.label) if a.label else None,
         "learned": dict(a.learned) if a.learned else None,
         "rules": {k: a.rules[k] for k in ("priority", "grade", "decision") if k in a.rules} if a.rules else None,
+        # how many related items of each link kind were left out (only when some were): at most
+        # links.toml [related] max_per_kind of one kind are listed, the nearest
+        **({"links_omitted": dict(sorted(inp.more.items()))} if inp.more else {}),
     }

@@ -47,7 +47,8 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
-                   "006_created_index", "007_published_radars", "008_labels")
+                   "006_created_index", "007_published_radars", "008_labels",
+                   "009_push_deliveries")
 
 
 def applied_migrations(store) -> set[str]:
@@ -174,10 +175,15 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     return found
 
 
-def newest_time(store, repo: str) -> datetime | None:
-    """The time of the repository's newest stored item (merge time, else last update): where its data ends."""
+def newest_time(store, repo: str, limit: datetime | None = None) -> datetime | None:
+    """The time of the repository's newest stored item (merge time, else last update): where its data ends; with
+    `limit` (now plus the clock skew), a record dated later than it is not where the data ends."""
     with reading(store) as db:
-        return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO}", {"repo": repo.lower()}))
+        if limit is None:
+            return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO}",
+                                     {"repo": repo.lower()}))
+        return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO} AND items.when_at <= :limit",
+                                 {"repo": repo.lower(), "limit": limit}))
 
 
 def opened_at(item: Item) -> datetime | None:
@@ -302,12 +308,17 @@ def duplicates_of(index: dict, item: Item) -> list[Link]:
 # --- runs and the watch list ---------------------------------------------------------------------
 
 def last_success(store, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
-    """(since, until) of the last successful run of `kind` over `scope`, or None."""
+    """(since, until) of the last successful run of `kind` over `scope`, or None. A run cannot have seen past
+    the time it started: a window that ended later (a stored `--until 8999-01-01`) counts as ending then."""
     with reading(store) as db:
-        found = db.rows("SELECT runs.since, runs.until FROM runs WHERE runs.kind = :kind AND runs.scope = :scope "
-                        "AND runs.status = 'ok' ORDER BY runs.until DESC, runs.id DESC LIMIT 1",
-                        {"kind": kind, "scope": scope})
-        return (db.time(found[0][0]), db.time(found[0][1])) if found else None
+        seen = "CASE WHEN runs.until < runs.started_at THEN runs.until ELSE runs.started_at END"
+        found = db.rows("SELECT runs.since, runs.until, runs.started_at FROM runs WHERE runs.kind = :kind "
+                        f"AND runs.scope = :scope AND runs.status = 'ok' ORDER BY {seen} DESC, runs.id DESC "
+                        "LIMIT 1", {"kind": kind, "scope": scope})
+        if not found:
+            return None
+        since, until, started = (db.time(v) for v in found[0])
+        return since, min(until, started) if until and started else until
 
 
 @dataclass(slots=True)

@@ -395,11 +395,38 @@ def m008_labels(op: Operations) -> None:
         op.create_table(name, *cols)
 
 
+# 009: what `radar push` delivered, so a push that failed part-way resumes with the first message not delivered
+def _v9_columns() -> list[sa.Column]:
+    return [
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("target", sa.String(64), nullable=False),  # sha256 of platform and webhook URL (a secret)
+        sa.Column("report", sa.String(200), nullable=False),  # "daily 2026-07-02", "weekly OWNER/NAME 2026-W27"
+        sa.Column("part", sa.Integer, nullable=False),  # message `part` of `parts`
+        sa.Column("parts", sa.Integer, nullable=False),
+        sa.Column("content_sha", sa.String(64), nullable=False),  # sha256 of the message, signature left out
+        _time("delivered_at", nullable=False),
+    ]
+
+
+_V9_INDEXES = [("ix_push_deliveries_key", "push_deliveries", ["target", "report", "content_sha"])]
+push_deliveries = sa.Table("push_deliveries", metadata, *_v9_columns())
+for _ix, _table, _cols in _V9_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+
+
+def m009_push_deliveries(op: Operations) -> None:
+    """Messages a push delivered, by webhook (hashed), report, part and content."""
+    op.create_table("push_deliveries", *_v9_columns())
+    for ix, table, cols in _V9_INDEXES:
+        op.create_index(ix, table, cols)
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
     m007_published_radars,
     m008_labels,
+    m009_push_deliveries,
 ], strict=True))
 
 
