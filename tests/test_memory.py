@@ -159,7 +159,7 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
     two = store.radar(3)
     assert f"{REPO}#101" not in deep_refs(two)  # in the window again (merged), rechecked instead
     merged = line_of(two, f"{REPO}#101")
-    assert merged.startswith(f"- [{REPO}#101](https://github.com/{REPO}/pull/101) [Perf] Fuse KV cache write: "
+    assert merged.startswith(f"- [{REPO}#101](https://github.com/{REPO}/pull/101) Fuse KV cache write: "
                              "merged (`aaaaaaa`), 2 files: `infer/kv/write.py`, `infer/mod101.py`; changed since "
                              "2026-08-02; carried from 2026-08-02 (deep dive, P0, validate first)"), merged
     for note in ("state: open → merged", "update: merged with other files than shown (1 added: `infer/kv/write.py`)",
@@ -183,7 +183,8 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
     closed = line_of(three, f"{REPO}#103")
     assert "closed; changed since 2026-08-03" in closed and "  - last recheck: closed, no longer tracked" in closed
     follow = line_of(three, f"{REPO}#102")
-    assert f"  - newly related: [{REPO}#105](https://github.com/{REPO}/issues/105) follow-up" in follow
+    # a PR follow-up links to /pull/N
+    assert f"  - newly related: [{REPO}#105](https://github.com/{REPO}/pull/105) follow-up" in follow
     assert "1 no longer tracked" in since_last(three)
 
     four = store.radar(5)

@@ -190,17 +190,16 @@ def shown_item(ai: AnalysedItem, until: datetime) -> ShownItem:
 
 
 def _reasons(ai: AnalysedItem, deep: bool, top: bool) -> list[str]:
-    """Why a radar starts carrying an item it showed: deep-dived; P0; open P0/P1 left to validate first; open and
-    left to track in the P0/P1 table (the short table's track-only notes are not followed: CUDA-only work a busy
-    day opens by the dozen)."""
+    """Why a radar starts carrying an item it wrote up (a deep dive or a row of the P0/P1 table): deep-dived;
+    P0; open and left to validate first or to track. The short table, the downstream section and the items
+    only counted are not followed: what the reader never read needs no recheck."""
     a, state = ai.analysis, ai.item.state
-    if state == CLOSED:
+    if state == CLOSED or not (deep or top):  # what the report wrote up: its P0/P1 table and deep dives
         return []
     out = ["deep"] if deep else []
     if a.priority == "P0":
         out.append("p0")
-    if state == OPEN and a.priority in ("P0", "P1") and (
-            a.decision == "validate-first" or (top and a.decision == "track-only")):
+    if state == OPEN and a.priority in ("P0", "P1") and a.decision in ("validate-first", "track-only"):
         out.append(a.decision)
     return out
 
@@ -262,8 +261,9 @@ def _ends(state: str, before: str | None) -> bool:
     return state == CLOSED or (state == MERGED and before not in (None, MERGED))
 
 
-def _related(ai: AnalysedItem, ctx: _Context, since: datetime) -> list[tuple[str, str]]:
-    """(ref, role) of the items since `since` that follow the item up: reference it, back-port it, revert it."""
+def _related(ai: AnalysedItem, ctx: _Context, since: datetime) -> list[tuple[str, str, str]]:
+    """(ref, role, url) of the items since `since` that follow the item up: reference it, back-port it, revert
+    it."""
     until = ctx.window.until
 
     def fresh(other: AnalysedItem) -> bool:
@@ -273,10 +273,10 @@ def _related(ai: AnalysedItem, ctx: _Context, since: datetime) -> list[tuple[str
     referencing = {o.item.ref for o in ctx.referencing.get(ai.item.ref, []) if o.item.number is not None and fresh(o)}
     story = ctx.stories.get(ai.item.ref)
     members = [r for r in story.refs if r in ctx.pool and fresh(ctx.pool[r])] if story else []
-    out = [(ref, story.roles[ref]) for ref in members if story.roles.get(ref) in _ROLES]
-    said = {ref for ref, _ in out}
-    out += [(ref, "follow-up") for ref in sorted(referencing, key=lambda r: (ctx.pool[r].item.when, r))
-            if ref not in said]
+    out = [(ref, story.roles[ref], ctx.pool[ref].item.url) for ref in members if story.roles.get(ref) in _ROLES]
+    said = {ref for ref, _, _ in out}
+    out += [(ref, "follow-up", ctx.pool[ref].item.url)
+            for ref in sorted(referencing, key=lambda r: (ctx.pool[r].item.when, r)) if ref not in said]
     return out
 
 
@@ -307,7 +307,7 @@ def _recheck(key: Key, carry: Carry | None, hand: queries.WatchEntry | None, fou
     related = _related(ai, ctx, last[0].until if last else ctx.window.since)
     check = WatchRecheck(
         ref, found.item.url, found.item.title, before.state if before else None, state, commit,
-        None if before is None or before.files is None else bool(added or removed), [r for r, _ in related],
+        None if before is None or before.files is None else bool(added or removed), [r for r, _, _ in related],
         list(ai.analysis.risk_labels), kind=found.item.kind, hand=hand_reason,
         last_day=_day(last[0].until) if last else None, commit_before=before.merge_commit if before else None,
         files=list(found.item.files), files_added=added, files_removed=removed, new_claims=new_claims,

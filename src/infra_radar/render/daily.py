@@ -8,7 +8,6 @@ radar's size comes from its design, not from the day: what is left out is counte
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -33,7 +32,7 @@ from .deepdive import dive, grade_with_porting
 from .escape import Md, join, link
 from .explain import clickable, described
 from .inputs import DailyInput
-from .mechanism import clean_title
+from .mechanism import title_head
 from .recheck import recheck_views, since_last_line
 
 CHECK_LINES = 6  # checklist lines at most: the deep dives' and the P0 items', in table order
@@ -51,27 +50,6 @@ def ref_label(ref: str, short: dict[str, str]) -> str:
     """The link text of an item: its full reference ("verl-project/verl#6901"), the form every report, card
     and search uses (`short` names repositories in counts only)."""
     return ref
-
-
-_CLAUSE_END = re.compile(r"\s+[—–-]\s+|;\s+|:\s+|\s+\(|,\s+|\s+(?=(?:to|for|with|during|in|on|when|via|"
-                        r"so that|because|and)\s)")
-
-
-def title_head(title: str, most: int = 72) -> str:
-    """A title for a table: its tags and conventional prefix ("feat:") dropped and, when long, its first
-    whole clause or phrase (up to a dash, semicolon, colon, parenthesis, comma or preposition, outside quotes
-    and brackets), never a cut word."""
-    head = clean_title(title)[0] or title.strip()
-    if len(head) <= most:
-        return head
-    cuts = [m.start() for m in _CLAUSE_END.finditer(head) if 16 <= m.start() <= most and _balanced(head[: m.start()])]
-    strong = [c for c in cuts if head[c:c + 3].strip()[:1] in ("—", "–", "-", ";", ":")]
-    return head[: (strong or cuts)[-1]].rstrip(" ,;:") if cuts else head
-
-
-def _balanced(s: str) -> bool:
-    return (s.count('"') % 2 == 0 and s.count("(") <= s.count(")") and s.count("[") <= s.count("]")
-            and s.count("`") % 2 == 0 and s.count("“") <= s.count("”"))
 
 
 # --- rows ------------------------------------------------------------------------------------------

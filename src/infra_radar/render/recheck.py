@@ -15,6 +15,7 @@ from ..models import CLOSED, MERGED, OPEN, FileChange
 from .base import claim_phrase, name, ref_url
 from .escape import Md, code, join, link, text
 from .inputs import DailyInput, WatchRecheck
+from .mechanism import title_head
 
 __all__ = ["SHOWN_FILES", "recheck_views", "since_last_line"]
 
@@ -95,7 +96,8 @@ def _notes(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> list[Md]:
         notes.append(Md(r["lines_moved"]))
     related = w.related or [(ref, "follow-up") for ref in w.new_refs]
     if related:
-        refs = join([Md(f"{link(ref, ref_url(ref))} {r['roles'].get(role, role)}") for ref, role in related], sep)
+        refs = join([Md(f"{link(ref, url[0] if url else ref_url(ref))} {r['roles'].get(role, role)}")
+                     for ref, role, *url in related], sep)
         notes.append(Md(r["related"].format(refs=refs)))
     if w.new_comments:
         notes.append(Md(r["comments_one" if w.new_comments == 1 else "comments"].format(n=w.new_comments)))
@@ -125,7 +127,7 @@ def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     changed = bool(notes)
     state = _state(w, r, t)
     rest = join([x for x in (Md(state + _files(w, r, t)), _change(w, changed, r), origin) if x], semi)
-    line = Md(r["line"].format(link=link(w.ref, w.url), title=text(w.title), rest=rest))
+    line = Md(r["line"].format(link=link(w.ref, w.url), title=text(title_head(w.title)), rest=rest))
     # carried for a while with nothing new: listed with the others of its origin day (state and commit only)
     folded = not changed and w.hand is None and bool(w.origin_day) and w.rechecks_before >= FULL_RECHECKS
     return {**view, "line": line, "notes": notes, "changed": changed, "folded": folded,
