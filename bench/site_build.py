@@ -1,7 +1,7 @@
 """Benchmark: build the static site from the real vllm-ascend and verl history.
 
 Imports both exports from ../shared/data into a fresh store, analyses them (not timed as the site build),
-then times a full `site build` and a no-change rebuild.
+then times a full `site build` and a no-change rebuild (which renders no page: publish/inputs.py).
 Prints the page counts and seconds of each.
 
 usage: python bench/site_build.py [--keep DIR] [--no-charts]
@@ -48,7 +48,8 @@ def main() -> None:
         for label in ("full build", "no-change rebuild"):
             r = build_site(settings, engine, out)
             print(f"{label}: {r.seconds:.1f} s | {r.pages} files ({r.item_pages} item pages, {r.daily_pages} daily,"
-                  f" {r.weekly_pages} weekly) | {r.written} written, {r.unchanged} unchanged | "
+                  f" {r.weekly_pages} weekly) | {r.written} written, {r.unchanged} unchanged, {r.skipped} not rendered "
+                  f"again (inputs unchanged) | "
                   f"charts {'svg' if r.charts else 'tables'}", flush=True)
         print(f"cores: {os.cpu_count()}")
         engine.dispose()

@@ -63,6 +63,37 @@ def cut_words(text: str, corpus: str) -> list[str]:
     return bad
 
 
+def _step_patterns() -> list[tuple[str, re.Pattern[str], bool]]:
+    """The packaged checklist steps as patterns capturing their placeholders, with whether the values they
+    name make another step: a fallback (it names a module) or a step of a group is one step for any item; a
+    step naming the item's own switches, env vars, kernels or versions differs by them."""
+    import tomllib
+    from importlib import resources
+
+    data = tomllib.loads((resources.files("infra_radar") / "defaults" / "rules" / "checklists.toml")
+                         .read_text(encoding="utf-8"))
+    out = []
+    for group in ("step", "fallback", "spare"):
+        for i, step in enumerate(data.get(group, [])):
+            for text in step["text"].values():
+                parts = re.split(r"\{\w+\}", text)
+                key = step.get("group") or f"{group}:{i}"  # wordings of one step share its group
+                out.append((key, re.compile("(.+?)".join(re.escape(p) for p in parts), re.S),
+                            group == "step" and not step.get("group")))
+    return out
+
+
+def step_shape(step: str) -> str:
+    """The rule a checklist step was built from (with the values that make it the item's own), else the step
+    without its item-specific parts."""
+    step = step.strip().rstrip("。.")
+    for key, pattern, by_value in _step_patterns():
+        found = pattern.fullmatch(step)
+        if found:
+            return f"{key}|{'|'.join(found.groups())}" if by_value else key
+    return " ".join(CODE.sub(" ", step).split())
+
+
 def checklist_share(text: str, heading: str) -> tuple[float, str]:
     """The largest share of a report's checklist items carrying one step shape, and that shape."""
     part = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
@@ -72,7 +103,7 @@ def checklist_share(text: str, heading: str) -> tuple[float, str]:
     counts: dict[str, int] = {}
     for ln in items:
         steps = re.split(r"[；;] ?", ln.split("：", 1)[-1] if "：" in ln else ln.split(": ", 1)[-1])
-        for shape in {" ".join(CODE.sub(" ", s).split()) for s in steps if s.strip()}:
+        for shape in {step_shape(s) for s in steps if s.strip()}:
             counts[shape] = counts.get(shape, 0) + 1
     shape, n = max(counts.items(), key=lambda kv: kv[1])
     return n / len(items), shape

@@ -272,14 +272,23 @@ def test_a_reference_definition_in_a_body_defines_nothing(outputs):
 
 
 def test_the_title_still_reads_as_written_in_every_report(outputs):
+    from infra_radar.render.mechanism import title_head
+
     md = outputs["md"]
     words = "SECURITY: rotate your tokens here"
-    for name in ("daily.zh", "daily.en", "weekly acme/from-jsonl", "weekly acme/from-git",
-                 "card acme/from-jsonl#101", "card acme/from-git#201", "card acme/from-page#7", "card acme/infer#1201"):
+    # a card shows the whole title: as its author typed it, not its rendering
+    for name in ("card acme/from-jsonl#101", "card acme/from-git#201", "card acme/from-page#7", "card acme/infer#1201"):
         text = viewed(md[name]).text
-        assert f"{LINK} {IMAGE}" in text, name  # the title as its author typed it, not its rendering
+        assert f"{LINK} {IMAGE}" in text, name
         assert words in text
     assert f"{BOLD} fuse RMSNorm" in viewed(md["card acme/infer#1201"]).text
+    # the daily's tables and deep dives show the title's head (its leading bracket tag dropped), as typed
+    head = title_head(f"{LINK} {IMAGE} KV cache reuse for NPU attention")
+    assert IMAGE in head
+    for name in ("daily.zh", "daily.en"):
+        assert head in viewed(md[name]).text, name
+    # the weekly names a PR by a whole phrase of its title, as typed
+    assert f"{HEADING} {BOLD} paged attention scheduling fix" in viewed(md["weekly acme/from-jsonl"]).text
 
 
 def test_site_pages_carry_no_author_link_element_or_comment(outputs):

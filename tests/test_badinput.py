@@ -72,7 +72,7 @@ def test_wrongly_typed_config_values_are_one_line(tmp_path, text):
     (("daily", "--repo", "nobody/here"), ["unknown repository nobody/here", "acme/infer"]),
     (("export", "--repo", "nobody/here"), ["unknown repository nobody/here"]),
     (("export", "--since", "2026-13-01"), ["invalid time '2026-13-01'"]),
-    (("weekly", "--repo", "../../x/y", "--week", "2026-W31", "--out", "out"), ["unknown repository ../../x/y"]),
+    (("weekly", "--repo", "../../x/y", "--week", "2026-W31", "--out", "out"), ["invalid repository '../../x/y'"]),
 ])
 def test_bad_options_are_one_line(loaded, args, needles):
     one_line_error(*invoke(*args)[::2], *needles)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from infra_radar.analyse import links as links_module
+from infra_radar.analyse import related as related_module
 from infra_radar.models import Item
 from infra_radar.pipeline.analysis import analyze
 from infra_radar.pipeline.card import card_input
@@ -46,6 +47,7 @@ def test_one_card_keys_a_few_titles_not_the_whole_repository(settings, monkeypat
 
     monkeypatch.setattr(queries, "normalise_title", norm)
     monkeypatch.setattr(links_module, "title_key", key)
+    monkeypatch.setattr(related_module, "title_key", key)  # the index of related PRs keys titles too
     card = card_input(settings, engine, "acme/big#7")
     engine.dispose()
     assert [link.number for link in card.duplicates] == [8]  # still found

@@ -12,7 +12,7 @@ import time
 import pytest
 from markdown_it import MarkdownIt
 
-from infra_radar.render.escape import Md, cell, code, fmt, href, join, link, plain, text
+from infra_radar.render.escape import Md, cell, code, fmt, href, join, link, plain, plain_line, start, text
 
 pytestmark = pytest.mark.no_store
 
@@ -155,6 +155,28 @@ def test_plain_is_what_the_reader_sees():
     assert plain("not ours \\*") == "not ours \\*"
 
 
+def test_a_word_inside_our_sentence_keeps_what_only_a_line_start_makes_markup():
+    # "ep > 1" in a conclusion: a '>' inside a line is no quote, so it needs no backslash
+    assert text("> 1", inside=True) == "> 1" and text("-", inside=True) == "-" and text("1.", inside=True) == "1."
+    assert text("> 1") == "\\> 1"
+    sentence = Md(f"修复 ep {text('>', inside=True)} 1 时的 NaN")
+    assert "\\" not in sentence and start(sentence) == sentence
+    # a sentence that opens with such a word is guarded where it may open a line; inline markup is escaped
+    # inside a sentence all the same
+    for opener in ("> q", "# h", "- l", "+ l", "1. n", "3) n", "[r]: https://evil.example/d"):
+        built = start(Md(join([text(w, inside=True) for w in opener.split(" ")], " ") + " and more"))
+        rendered = as_block(built)
+        assert tags(rendered) == {"p"}, (opener, rendered)
+        assert plain(built) == opener + " and more"
+    assert "<em>" not in inline_html(Md(f"a {text('*b*', inside=True)} c"))
+
+
+def test_plain_line_reads_our_links_by_their_label_and_leaves_author_text_alone():
+    built = Md(f"see {link('a [b] c', 'https://github.com/acme/x/pull/1')} and **bold** {text('[e](https://e) *x*')}")
+    assert plain_line(built) == "see a [b] c and bold [e](https://e) *x*"
+    assert plain_line("[e](https://e) **x**") == "[e](https://e) **x**"  # not ours: as it is
+
+
 def test_escaping_is_linear_in_the_text():
     def cost(n: int) -> float:
         rng = random.Random(n)
@@ -168,3 +190,23 @@ def test_escaping_is_linear_in_the_text():
     cost(2000)
     small, large = min(cost(20_000) for _ in range(2)), min(cost(80_000) for _ in range(2))
     assert large < small * 12  # 4x the text: linear is ~4x, quadratic 16x
+
+
+def test_a_relation_links_the_page_the_radar_builds_never_the_authors_address():
+    from infra_radar.models import Link
+    from infra_radar.render.base import shown_url
+
+    def shown(url, kind="references", number=5):
+        return shown_url(Link(kind=kind, repo="acme/x", number=number, url=url))
+
+    assert shown("https://github.com/acme/x/pull/5") == "https://github.com/acme/x/pull/5"
+    # an address of the author's that names a pull request: that PR's page, built from repository and number
+    assert shown("https://github.com/acme/x/pull/5/files#diff-1\")](https://evil.example)") == \
+        "https://github.com/acme/x/pull/5"
+    assert shown("https://github.com/acme/x/pull/5#issuecomment-1") == "https://github.com/acme/x/pull/5"
+    assert shown("https://github.com/acme/x/pull/5%EF%BC%89") == "https://github.com/acme/x/pull/5"  # "…/pull/5）"
+    assert shown("https://github.com/acme/x/pull/55") == "https://github.com/acme/x/issues/5"  # not this one
+    assert shown(None) == "https://github.com/acme/x/issues/5"  # kind unknown: GitHub forwards /issues/N
+    assert shown(None, "duplicate") == "https://github.com/acme/x/pull/5"  # a relation between PRs
+    assert shown("https://evil.example/acme/x/pull/5") == "https://github.com/acme/x/issues/5"
+    assert shown_url(Link(kind="url", url="https://evil.example/rotate")) == ""  # an address: shown as text

@@ -119,3 +119,67 @@ def test_the_window_ranks_a_radar_of_the_teams_size(store):
     assert 1 <= ranks["P0"] <= 12 and ranks["P1"] <= 40, ranks
     p0 = {a.item.ref for a in window if a.analysis.priority == "P0"}
     assert {"verl-project/verl#6901", "verl-project/verl#6886"} <= p0
+
+
+# --- learning ---------------------------------------------------------------------------------------------
+
+def test_eval_prints_and_checks_the_cross_validated_figures(store):
+    """`radar eval --check` above holds the floors with learning too (check_all); here the figures themselves:
+    the cross-validated team part keeps the floors and is no worse than the rules alone."""
+    import json
+
+    url, _, _, home = store
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RADAR_HOME", str(home))
+        data = json.loads(CliRunner().invoke(main, ["--db", url, "eval", str(DEV_SET), "--json"]).output)
+    assert data["failures"] == []
+    rules, learned = data["parts"]["team"], data["learning"]["cross_validated"]["parts"]["team"]
+    assert learned["high_recall"] >= 0.9 and learned["grade"]["accuracy"] >= 0.85
+    assert learned["unlisted_high_share"] <= 0.30
+    assert learned["grade"]["accuracy"] >= rules["grade"]["accuracy"]
+    assert learned["high_recall"] >= rules["high_recall"]
+    assert set(data["learning"]["folds"]) == {"team", *(f"fold-{i}" for i in range(5))}
+
+
+def test_earlier_labels_make_later_days_no_worse(store):
+    """Real history split by time: the calibration fitted on the labels of the earlier two thirds of the
+    labelled items (by merge time) judges the later third and the team's day at least as well as the rules."""
+    from infra_radar.analyse.judge import Judge
+    from infra_radar.analyse.learn import fit, limits_of
+    from infra_radar.evaluate.labels import load_labels
+    from infra_radar.evaluate.learning import examples_of, judged
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.judgment import judging_tables
+    from infra_radar.store import queries
+
+    url, settings, _, _ = store
+    engine = open_store(settings)
+    labels = load_labels(DEV_SET)
+    found = {}
+    for label in labels.labels:
+        analysed = queries.analysed_item(engine, label.repo, label.number)
+        if analysed is not None and analysed.item.when is not None:
+            found[f"{label.repo.lower()}#{label.number}"] = analysed
+    engine.dispose()
+    dev = sorted((lab for lab in labels.labels if lab.split in ("tune", "holdout")
+                  and f"{lab.repo.lower()}#{lab.number}" in found),
+                 key=lambda lab: found[f"{lab.repo.lower()}#{lab.number}"].item.when)
+    cut = len(dev) * 2 // 3
+    tables = judging_tables(settings)
+    model = fit(examples_of(dev[:cut], found), limits_of(tables["learning"]))
+    judge = Judge(tables, settings.focus_weights, settings.focus)
+    later = dev[cut:] + [lab for lab in labels.labels if lab.split == "team"]
+
+    def right(field: str, learned: bool) -> int:
+        total = 0
+        for lab in later:
+            ai = found.get(f"{lab.repo.lower()}#{lab.number}")
+            if ai is None or field not in lab.values:
+                continue
+            a = judged(ai, judge, model).analysis if learned else ai.analysis
+            total += getattr(a, field) in lab.values[field]
+        return total
+
+    assert model.labels == cut
+    for field in ("priority", "grade"):
+        assert right(field, True) >= right(field, False), field

@@ -485,7 +485,7 @@ def daily_kills(tmp_path_factory) -> dict[str, Outcome | BaseException]:
         out = home / "out"
         env = _daily_store(home, f"kill-daily-{point}")
         (out / "daily").mkdir(parents=True)
-        (out / "daily" / "2026-08-04.md").write_text(PREVIOUS)
+        (out / "daily" / "2026-08-03.md").write_text(PREVIOUS)
         return lambda: kill_then_rerun([*DAILY, "--out", str(out)], env, point, between=lambda: _reports(out))
 
     return side_by_side({point: job(point) for point in DAILY_KILLS})
@@ -496,10 +496,10 @@ def test_sigkill_daily_never_leaves_a_half_written_report(point, daily_kills, da
     calm_report, calm_store = daily_baseline
     outcome = daily_kills[point]
     check(outcome, point, JSONL_KILLS["run.finish:3"], calm_store)
-    report = outcome.between.pop("daily/2026-08-04.md")
+    report = outcome.between.pop("daily/2026-08-03.md")
     assert report == PREVIOUS or STAMP.sub("<time>", report) == calm_report  # old or new, never half
     assert (report == PREVIOUS) == (point != "run.finish:1")
     assert all(Path(name).name.startswith(".") for name in outcome.between)  # at most a temporary file
     out = Path(outcome.rerun.stdout.strip()).parents[1]
-    assert text_of(out / "daily" / "2026-08-04.md") == calm_report
-    assert list(_reports(out)) == ["daily/2026-08-04.md"]  # the rerun removed what the kill left
+    assert text_of(out / "daily" / "2026-08-03.md") == calm_report
+    assert list(_reports(out)) == ["daily/2026-08-03.md"]  # the rerun removed what the kill left

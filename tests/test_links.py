@@ -12,7 +12,6 @@ import pytest
 
 from infra_radar.analyse.links import (
     Change,
-    ChangeIndex,
     compile_relation_rules,
     distinctive_terms,
     duplicate_links,
@@ -22,6 +21,7 @@ from infra_radar.analyse.links import (
     same_change,
     title_key,
 )
+from infra_radar.analyse.related import ChangeIndex
 
 pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
 

@@ -268,7 +268,7 @@ def test_report_pages_carry_the_same_markdown_as_the_cli(settings, store):
     assert site.daily(day)[2] == render_daily(site.daily_input(day), settings.lang, focus_weights=weights)
     weekly = site.weekly("acme/infer", "2026-W31")[2]
     assert weekly == render_weekly(site.weekly_input("acme/infer", "2026-W31"), settings.lang, focus_weights=weights)
-    assert "#1843" in weekly
+    assert "[#1811](https://github.com/acme/infer/pull/1811)" in weekly  # the week's first key PR, linked
 
 
 def control_item() -> Item:

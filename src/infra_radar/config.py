@@ -15,14 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .models import repo_problem
 
 DEFAULTS = resources.files("infra_radar") / "defaults"
 CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
-    "weekly_key_prs", "short_p2_limit", "top_table_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
+    "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
+    "carry_days",
+    "clock_skew",
 }
-_REPO_KEYS = {"name", "branches", "core_paths"}
+_REPO_KEYS = {"name", "branches", "core_paths", "role"}
+ROLES = ("upstream", "downstream")
 LANGS = ("zh", "en")
 
 
@@ -33,6 +37,9 @@ class RepoSettings:
     name: str
     branches: list[str] = field(default_factory=lambda: ["main"])
     core_paths: list[str] = field(default_factory=list)
+    # upstream: a project the team follows (the daily radar's tables); downstream: the team's own target
+    # repository (e.g. vLLM-Ascend for Ascend), reported apart as what landed there
+    role: str = "upstream"
 
     def is_core(self, path: str) -> bool:
         return any(fnmatch(path, pattern) for pattern in self.core_paths)
@@ -50,14 +57,18 @@ class Settings:
     deep_dive_limit: int = 5
     first_lookback_hours: int = 72
     weekly_key_prs: int = 8
-    short_p2_limit: int = 10
+    short_p2_limit: int = 2
     top_table_limit: int = 8
+    short_table_limit: int = 12
+    downstream_limit: int = 4
     rules_dir: Path | None = None
     focus: list[str] = field(default_factory=list)
     focus_weights: dict[str, float] = field(default_factory=dict)
     repos: list[RepoSettings] = field(default_factory=list)
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
+    carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
+    clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
 
     def repo(self, name: str) -> RepoSettings:
         """The settings of repository `name` (a bare entry when it is not configured)."""
@@ -65,6 +76,10 @@ class Settings:
             if repo.name.lower() == name.lower():
                 return repo
         return RepoSettings(name=name)
+
+    def downstream(self) -> list[str]:
+        """The repositories configured as downstream (the team's own target repositories); others are upstream."""
+        return [r.name for r in self.repos if r.role == "downstream"]
 
 
 def home_dir() -> Path:
@@ -114,11 +129,14 @@ def _repos(raw: Any, where: str) -> list[RepoSettings]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise ConfigError(f"{where}: every [[repos]] entry needs a name = \"OWNER/NAME\" string")
         _check_keys(entry, _REPO_KEYS, f"{where} [[repos]] {entry.get('name')}")
-        if entry["name"].count("/") != 1:
-            raise ConfigError(f"{where}: repository name {entry['name']!r} is not OWNER/NAME")
+        if repo_problem(entry["name"]):
+            raise ConfigError(f"{where}: repository name {entry['name'][:80]!r} is {repo_problem(entry['name'])}")
         here = f"{where} [[repos]] {entry['name']}"
+        role = entry.get("role", "upstream")
+        if role not in ROLES:
+            raise ConfigError(f"{here}: role must be one of {', '.join(ROLES)}, not {role!r:.40}")
         repos.append(RepoSettings(entry["name"], _strings(entry.get("branches", ["main"]), "branches", here),
-                                  _strings(entry.get("core_paths", []), "core_paths", here)))
+                                  _strings(entry.get("core_paths", []), "core_paths", here), role))
     return repos
 
 
@@ -132,6 +150,7 @@ def _strings(value: Any, key: str, where: str) -> list[str]:
 def _number(value: Any, key: str, where: str, low: float, high: float, whole: bool = False) -> float:
     """A finite number in [low, high] (an integer when `whole`), else ConfigError naming `key` and `where`."""
     kind = "a whole number" if whole else "a number"
+    raw = value
     if isinstance(value, str) and where.startswith("environment"):
         try:
             value = float(value)
@@ -139,8 +158,24 @@ def _number(value: Any, key: str, where: str, low: float, high: float, whole: bo
             pass
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or not low <= value <= high or (whole and value != int(value)):
-        raise ConfigError(f"{where}: {key} must be {kind} from {low:g} to {high:g}, not {value!r:.40}")
+        raise ConfigError(f"{where}: {key} must be {kind} from {low:g} to {high:g}, not {raw!r:.40}")
     return int(value) if whole else float(value)
+
+
+def number(value: Any, key: str, where: str, low: float, high: float, whole: bool = False) -> float:
+    """A setting checked by name: a finite number in [low, high] (whole when `whole`), else one ConfigError
+    naming `key` and `where` ("environment variable" reads strings)."""
+    return _number(value, key, where, low, high, whole)
+
+
+# The [llm] table's numbers (radar.toml and RADAR_LLM_*): name -> (low, high, whole)
+LLM_NUMBERS = {
+    "timeout": (0.001, 3600, False),  # seconds per request
+    "max_concurrency": (1, 256, True),
+    "token_budget": (0, 10**12, True),  # per run; 0 = unlimited
+    "run_deadline": (0, 86400, False),  # seconds; 0 = none
+    "max_reply_bytes": (1024, 1 << 30, True),
+}
 
 
 def _env_number(name: str, low: float, high: float, whole: bool = False) -> float | None:
@@ -157,6 +192,10 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
     "RADAR_FETCH_TOTAL_TIMEOUT": (0.001, 1e6, False),
     "RADAR_FETCH_MAX_BYTES": (1, 1 << 40, True),
     "RADAR_FETCH_RETRIES": (0, 100, True),
+    "RADAR_MAX_LINE_BYTES": (1024, 1 << 31, True),  # the longest history-export line read (sources/jsonl.py)
+    "RADAR_MAX_PAGE_BYTES": (1024, 1 << 31, True),  # the largest saved page read (sources/page.py)
+    "RADAR_LLM_TIMEOUT": LLM_NUMBERS["timeout"],
+    "RADAR_LLM_CONCURRENCY": LLM_NUMBERS["max_concurrency"],
 }
 
 
@@ -192,8 +231,10 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             first_lookback_hours=_number(data.get("first_lookback_hours", 72), "first_lookback_hours", where,
                                          0, 24 * 365 * 20, True),
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
-            short_p2_limit=_number(data.get("short_p2_limit", 10), "short_p2_limit", where, 0, 10_000, True),
+            short_p2_limit=_number(data.get("short_p2_limit", 2), "short_p2_limit", where, 0, 10_000, True),
             top_table_limit=_number(data.get("top_table_limit", 8), "top_table_limit", where, 0, 10_000, True),
+            short_table_limit=_number(data.get("short_table_limit", 12), "short_table_limit", where, 0, 10_000, True),
+            downstream_limit=_number(data.get("downstream_limit", 4), "downstream_limit", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),
             focus_weights={k: _number(v, f"[focus] weights.{k}", where, -1e6, 1e6)
@@ -202,6 +243,8 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             config_path=path if path.exists() else None,
             lock_timeout=env_lock if env_lock is not None else _number(
                 data.get("lock_timeout", 600), "lock_timeout", where, 0, math.inf),
+            carry_days=_number(data.get("carry_days", 14), "carry_days", where, 0, 3650, True),
+            clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

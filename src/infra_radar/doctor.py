@@ -13,7 +13,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from .config import Settings, load_settings
-from .errors import RadarError
+from .errors import RadarError, few
 
 OK, MISSING, FAIL, SKIP = "OK", "missing", "FAIL", "skipped"
 TOKEN_ENVS = ("GITHUB_TOKEN", "GH_TOKEN")
@@ -88,15 +88,57 @@ def check_store(settings: Settings) -> Check:
                              "run `radar init` (any command applies them)", True)
             counts = {t: conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar_one()
                       for t in ("repos", "items", "analyses")}
+            problem = integrity_problem(conn)
         engine.dispose()
     except ModuleNotFoundError as exc:
         return Check("store", FAIL, f"database driver missing ({exc.name})",
                      "pip install 'infra-radar[postgres]'", True)
     except sa.exc.SQLAlchemyError as exc:
         reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        if any(word in reason.lower() for word in ("malformed", "corrupt", "not a database", "invalid page")):
+            return Check("store", FAIL, f"{name}: the database is damaged: {reason}",
+                         _REPAIR.get(url.split(":")[0].split("+")[0], _REPAIR["postgresql"]), True)
         return Check("store", FAIL, f"{name}: {reason}", "check db_url / RADAR_DB_URL / --db", True)
+    if problem:
+        return Check("store", FAIL, f"{name}: the database's own integrity check failed: {problem}",
+                     _REPAIR.get(engine.dialect.name, _REPAIR["postgresql"]), True)
     detail = ", ".join(f"{v} {k}" for k, v in counts.items())
-    return Check("store", OK, f"{name}; {len(MIGRATIONS)} migrations applied; {detail}")
+    check = "integrity_check ok" if engine.dialect.name == "sqlite" else "catalog and tables readable"
+    return Check("store", OK, f"{name}; {len(MIGRATIONS)} migrations applied; {detail}; {check}")
+
+
+_REPAIR = {
+    "sqlite": "stop every radar process, keep a copy of the file, then rebuild it: `sqlite3 radar.db .recover | "
+              "sqlite3 new.db` and point db_url at new.db, or re-import the history into a fresh store",
+    "postgresql": "stop every radar process and ask the database administrator to check the server (REINDEX, "
+                  "amcheck, a restore from backup); or re-import the history into a fresh schema",
+}
+
+
+def integrity_problem(conn, limit: int = 5) -> str:
+    """"" when the database's own check finds nothing wrong, else its first findings in one line.
+
+    SQLite: `PRAGMA integrity_check` (b-trees, indexes against their tables, constraints). PostgreSQL has no
+    such pragma: every table of the schema is in the catalog (pg_class, pg_namespace), and each of them, the
+    migrations table included, reads to its end (a damaged page fails the read)."""
+    from .store.schema import metadata, migrations_table
+
+    try:
+        if conn.dialect.name == "sqlite":
+            found = [str(row[0]) for row in conn.execute(sa.text(f"PRAGMA integrity_check({limit})"))]
+            return "" if found == ["ok"] else "; ".join(" ".join(f.split()) for f in found)[:600]
+        wanted = sorted([*metadata.tables, migrations_table.name])
+        present = set(conn.execute(sa.text(
+            "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')")).scalars())
+        missing = [t for t in wanted if t not in present]
+        if missing:
+            return f"table(s) missing from the catalog: {few(missing)}"
+        for table in wanted:
+            conn.execute(sa.text(f'SELECT count(*) FROM "{table}"')).scalar_one()
+        return ""
+    except sa.exc.DBAPIError as exc:
+        return " ".join(str(getattr(exc, "orig", exc)).split())[:300]
 
 
 def check_git() -> Check:
@@ -237,7 +279,7 @@ def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> 
     if not point.model:
         return Check("llm", MISSING, f"{where} reachable; {facts}", "set [llm] model in radar.toml (or RADAR_LLM_MODEL)")
     if served and point.model not in served:
-        shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
+        shown = few(served)
         return Check("llm", FAIL, f"{where} reachable but does not serve {point.model} (it serves {shown}); {key}",
                      "set [llm] model to one the server lists")
     answered = "model listed" if served else f"GET /models answered HTTP {status}"

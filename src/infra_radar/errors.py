@@ -2,6 +2,7 @@
 
     RadarError                 base; the CLI prints its message in one line and exits non-zero
     ├── ConfigError            bad radar.toml, bad option values, unknown repository
+    │   └── RefError           an item reference or repository name GitHub could not have
     ├── StoreError             the database cannot be opened or migrated
     │   └── StoreBusyError     another process writes the store and did not finish in time
     ├── SourceError            a source cannot be read (missing clone, broken file)
@@ -20,6 +21,10 @@ class RadarError(Exception):
 
 class ConfigError(RadarError):
     """Configuration is invalid."""
+
+
+class RefError(ConfigError):
+    """An OWNER/NAME#N reference or an OWNER/NAME that GitHub could not have."""
 
 
 class StoreError(RadarError):
@@ -58,6 +63,21 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, REDACTED)
     return _USERINFO.sub(f"://{REDACTED}@", text) if "@" in text else text
+
+
+def few(names: Iterable[str], total: int | None = None, most: int = 5) -> str:
+    """The first `most` names joined, and how many others there are: "a, b, c and 99,997 more". A summary line
+    names a few and counts the rest, so 100,000 commenters or skipped records cost one short line."""
+    if total is None:
+        names = list(names)
+        total = len(names)
+    shown = []
+    for name in names:
+        if len(shown) == most:
+            break
+        shown.append(name)
+    rest = total - len(shown)
+    return ", ".join(shown) + (f" and {rest:,} more" if rest > 0 else "")
 
 
 def clip(text: str, limit: int) -> str:

@@ -9,8 +9,11 @@ read them. They are plain dataclasses with no behaviour beyond small derived pro
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+from .errors import RefError
 
 # Item.kind values
 PR, ISSUE, RELEASE, COMMIT = "pr", "issue", "release", "commit"
@@ -31,6 +34,51 @@ def ref_number(digits: str) -> int | None:
         return None
     value = int(digits)
     return value if 0 < value <= MAX_NUMBER else None
+
+
+def github_url(repo: str, number: int | None, kind: str | None = None) -> str:
+    """The GitHub page of `repo#number`: /pull/N for a pull request, /issues/N for an issue. A reference whose
+    kind is unknown (a bare `#N` in a description) gets /issues/N, which GitHub forwards to the pull request
+    when it is one. Every link to a PR or issue the radar builds comes from here."""
+    base = f"https://github.com/{repo}"
+    if number is None:
+        return base
+    return f"{base}/pull/{number}" if kind == PR else f"{base}/issues/{number}"
+
+
+# OWNER/NAME as GitHub allows them: an owner of letters, digits and hyphens (at most 39, not starting with a
+# hyphen), a name of letters, digits, ".", "_" and "-" (at most 100, not "." or "..").
+_REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.{1,2}$)[A-Za-z0-9._-]{1,100}")
+REF_FORM = "OWNER/NAME#N (OWNER and NAME as GitHub allows them, N from 1 to 2147483647)"
+
+
+def repo_problem(name: object) -> str | None:
+    """What makes `name` not an OWNER/NAME GitHub could have, or None."""
+    if not isinstance(name, str) or not _REPO_NAME.fullmatch(name):
+        return "not OWNER/NAME of letters, digits, '.', '_' and '-' (as GitHub allows)"
+    return None
+
+
+def check_repo(name: str, what: str = "repository") -> str:
+    """`name` (trimmed) when it is a repository name GitHub allows, else RefError naming it (cut to 80)."""
+    name = name.strip() if isinstance(name, str) else name
+    problem = repo_problem(name)
+    if problem:
+        raise RefError(f"invalid {what} {str(name)[:80]!r}: {problem}")
+    return name
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """'owner/name#123' -> ('owner/name', 123): the one parser of item references every command uses.
+
+    OWNER/NAME must be a name GitHub allows and N a PR or issue number GitHub can give (1 to 2^31 - 1);
+    anything else is a RefError (a ConfigError: one line, exit 1) that names the reference, cut to 80."""
+    text = ref.strip() if isinstance(ref, str) else ""
+    repo, sep, digits = text.rpartition("#")
+    number = ref_number(digits) if sep and digits.isascii() else None
+    if number is None or repo_problem(repo):
+        raise RefError(f"invalid item reference {str(ref)[:80]!r}: use {REF_FORM}")
+    return repo, number
 
 
 # A bilingual text: {"en": "...", "zh": "..."}; renderers pick the report language.
@@ -97,10 +145,8 @@ class Item:
     @property
     def url(self) -> str:
         base = f"https://github.com/{self.repo}"
-        if self.kind == PR:
-            return f"{base}/pull/{self.number}"
-        if self.kind == ISSUE:
-            return f"{base}/issues/{self.number}"
+        if self.kind in (PR, ISSUE):
+            return github_url(self.repo, self.number, self.kind)
         if self.kind == RELEASE:
             return f"{base}/releases/tag/{self.key}"
         return f"{base}/commit/{self.key}"
@@ -183,6 +229,14 @@ class Analysis:
     summary: Text = field(default_factory=dict)  # one-line conclusion
     checklist: list[Text] = field(default_factory=list)  # no longer filled (render/checklist.py chooses the steps); kept so older stored analyses load
     version: str = ""  # analyser version; a change triggers recomputation
+    features: list[str] = field(default_factory=list)  # the rules' flags for this item (the calibration reads them)
+    why: Text = field(default_factory=dict)  # the priority rule that decided, as reasons quote it
+    # Set when the analysis is read, never stored (pipeline/judgment.py): the team's label of the item, the
+    # rules' own priority/grade/decision when the label or the calibration changed them, and the calibration's
+    # move with the flags that made it.
+    label: dict | None = None
+    rules: dict | None = None
+    learned: dict | None = None
 
 
 @dataclass(slots=True)
@@ -191,6 +245,9 @@ class AnalysedItem:
 
     item: Item
     analysis: Analysis
+    # a state the item reached after the report's window that the store knows only without its time (a
+    # page saved later says "closed"): shown beside the window's own state, never deciding anything
+    later_state: str = ""
 
 
 @dataclass(frozen=True, slots=True)

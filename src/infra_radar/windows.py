@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 
-from .errors import WindowError
-from .models import Window, utc
+from .errors import WindowError, few
+from .models import Item, Window, utc
 
 _WEEK = re.compile(r"^(\d{4})-?W(\d{1,2})$", re.IGNORECASE)
 
@@ -29,6 +30,58 @@ def parse_when(text: str) -> datetime:
     return when
 
 
+def now() -> datetime:
+    """This machine's clock in UTC, to the second (tests move it by patching this function)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def now_end() -> datetime:
+    """"Now" as the end of a half-open window: the clock rounded up to the next whole second, so a record
+    stored earlier in the current second is inside a window that ends now."""
+    clock, precise = now(), datetime.now(UTC)
+    # (a clock moved by a test, or set back by a second, is taken as it is)
+    return clock + timedelta(seconds=1) if clock == precise.replace(microsecond=0) < precise else clock
+
+
+def horizon(skew: float) -> datetime:
+    """The latest time a record may carry and still count as now: the clock plus `skew` seconds."""
+    return now() + timedelta(seconds=skew)
+
+
+def dated_later(when: datetime | None, limit: datetime) -> bool:
+    """Whether `when` lies past `limit` (a horizon): such a record is kept but is never the latest."""
+    return when is not None and when > limit
+
+
+class LaterDates:
+    """Records dated later than now (plus the configured skew), found as an import reads them: each is kept,
+    and `note()` names where the first few came from (file:line, clone and commit, GitHub and item) and counts
+    the rest, in one line."""
+
+    def __init__(self, skew: float) -> None:
+        self.limit = horizon(skew)
+        self.found: list[str] = []
+
+    def check(self, item: Item, where: str) -> None:
+        times = [t for t in (item.when, item.created_at, item.merged_at, item.closed_at, item.updated_at)
+                 if dated_later(t, self.limit)]
+        if times:
+            self.found.append(f"{where} ({max(times):%Y-%m-%dT%H:%MZ})")
+
+    def watch(self, stream: Iterable[Item], where: Callable[[Item], str]) -> Iterator[Item]:
+        """`stream`, each item checked as it passes."""
+        for item in stream:
+            self.check(item, where(item))
+            yield item
+
+    def note(self) -> str:
+        """"" when every record was dated by now, else one line for the user."""
+        if not self.found:
+            return ""
+        return (f"{len(self.found)} record(s) dated later than now: kept, but never the latest day, week, feed "
+                f"entry or push (a wrong clock upstream?): {few(self.found)}")
+
+
 def make_window(since: datetime, until: datetime) -> Window:
     """A half-open window, refusing an empty or inverted one."""
     if since >= until:
@@ -47,6 +100,13 @@ def touches(when: datetime | None, window: Window) -> bool:
     if when is None or when >= window.until:
         return False
     return when >= window.since or (date_only(when) and when + timedelta(days=1) > window.since)
+
+
+def report_day(window: Window) -> date:
+    """The date a daily report of `window` carries in its title and its file name: the UTC date of the window's
+    last instant. A calendar day [D 00:00Z, D+1) is D; a morning run ending 02:12Z on D is D, as the team dates
+    its radar by the morning it is read."""
+    return (window.until - timedelta(microseconds=1)).astimezone(UTC).date()
 
 
 def day_start(when: datetime) -> datetime:

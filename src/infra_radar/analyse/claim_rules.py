@@ -68,6 +68,7 @@ class ClaimRules:
     context: list[tuple[str, str, list[re.Pattern[str]]]] = field(default_factory=list)
     ab_re: re.Pattern[str] | None = None  # prose that compares two settings ("off vs on", "w/o")
     ab_cells: frozenset[str] = frozenset()  # a table cell that names a setting ("off", "enabled")
+    flat_re: re.Pattern[str] | None = None  # prose calling the measured result unchanged ("almost identical")
     max_anchors: int = 600  # prose anchor hits (arrows, "from", `x`, `%`) examined per body ([limits])
     max_table_lines: int = 800  # table separator and row lines examined per body ([limits])
     max_matches: int = 300  # prose pattern matches examined (each looks up its metric) per body ([limits])
@@ -172,6 +173,7 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
                  for c in data.get("context", [])],
         ab_re=_wre(data["meaning"]["ab_phrases"]) if data.get("meaning", {}).get("ab_phrases") else None,
         ab_cells=frozenset(c.lower() for c in data.get("meaning", {}).get("ab_cells", [])),
+        flat_re=_wre(data["meaning"]["flat_phrases"]) if data.get("meaning", {}).get("flat_phrases") else None,
         max_anchors=int(data.get("limits", {}).get("max_anchors", 600)),
         max_table_lines=int(data.get("limits", {}).get("max_table_lines", 800)),
         max_matches=int(data.get("limits", {}).get("max_matches", 300)),
@@ -250,11 +252,25 @@ def _round(x: float) -> float:
     return round(x, 2)
 
 
+def own_ratio(before: float, after: float, stated: float | None, slack: float = 0.15) -> float | None:
+    """The factor a before/after pair gives, matching a stated one: the pair's own before/after or after/before
+    (whichever the stated factor is, within `slack` for the author's rounding), computed from the values; None
+    when nothing was stated, when the stated factor is neither (it measures something else), or when a value is
+    not positive (no factor follows from it)."""
+    if stated is None or before <= 0 or after <= 0:
+        return None
+    own = min((before / after, after / before), key=lambda x: abs(x - stated))
+    return _round(own) if abs(own - stated) <= slack * own else None
+
+
 def _make(rules: ClaimRules, metric: str, before: float, after: float, unit: str, unit_class: str,
           ratio: float | None, span: tuple[int, int], source: str) -> PerfClaim:
-    """A before/after claim with computed change and (stated or derived) ratio."""
+    """A before/after claim with computed change and (stated or derived) ratio. A stated ratio stands only
+    when the claim's own values give it (either way round, up to rounding): a factor written near a pair
+    may measure something else ("0.92 s -> 0.47 s, 35x less memory"), and the pair's values win."""
     change = _round((after - before) / before * 100) if before else None
-    if ratio is None:
+    ratio = own_ratio(before, after, ratio)
+    if ratio is None and before > 0 and after > 0:
         better = _direction(rules, metric, unit_class)
         if better == "lower" and after:
             ratio = _round(before / after)

@@ -5,9 +5,12 @@ Decisions (documented here because renderers and tests rely on them):
 - `change_pct` is (after - before) / before * 100 rounded to 2 decimals whenever both values are
   known (the computed figure wins over a stated one, so signs are consistent); for a claim with
   only a percentage it is the stated figure, signed by its verb ("reduced by 20%" -> -20).
-- `ratio` is a stated factor ("2.45x", a speed-up column) if there is one, else derived as a
-  speed-up: before/after for lower-is-better metrics (time, memory, latency), after/before for
-  higher-is-better ones (throughput, TPS); None when the direction is unknown (e.g. "%" figures).
+- `ratio` follows from the claim's own values whenever both are known: derived as a speed-up
+  (before/after for lower-is-better metrics such as time, memory, latency; after/before for
+  higher-is-better ones such as throughput, TPS), or, when the direction is unknown, the one of the two
+  a stated factor ("2.45x", a speed-up column) matches. A stated factor its values do not give (a "35x"
+  written next to "0.92 s -> 0.47 s") measures something else and is dropped. Without both values the
+  ratio is the stated factor, or None (e.g. "%" figures).
 - Accuracy/quality figures (gsm8k, ceval, loss, score ...) are not performance claims and are
   skipped; so are configuration changes (`--max-model-len 4096 -> 8192`, timeouts, versions).
 - A table with one row per code state gives one claim per metric column: the first baseline-like
@@ -47,6 +50,7 @@ from .claim_rules import (
     _window,
     compile_claim_rules,
     default_claim_rules,
+    own_ratio,
 )
 from .claim_tables import _table_claims
 
@@ -197,8 +201,10 @@ def _prose_ratios(rules: ClaimRules, text: str, pairs: list[PerfClaim],
         if not 1.0 < value < 10000:
             continue
         near = [c for c in pairs if 0 <= m.start() - c.span[1] <= 40 and not _SENTENCE_END.search(text, c.span[1], m.start())]
-        if near:
-            near[-1].ratio = value
+        if near:  # the pair's own factor when the stated one is it; else the factor measures something else
+            pair = near[-1]
+            if pair.before is not None and pair.after is not None:
+                pair.ratio = own_ratio(pair.before, pair.after, value) or pair.ratio
             continue
         wstart, window = _window(text, m.start())
         metric, mstart = _ratio_metric(rules, window, text[m.end(): m.end() + 40])

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from .facts import Facts
     from .ruleset import RuleSet
 
-__all__ = ["grade", "is_native"]
+__all__ = ["grade", "host_tool", "is_native"]
 
 _LANGS = ("en", "zh")
 _NO_HITS: frozenset[int] = frozenset()
@@ -64,10 +64,11 @@ def is_native(item: Item, facts: Facts, rules: RuleSet) -> bool:
 
 
 def _evidence(facts: Facts, rules: RuleSet, key: str, signals: list[str], body_min: int,
-              title_decides: bool, kernel: bool) -> _Evidence:
+              title_decides: bool, kernel: bool, signals_min: int = 99) -> _Evidence:
     """Files and words of `signals`: a code file decides, title words decide when `title_decides`,
-    otherwise words need `body_min` distinct phrases (title and description together). With
-    `kernel`, a code file of the signal counts even when a light glob also matches it."""
+    otherwise words need `body_min` distinct phrases or phrases of `signals_min` different signals (title
+    and description together). With `kernel`, a code file of the signal counts even when a light glob
+    also matches it."""
     found = _Evidence()
     union = rules.signal_pids.get(key, _NO_HITS)
     paths = [sid for sid in signals if facts.counts.get(f"sig:{sid}")]
@@ -79,10 +80,13 @@ def _evidence(facts: Facts, rules: RuleSet, key: str, signals: list[str], body_m
                 continue
             (found.deleted if path in facts.deleted else found.paths).append((sid, path))
     title = [(sid, rules.index.texts[p]) for sid in signals
-             for p in sorted(facts.hit("title", f"s:{sid}") | facts.hit("tags", f"s:{sid}"))]
+             for p in sorted(facts.hit("title", f"s:{sid}") | facts.hit("tags", f"s:{sid}")
+                             | facts.hit("tags", f"stag:{sid}"))]
     body = [(sid, rules.index.texts[p]) for sid in signals for p in sorted(facts.hit("body", f"s:{sid}"))]
-    if found or (title and title_decides) or len({w for _, w in title + body}) >= body_min:
-        found.words += title + body
+    pieces = title + body
+    if (found or (title and title_decides) or len({w for _, w in pieces}) >= body_min
+            or len({sid for sid, _ in pieces if sid in rules.profile.signals_min_from}) >= signals_min):
+        found.words += pieces
     return found
 
 
@@ -139,19 +143,62 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
     if light and not _kernel_files(facts, rules):
         key = f"S_{_light_category(facts)}" if facts.files else "S_kind"
         return "S", False, _reason(key, _Evidence(), facts, rules)
-    found = _evidence(facts, rules, "L", profile.signals_l, profile.body_min_l, title_decides=True, kernel=True)
+    found = _evidence(facts, rules, "L", profile.signals_l, profile.body_min_l, title_decides=True, kernel=True,
+                      signals_min=profile.signals_min_l)
     if found:
+        counterpart = _counterpart(found, rules)
+        if counterpart:
+            return "M", False, _reason("M_counterpart", found, facts, rules, counterpart=counterpart)
         return "L", False, _reason("L", found, facts, rules)
     if found.deleted:
         return "M", False, _reason("M_deleted", _Evidence(paths=found.deleted), facts, rules)
-    if _title_hit(facts, "g:host"):
-        return "S", False, _reason("S_host", _Evidence(), facts, rules)
+    if _host_side(facts, rules):
+        key = "S_host" if host_tool(facts) and not _host_files(facts) else "S_hostpath"
+        return "S", False, _reason(key, _Evidence(), facts, rules)
     found = _evidence(facts, rules, "M", profile.signals_m, profile.body_min_m, title_decides=False, kernel=False)
     if found:
         return "M", False, _reason("M", found, facts, rules, what=found.paths or found.words)
     if _measured(kind, claims, facts):
         return "M", False, _reason("M_measure", _Evidence(), facts, rules)
     return "S", False, _reason("S" if facts.files and facts.diffstat else "S_nofiles", _Evidence(), facts, rules)
+
+
+def host_tool(facts: Facts) -> bool:
+    """The title names observability or host-side tooling (metrics, logging, profiler), not log probs."""
+    return _title_hit(facts, "g:host") and not _title_hit(facts, "g:hostnot")
+
+
+def _host_files(facts: Facts) -> list[str]:
+    """The changed code files that are host-side code (grades.toml host_paths)."""
+    return [path for path, classes, _ in facts.files if _is_code(classes) and "host" in classes]
+
+
+def _host_side(facts: Facts, rules: RuleSet) -> bool:
+    """Host-side work: every changed code file is host-side code, or the title names host-side work
+    (tokenizer, API server, metrics ...) and no changed code file lies on a device path."""
+    code = [classes for _, classes, _ in facts.files if _is_code(classes)]
+    if facts.diffstat and code and all("host" in classes for classes in code):
+        return True
+    if not (host_tool(facts) or _title_hit(facts, "g:hostwork")):
+        return False
+    device = {f"sig:{s}" for s in rules.profile.signals_m}
+    return not any(device & classes and "host" not in classes for classes in code)
+
+
+def _counterpart(found: _Evidence, rules: RuleSet) -> list[tuple[str, str]]:
+    """(mechanism, counterpart) when every piece of L evidence is a GPU mechanism the porting map says the
+    target has a drop-in counterpart for (a `grade = "M"` entry): re-validate it there, nothing to rewrite.
+    Empty when any piece is bound to the device with no such counterpart."""
+    entries = rules.counterparts
+    if not entries:
+        return []
+    matched: dict[str, tuple[str, str]] = {}
+    for _, text in [*found.paths, *found.words]:
+        entry = next((e for e in entries if e.matches(text)), None)
+        if entry is None:
+            return []
+        matched[entry.id] = (entry.name, entry.counterpart)
+    return list(matched.values())
 
 
 def _kernel_files(facts: Facts, rules: RuleSet) -> bool:
@@ -178,7 +225,7 @@ def _native_grade(item: Item, kind: str, facts: Facts, rules: RuleSet) -> tuple[
 
 
 def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
-            what: Sequence[tuple[str, str]] = ()) -> Text:
+            what: Sequence[tuple[str, str]] = (), counterpart: Sequence[tuple[Text, Text]] = ()) -> Text:
     grades = rules.data["grades"]
     template = grades["reasons"][key]
     target = rules.profile.label
@@ -187,9 +234,15 @@ def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
     out = {}
     for lang in _LANGS:
         subject = rules.signal_labels[what[0][0]][lang] if what else generic[lang]
+        sep = "; " if lang == "en" else "；"
+        pairs = sep.join(f"{_lang(name, lang)} → {_lang(other, lang)}" for name, other in counterpart)
         out[lang] = template[lang].format(evidence=_evidence_text(found, ranked, rules, lang), target=target[lang],
-                                          what=subject, area=_area(ranked, grades, lang))
+                                          what=subject, area=_area(ranked, grades, lang), counterpart=pairs)
     return out
+
+
+def _lang(text: Text, lang: str) -> str:
+    return text.get(lang) or text.get("en", "")
 
 
 def _area(ranked: list[str], grades: Mapping, lang: str) -> str:

@@ -126,7 +126,11 @@ def _clean(text: str, limit: int, pair: Pair | None = None) -> str:
     if pair is not None:
         text = pair.url_re.sub(lambda m: f"{pair.short}#{m.group(1)}", text)
     flat = _SPACE.sub(" ", _BR.sub(", ", _MD_LINK.sub(r"\1", text))).strip(" |,:;-")
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    # whole clauses that fit, never a cut one (no "…"): nothing when even the first does not
+    cuts = [m.start() for m in re.finditer(r"[,;]\s|\.\s", flat) if m.start() <= limit]
+    return flat[: cuts[-1]].rstrip(" ,;") if cuts else ""
 
 
 def _cells(row: str) -> list[str]:
@@ -295,7 +299,7 @@ def _merge(found: list[Adaptation], limit: int) -> list[Adaptation]:
         old.files = list(dict.fromkeys([*old.files, *a.files]))
         if a.how and a.how not in old.how and len(old.how) < limit:
             joined = f"{old.how}; {a.how}" if old.how else a.how
-            old.how = joined if len(joined) <= limit else joined[: limit - 1].rstrip() + "…"
+            old.how = joined if len(joined) <= limit else old.how  # a how that does not fit is left out
     return list(by.values())
 
 

@@ -20,11 +20,12 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ..config import Settings, load_rule_file
+from ..config import number as checked
 from ..models import Link
 
-__all__ = ["Change", "ChangeIndex", "Part", "RelationRules", "chain_links", "compile_relation_rules", "distinctive_terms",
+__all__ = ["Change", "Part", "RelationRules", "chain_links", "compile_relation_rules", "distinctive_terms",
            "duplicate_links", "file_overlap", "load_relation_rules", "mechanism_links", "part_of",
-           "same_change", "title_key", "title_similarity"]
+           "same_change", "same_chain", "title_key", "title_similarity"]
 
 
 @dataclass(slots=True)
@@ -50,29 +51,40 @@ class RelationRules:
     common_api: frozenset[str] = frozenset()  # library names every project uses: never evidence alone
     specific_underscores: int = 2  # a snake_case term with this many underscores names one mechanism
     specific_length: int = 14  # ... or a single-word (CamelCase) term this long
+    max_per_kind: int = 16  # related items of one kind an item lists (the nearest), the rest counted
+    max_compared: int = 64  # similar-titled PRs compared as duplicates of one item at most (the nearest)
 
 
 def compile_relation_rules(data: Mapping[str, Any]) -> RelationRules:
-    """Compile the relation tables of a links.toml."""
+    """Compile the relation tables of a links.toml; every number checked by name (a finite number in range)."""
     terms, dups, chains = data.get("terms", {}), data.get("duplicates", {}), data.get("chains", {})
+    related = data.get("related", {})
     noise = dups.get("title_noise", [])
+
+    def whole(table: Mapping[str, Any], name: str, key: str, default: int, low: int = 0) -> int:
+        return int(checked(table.get(key, default), f"[{name}] {key}", "links.toml", low, 10**9, whole=True))
+
+    def share(table: Mapping[str, Any], name: str, key: str, default: float, high: float = 1.0) -> float:
+        return checked(table.get(key, default), f"[{name}] {key}", "links.toml", 0.0, high)
+
     return RelationRules(
-        min_length=int(terms.get("min_length", 6)), max_per_item=int(terms.get("max_per_item", 40)),
-        max_chars=int(terms.get("max_chars", 2000)),
-        max_df=int(terms.get("max_df", 20)), min_score=float(terms.get("min_score", 11.0)),
-        min_shared=int(terms.get("min_shared", 2)), max_df_title=int(terms.get("max_df_title", 8)),
-        max_links=int(terms.get("max_links", 5)),
+        min_length=whole(terms, "terms", "min_length", 6), max_per_item=whole(terms, "terms", "max_per_item", 40),
+        max_chars=whole(terms, "terms", "max_chars", 2000), max_df=whole(terms, "terms", "max_df", 20),
+        min_score=share(terms, "terms", "min_score", 11.0, 1e9), min_shared=whole(terms, "terms", "min_shared", 2),
+        max_df_title=whole(terms, "terms", "max_df_title", 8), max_links=whole(terms, "terms", "max_links", 5),
         stop=frozenset(w.lower() for w in terms.get("stop", [])),
-        min_title_similarity=float(dups.get("min_title_similarity", 0.85)),
-        min_file_overlap=float(dups.get("min_file_overlap", 0.5)),
+        min_title_similarity=share(dups, "duplicates", "min_title_similarity", 0.85),
+        min_file_overlap=share(dups, "duplicates", "min_file_overlap", 0.5),
         title_noise=re.compile("|".join(f"(?:{p})" for p in noise), re.I) if noise else None,
         undoes=re.compile("|".join(f"(?:{p})" for p in undo), re.I) if (undo := dups.get("undoes", [])) else None,
-        min_stem_similarity=float(chains.get("min_stem_similarity", 0.4)),
-        min_stem_similarity_open=float(chains.get("min_stem_similarity_open", 0.7)),
+        min_stem_similarity=share(chains, "chains", "min_stem_similarity", 0.4),
+        min_stem_similarity_open=share(chains, "chains", "min_stem_similarity_open", 0.7),
         part_markers=[re.compile(p, re.I) for p in chains.get("part_markers", [])],
         common_api=frozenset(w.lower() for w in terms.get("common_api", [])),
-        specific_underscores=int(terms.get("specific_underscores", 2)),
-        specific_length=int(terms.get("specific_length", 14)))
+        specific_underscores=whole(terms, "terms", "specific_underscores", 2),
+        specific_length=whole(terms, "terms", "specific_length", 14),
+        max_per_kind=whole(related, "related", "max_per_kind", 16, low=1),
+        max_compared=whole(related, "related", "max_compared", 64, low=1))
 
 
 def specific(term: str, rules: RelationRules) -> bool:
@@ -246,7 +258,7 @@ def _leading(a: str, b: str) -> int:
     return n
 
 
-def _same_chain(a: Part, b: Part, rules: RelationRules) -> bool:
+def same_chain(a: Part, b: Part, rules: RelationRules) -> bool:
     """Same stated total and similar stems; without a shared total, a stricter bar (or the same prefix)."""
     if a.total is not None and b.total is not None and a.total != b.total:
         return False
@@ -268,61 +280,7 @@ def chain_links(item: Change, pool: Iterable[Change], repo: str, rules: Relation
     parts = []
     for other in pool:
         theirs = part_of(other.title, rules) if other.number != item.number else None
-        if theirs is not None and theirs.index != own.index and _same_chain(own, theirs, rules):
+        if theirs is not None and theirs.index != own.index and same_chain(own, theirs, rules):
             total = f"/{theirs.total}" if theirs.total else ""
             parts.append((theirs.index, other.number, f"part {theirs.index}{total}: {other.title}"))
     return [Link("follow-up", repo, number, detail=detail) for _, number, detail in sorted(parts)]
-
-
-class ChangeIndex:
-    """The PR titles of one repository, indexed once for duplicate and chain look-ups of many items."""
-
-    def __init__(self, repo: str, changes: Iterable[Change], rules: RelationRules) -> None:
-        self.repo, self.rules = repo, rules
-        self.changes = {c.number: c for c in changes}
-        self.tokens = {n: frozenset(title_key(c.title, rules).split()) for n, c in self.changes.items()}
-        self.by_token: dict[str, list[int]] = {}
-        for number, tokens in self.tokens.items():
-            for token in tokens:
-                self.by_token.setdefault(token, []).append(number)
-        self.parts = [c for c in self.changes.values() if part_of(c.title, rules)]
-
-    @classmethod
-    def around(cls, repo: str, changes: Iterable[Change], rules: RelationRules, item: Change) -> ChangeIndex:
-        """An index of only the PRs that could be similar to `item` or parts of its chain: what one card needs.
-
-        A title key's tokens are substrings of the lower-cased title, so a PR sharing the `need` tokens a
-        match requires contains them as substrings: a cheap test that spares keying thousands of titles.
-        `similar_titles` and `chain` of `item` answer as over the whole repository.
-        """
-        tokens = set(title_key(item.title, rules).split())
-        need = math.ceil(0.6 * len(tokens) - 1e-9)
-        chained = part_of(item.title, rules) is not None
-        keep = []
-        for c in changes:
-            low = c.title.lower()
-            if (tokens and sum(t in low for t in tokens) >= need) or (
-                    chained and any(p.search(c.title) for p in rules.part_markers)):
-                keep.append(c)
-        return cls(repo, keep, rules)
-
-    def similar_titles(self, item: Change) -> list[Change]:
-        """PRs whose title tokens overlap the item's enough to be worth a closer look."""
-        tokens = frozenset(title_key(item.title, self.rules).split())
-        # Jaccard ≥ 0.6 needs |a ∩ b| ≥ 0.6·|a|, so a match holds at least one of the item's
-        # |a| - ⌈0.6·|a|⌉ + 1 rarest tokens: only their PRs are candidates (prefix filtering), which
-        # spares counting the thousands of PRs sharing a "fix" or an "npu".
-        need = math.ceil(0.6 * len(tokens) - 1e-9)
-        rarest = sorted(tokens, key=lambda t: (len(self.by_token.get(t, ())), t))[: len(tokens) - need + 1]
-        candidates = {n for token in rarest for n in self.by_token.get(token, ())}
-        found = []
-        for n in sorted(candidates):  # by number, so the result never depends on hash order
-            theirs = self.tokens[n]
-            shared = len(tokens & theirs)
-            if n != item.number and shared / (len(tokens) + len(theirs) - shared) >= 0.6:
-                found.append(self.changes[n])
-        return found
-
-    def chain(self, item: Change) -> list[Link]:
-        """The other parts of the item's split change."""
-        return chain_links(item, self.parts, self.repo, self.rules)

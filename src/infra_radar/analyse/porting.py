@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import lru_cache
 from importlib import resources
@@ -32,6 +32,13 @@ class PortingEntry:
     paths: re.Pattern[str] | None  # the entry's path patterns, compiled into one
     counterpart: dict[str, Text]  # by profile
     caveat: dict[str, Text]
+    brief: dict[str, Text] | None = None  # by profile: the caveat in a few words (a conclusion's consequence)
+    grade: dict[str, str] = field(default_factory=dict)  # by profile: "M" when the counterpart is a drop-in
+
+    def matches(self, text: str) -> bool:
+        """A phrase or a path of grade evidence is this mechanism (its words or its path patterns)."""
+        return bool((self.words is not None and self.words.search(text))
+                    or (self.paths is not None and self.paths.match(text)))
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,14 @@ class Applied:
     @property
     def caveat(self) -> Text:
         return self.entry.caveat.get(self.profile, {})
+
+    @property
+    def brief(self) -> Text:
+        """The caveat in a few words: the entry's `brief`, else the caveat's first clause."""
+        brief = (self.entry.brief or {}).get(self.profile)
+        if brief:
+            return brief
+        return {k: re.split(r"[;；]", v, maxsplit=1)[0] for k, v in self.caveat.items()}
 
 
 def _text(value: Any, where: str) -> Text:
@@ -75,14 +90,20 @@ def compile_entries(data: dict[str, Any]) -> list[PortingEntry]:
         words, paths = raw.get("words", []), raw.get("paths", [])
         if not all(isinstance(w, str) and w for w in words) or not all(isinstance(p, str) for p in paths):
             raise ConfigError(f"porting.toml: {where}: `words` and `paths` are lists of strings")
-        counterpart, caveat = {}, {}
+        counterpart, caveat, brief, grade = {}, {}, {}, {}
         for profile in PROFILES:
             if profile in raw:
                 counterpart[profile] = _text(raw[profile].get("counterpart"), f"{where}.{profile}.counterpart")
                 caveat[profile] = _text(raw[profile].get("caveat"), f"{where}.{profile}.caveat")
+                if raw[profile].get("brief") is not None:
+                    brief[profile] = _text(raw[profile]["brief"], f"{where}.{profile}.brief")
+                if raw[profile].get("grade") is not None:
+                    if raw[profile]["grade"] not in ("S", "M", "L"):
+                        raise ConfigError(f"porting.toml: {where}.{profile}.grade must be S, M or L")
+                    grade[profile] = raw[profile]["grade"]
         compiled = re.compile("|".join(translate(p) for p in paths)) if paths else None
         out.append(PortingEntry(raw["id"], _text(raw.get("name"), f"{where}.name"), _words(words), compiled,
-                                counterpart, caveat))
+                                counterpart, caveat, brief, grade))
     return out
 
 

@@ -3,9 +3,10 @@
 The knowledge lives in `defaults/rules/*.toml` (kinds, topics, priority, grades, risks,
 bots); `RuleSet.load` (ruleset.py) compiles it once per run and `analyse_item` applies it to one item.
 The engine is pure: no store, no network, no clock. By job: matching.py (words, phrase index, path
-globs), ruleset.py (compiled tables, bots and noise), this module (facts, kind, topics, risks, flags,
-priority and decision), grading.py (adaptation grade and its reason), summary.py (summary). The verification steps are
-chosen when a report is rendered (render/checklist.py, `defaults/rules/checklists.toml`).
+globs), ruleset.py (compiled tables, bots and noise), this module (facts, kind, topics, risks, priority and
+decision), flags.py (the flags the priority rules read, and the scores), grading.py (adaptation grade and its
+reason), summary.py (summary); judge.py and learn.py lay the team's labels and calibration over an analysis.
+The verification steps are chosen when a report is rendered (render/checklist.py, `defaults/rules/checklists.toml`).
 
 Text is matched as words, never as raw substrings: titles, descriptions and labels are lower-cased
 and split into runs of letters and digits, so `kv_cache`, `KV-cache` and `kv cache` are one phrase
@@ -17,12 +18,13 @@ description, measured five times slower on the vllm-ascend history.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
 from ..models import Analysis, FileChange, Item, PerfClaim
 from .facts import _NO_HITS, Facts
+from .flags import _first, _flags, _focus_bonus, _score
 from .grading import grade as _grade
 from .matching import words
 from .ruleset import (
@@ -32,14 +34,12 @@ from .ruleset import (
     RULE_FILES,
     RuleSet,
     _gate,
-    _Rule,
-    _Scores,
     _Weighted,
     is_bot,
     load_noise_patterns,
     strip_noise,
 )
-from .summary import _summary, _win
+from .summary import _summary
 
 __all__ = [  # the engine's names, some defined in ruleset.py and matching.py
     "ENGINE_VERSION", "KINDS", "RISKS", "RULE_FILES", "RuleSet", "_gate", "analyse_item", "clean_description",
@@ -371,88 +371,6 @@ def _comment_conflicts(item: Item, rules: RuleSet) -> bool:
     return False
 
 
-# --------------------------------------------------------------------------- flags and scores
-
-
-def _numbers(claims: Sequence[PerfClaim]) -> bool:
-    return any((c.before is not None and c.after is not None) or c.change_pct is not None or c.ratio is not None
-               for c in claims)
-
-
-def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, risks: list[str],
-           claims: Sequence[PerfClaim], facts: Facts, rules: RuleSet, settings: Settings) -> set[str]:
-    prio = rules.data["priority"]
-    focus = [t for t in topics if t in settings.focus]
-    named = bool(facts.hit("title", "native") or facts.hit("tags", "native"))
-    flags = {f"kind:{kind}", f"grade:{grade}", *(f"topic:{t}" for t in topics), *(f"risk:{r}" for r in risks)}
-    flags.add({"open": "open", "merged": "merged"}.get(item.state, "closed"))
-    marks = [int(m) for m in prio.get("line_marks", [20, 50, 300, 1000])]
-    flags.update(f"lines{m}" for m in marks if facts.code_lines >= m)
-    conditions = {
-        "draft": item.draft or "draft" in risks,
-        "focus": bool(focus),
-        "focus-x": any(t != rules.profile.topic for t in focus),
-        "focus-mech": any(t in prio.get("mechanism_topics", []) for t in focus),
-        "native": native, "target": native or rules.profile.topic in topics,
-        "code": facts.has_code, "tests": facts.has_tests,
-        "substance": facts.code_lines >= int(prio.get("substance_lines", 200)),
-        "small": facts.diffstat and facts.code_lines < (marks[0] if marks else 0),  # unknown size is not small
-        "numbers": _numbers(claims),
-        "mechanism": _mechanism_count(facts) >= int(prio.get("mechanism_min", 4)),
-        "design": facts.design_chars >= int(prio.get("design_min_chars", 200)),
-        "long": len(facts.body) >= int(prio.get("long_chars", 1200)),
-        "noise-title": bool(facts.hit("title", "noise") or facts.hit("tags", "noise")),
-        "accuracy": bool(facts.hit("title", "rtitle:silent-accuracy")),
-        "bot": is_bot(item.author, rules),
-        # the watched field (serving, RL, multimodal, kernels, MoE, ...): relevance without the focus
-        "domain": any(t in prio.get("domain_topics", []) for t in topics),
-        "hot": "core-path" in risks or any(t in prio.get("hot_topics", []) for t in topics),
-        "target-named": named,
-        "target-x": named and item.repo.lower() not in rules.native_repos,
-        "adaptation": bool(facts.hit("title", "adapt") or facts.hit("tags", "adapt")),
-        "off-main": bool(facts.hit("title", "offmain") or facts.hit("tags", "offmain")),
-        # an improvement, not a slowdown nor one faster row of a mostly slower sweep
-        "win": _win(claims, float(prio.get("win_ratio", 1.05))) > 0,
-        "big-win": _win(claims, float(prio.get("big_win_ratio", 1.2))) > 0,
-        "issue": item.kind == "issue",
-        "page": not facts.diffstat,  # no diffstat: an issue, an RFC or a pasted page
-        # only on release branches: a backport of a change whose original on main carries the rank
-        "backport": bool(item.branches) and all(b.startswith(tuple(prio.get("release_branches", ["release"])))
-                                                 for b in item.branches),
-        "work": facts.has_code or not facts.diffstat,  # code changed, or no diffstat to tell
-        "silent": bool(facts.hit("title", "silent") or facts.hit("tags", "silent")),
-        "correctness": bool(facts.hit("title", "correct") or facts.hit("tags", "correct")),
-        "host-tool": bool(facts.hit("title", "g:host") or facts.hit("tags", "g:host")),
-        "mech-title": bool(facts.hit("title", "mechtitle")),  # the title, not a module tag such as (update_weight)
-    }
-    flags.update(name for name, on in conditions.items() if on)
-    return flags
-
-
-def _mechanism_count(facts: Facts) -> int:
-    return len(facts.hit("title", "mech") | facts.hit("body", "mech"))
-
-
-def _first(rules: Sequence[_Rule], flags: set[str], default: Any) -> Any:
-    return next((rule.value for rule in rules if rule.holds(flags)), default)
-
-
-def _score(scores: _Scores, flags: set[str], bonus: float = 0.0) -> int:
-    value = scores.base + bonus + sum(add for flag, add in scores.points if flag in flags)
-    for cap in scores.caps:
-        if cap.holds(flags):
-            value = min(value, cap.value)
-    for floor in scores.floors:
-        if floor.holds(flags):
-            value = max(value, floor.value)
-    return max(1, min(5, int(value + 0.5)))
-
-
-def _focus_bonus(topics: list[str], rules: RuleSet, settings: Settings) -> float:
-    weights = [settings.focus_weights.get(t, 1.0) for t in topics if t in settings.focus]
-    factor = float(rules.data["priority"].get("importance", {}).get("focus_weight_factor", 1.0))
-    return (max(weights) - 1.0) * factor if weights else 0.0
-
 # --------------------------------------------------------------------------- entry point
 
 
@@ -464,10 +382,14 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     grade, native, grade_reason = _grade(item, kind, claims, facts, rules)
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)
+    if "silent-body" in flags and "silent-accuracy" not in risks:  # the description says results were wrong
+        risks = [r for r in RISKS if r in {*risks, "silent-accuracy"}]
+        flags.add("risk:silent-accuracy")
     priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))
     cap = rules.data["priority"].get("backport", {})
     if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
         priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}
+    features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"})
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))
     decision_reason = {lang: text.format(why=why[lang]) for lang, text in decision_reason.items()}
@@ -477,5 +399,5 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
         insight=_score(rules.insight, flags), grade=grade, grade_reason=grade_reason, native=native,
         decision=decision, decision_reason=dict(decision_reason), risk_labels=risks, perf_claims=claims,
         links=[], summary=_summary(kind, topics, native, claims, facts, rules),
-        version=rules.version,
+        version=rules.version, features=features, why=dict(why),
     )

@@ -61,6 +61,8 @@ class _Profile:
     signals_m: list[str]
     body_min_l: int
     body_min_m: int
+    signals_min_l: int = 99  # words of this many different L signals (of signals_min_from) decide L too
+    signals_min_from: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -145,6 +147,7 @@ class RuleSet:
     risk_pids: frozenset[int] = frozenset()  # every phrase of a word risk: most items hit none
     kind_pids: dict[tuple[str, int], list[_Weighted]] = field(default_factory=dict)  # (source, pid) -> rules
     signal_pids: dict[str, frozenset[int]] = field(default_factory=dict)  # "L"/"M"/"native_L" -> phrase ids
+    counterparts: list[Any] = field(default_factory=list)  # porting entries with a drop-in counterpart (grade M)
     bot_cache: dict[str, bool] = field(default_factory=dict)  # authors recur: decide each login once
 
     @classmethod
@@ -181,6 +184,12 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     index.add(prio.get("accuracy_words", []), "silent", body=False)
     index.add(prio.get("correctness_words", []), "correct", body=False)
     index.add(prio.get("mechanism_title_words", []), "mechtitle", body=False)
+    index.add(prio.get("eval_words", []), "evaltitle", body=False)
+    index.add(prio.get("doc_adds_words", []), "docadds", body=False)
+    index.add(prio.get("eval_alignment_words", []), "evalalign", body=False)
+    index.add(prio.get("cache_title_words", []), "cachetitle", body=False)
+    index.add(prio.get("accuracy_body_words", []), "silentbody")
+    globs.add("evalpath", prio.get("eval_paths", []))
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
@@ -209,12 +218,33 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         metric_words=frozenset(w for p in kinds.get("summary", {}).get("metric_words", []) for w in words(p)),
         topic_pids=_topic_pids(topics, index),
         kind_pids=_kind_pids(kind_rules, index),
-        signal_pids={key: frozenset().union(*(index.pids.get(f"s:{sid}", ()) for sid in sids))
+        signal_pids={key: frozenset().union(*(index.pids.get(f"{o}:{sid}", ()) for sid in sids for o in ("s", "stag")))
                      for key, sids in (("L", profile.signals_l), ("M", profile.signals_m),
                                        ("native_L", profile.native_l))},
         topic_classes={f"topic:{t.id}": order for order, t in enumerate(topics)},
+        counterparts=_counterparts(settings),
         risk_pids=frozenset().union(*(p for o, p in index.pids.items() if o.startswith("r"))),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Counterpart:
+    """A GPU mechanism the target profile has a drop-in counterpart for (porting.toml, `grade = "M"`)."""
+
+    id: str
+    name: Text
+    counterpart: Text
+    entry: Any  # porting.PortingEntry
+
+    def matches(self, text: str) -> bool:
+        return self.entry.matches(text)
+
+
+def _counterparts(settings: Settings) -> list[_Counterpart]:
+    from .porting import load_map
+
+    return [_Counterpart(e.id, e.name, e.counterpart[settings.target], e)
+            for e in load_map(settings.rules_dir) if e.grade.get(settings.target) == "M"]
 
 
 def _words_regex(phrases: list[str], shape: str) -> re.Pattern[str] | None:
@@ -298,9 +328,11 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
     labels = {}
     for sid, entry in data.get("signals", {}).items():
         index.add(entry.get("words", []), f"s:{sid}")
+        index.add(entry.get("tags", []), f"stag:{sid}", body=False)  # bracket tags only: read from the tags
         globs.add(f"sig:{sid}", entry.get("paths", []))
         labels[sid] = _text(entry.get("label"), f"grades.signals.{sid}.label")
     globs.add("light", data.get("light_paths", []))
+    globs.add("host", data.get("host_paths", []))
     profiles = data.get("profiles", {})
     if target not in profiles:
         raise ConfigError(f"unknown target profile {target!r}; known: {', '.join(sorted(profiles))}")
@@ -312,12 +344,15 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
     index.add(raw.get("native_words", []), "native")
     index.add(data.get("measure_title_words", []), "g:measure", body=False)
     index.add(data.get("host_title_words", []), "g:host", body=False)
+    index.add(data.get("host_title_exclude", []), "g:hostnot", body=False)
+    index.add(data.get("host_work_words", []), "g:hostwork", body=False)
     globs.add("native", raw.get("native_paths", []))
     profile = _Profile(
         target, _text(raw.get("name"), f"grades.profiles.{target}.name"), raw.get("topic", ""),
         {r.lower() for r in raw.get("native_repos", [])}, int(raw.get("native_body_min", 2)),
         list(raw.get("native_L", [])), list(raw.get("L", [])), list(raw.get("M", [])),
-        int(raw.get("body_min_L", 3)), int(raw.get("body_min_M", 2)),
+        int(raw.get("body_min_L", 3)), int(raw.get("body_min_M", 2)), int(raw.get("signals_min_L", 99)),
+        frozenset(raw.get("signals_min_from", [])),
     )
     return profile, labels, native_repos
 

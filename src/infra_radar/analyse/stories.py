@@ -42,6 +42,14 @@ class Story:
     refs: list[str] = field(default_factory=list)
     roles: dict[str, str] = field(default_factory=dict)
     branches: dict[str, list[str]] = field(default_factory=dict)
+    most: int = 0  # how many members a row names (links.toml [related] max_per_kind; 0: all)
+
+    def listed(self) -> tuple[list[str], int]:
+        """The members a row names (the first `most`, the original first) and how many others there are: a
+        story of four hundred same-titled PRs costs each of its rows a short line, not four hundred names."""
+        if not self.most or len(self.refs) <= self.most:
+            return self.refs, 0
+        return self.refs[: self.most], len(self.refs) - self.most
 
 
 def _on_default(ai: AnalysedItem) -> bool:
@@ -116,7 +124,7 @@ def stories(items: list[AnalysedItem], rules: RelationRules) -> dict[str, Story]
             roles[firsts[0]] = "original"
         order = {"original": 0, "same-title": 1, "backport": 2, "revert": 3}
         refs = sorted(members, key=lambda r: (order[roles[r]], _when(by_ref[r]), r))
-        story = Story(refs, roles, {r: list(by_ref[r].item.branches) for r in members})
+        story = Story(refs, roles, {r: list(by_ref[r].item.branches) for r in members}, rules.max_per_kind)
         for r in members:
             out[r] = story
     return out

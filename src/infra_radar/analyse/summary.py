@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..models import PerfClaim, Text
-from .claims import claim_meaning, format_number
+from .claims import claim_meaning, default_claim_rules, format_number
 from .matching import words
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -51,6 +51,23 @@ def _win(claims: Sequence[PerfClaim], least: float) -> float:
     if not ratios or ratios[len(ratios) // 2] < 1.0 or ratios[-1] < least:
         return 0.0
     return ratios[-1]
+
+
+def no_gain(claims: Sequence[PerfClaim], text: str = "", big: float = 1.2) -> bool:
+    """Whether an item's figures show no gain: a slowdown (every figure has a direction and the sweep is not
+    faster), or a result its author calls unchanged ("almost identical", claims.toml [meaning] flat_phrases)
+    with no large win among the figures. Such figures are never written as a win nor rank the item."""
+    if not claims or _win(claims, big) > 0:
+        return False
+    if calls_flat(text):
+        return True
+    return all(c.ratio is not None for c in claims) and _win(claims, 1.0) == 0
+
+
+def calls_flat(text: str) -> bool:
+    """Whether an author calls the measured result unchanged ("almost identical": claims.toml flat_phrases)."""
+    flat = default_claim_rules().flat_re
+    return bool(flat is not None and text and flat.search(text[:20000]))
 
 
 def _condition(claim: PerfClaim) -> str:
@@ -137,9 +154,18 @@ def _summary(kind: str, topics: list[str], native: bool, claims: Sequence[PerfCl
     return out
 
 
+_CLAUSE = re.compile(r"[,;:]\s|\s[—–-]\s|\s\(|\s(?=(?:to|for|with|when|in|on|via|so that|because)\s)")
+
+
 def _shorten(text: str, room: int) -> str:
+    """`text` in at most about `room` characters of whole clauses, never cut inside one: its first clauses
+    that fit, else the first clause whole (a line a little long beats a cut one)."""
     room = max(room, 24)
     if len(text) <= room:
         return text
-    cut = text[: room - 1].rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:-") + "…"
+    cuts = [m.start() for m in _CLAUSE.finditer(text) if 12 <= m.start() <= room
+            and text[: m.start()].count("(") <= text[: m.start()].count(")") and text[: m.start()].count("`") % 2 == 0]
+    if cuts:
+        return text[: cuts[-1]].rstrip(" ,;:-")
+    first = next((m.start() for m in _CLAUSE.finditer(text) if m.start() >= 12), len(text))
+    return text[:first].rstrip(" ,;:-")

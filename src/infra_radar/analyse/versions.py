@@ -14,7 +14,7 @@ from ..config import DEFAULTS, Settings, load_rule_file
 
 ENGINE_VERSION = "2"
 RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "bots")
-LEDGER_ENGINE = "3"  # bump when the ledger parser or term extraction changes, so stored relations are rebuilt
+LEDGER_ENGINE = "4"  # bump when the ledger parser or term extraction changes, so stored relations are rebuilt
 
 
 def rules_version(settings: Settings) -> str:
@@ -26,7 +26,10 @@ def rules_version(settings: Settings) -> str:
     files = [rules / f"{name}.toml" for name in RULE_FILES]
     if settings.rules_dir is not None:
         files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
-    files += [rules / "claims.toml", rules / "links.toml", *sorted(Path(__file__).parent.glob("*.py"))]
+    files += [rules / "claims.toml", rules / "links.toml", rules / "porting.toml",
+              *sorted(Path(__file__).parent.glob("*.py"))]
+    if settings.rules_dir is not None:  # the grade rules read the user's porting map (drop-in counterparts)
+        files.append(settings.rules_dir / "porting.toml")
     digest = hashlib.sha256()
     for path in files:
         try:

@@ -30,6 +30,10 @@ _RETRY = click.option("--retry-failed", is_flag=True, expose_value=False, callba
 
 def LLM(f):  # noqa: N802  (a decorator, used like the option constants above)
     return _LLM_FLAG(_RETRY(f))
+
+
+NO_RECORD = click.option("--no-record", "record", flag_value=False, default=True,
+                         help="Publish as a rehearsal: record nothing for the radars after it (docs/memory.md).")
 OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
                    help="Write the report under this directory instead of printing it.")
 
@@ -82,6 +86,10 @@ class Context:
                 writer_lock(self._engine).release()
             self._engine.dispose()
             self._engine, self._writing = None, False
+            if self.store_file():  # no connection of ours is left on the file: its lock descriptor can go
+                from ..store.lock import forget_database
+
+                forget_database(Path(self.store_file()).expanduser())
 
 
 def _command_path() -> list[str]:

@@ -57,6 +57,8 @@ def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: flo
     for r in result.repos:
         s = r.stats
         click.echo(f"{r.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged (github)")
+        if r.later.note():
+            click.echo(f"note: {r.later.note()}", err=True)
     if stats:
         left = "unknown" if result.remaining is None else str(result.remaining)
         click.echo(f"requests: {result.requests}\nitems stored: {result.stats.inserted + result.stats.updated}\n"

@@ -29,32 +29,101 @@ def _print_import(result) -> None:
         click.echo(f"analysed {result.analysed} item(s) while importing")
 
 
+SPOOL_PREFIX = "radar-spool-"
+_OWNER = ".owner"  # a file in each spool folder, locked (flock) by the process using the folder while it lives
+_STALE = 3600.0  # seconds after which a spool folder without an owner file (an older radar's) is left over
+
+
+def sweep_spools(folder: Path | None = None) -> list[Path]:
+    """Remove the spool folders killed imports left in the temporary folder: ours (same user), not symbolic
+    links, whose owner lock is free (the process that made them is gone). Returns what was removed."""
+    import os
+    import shutil
+    import tempfile
+    import time
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock: nothing can tell a live spool from a dead one
+        return []
+    removed = []
+    root = Path(folder or tempfile.gettempdir())
+    try:
+        found = [p for p in root.iterdir() if p.name.startswith(SPOOL_PREFIX)]
+    except OSError:
+        return []
+    for spool in found:
+        try:
+            st = os.lstat(spool)
+            if not os.path.isdir(spool) or os.path.islink(spool) or st.st_uid != os.getuid():
+                continue
+            owner = spool / _OWNER
+            if owner.is_file():
+                fd = os.open(owner, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: its process is gone
+                except BlockingIOError:
+                    continue  # a live import is using it
+                finally:
+                    os.close(fd)
+            elif time.time() - max([st.st_mtime, *(p.lstat().st_mtime for p in spool.iterdir())]) < _STALE:
+                continue  # an older radar's spool, maybe still being written
+            shutil.rmtree(spool, ignore_errors=True)
+            removed.append(spool)
+        except OSError:
+            continue
+    return removed
+
+
 @contextmanager
 def _spooled(files: list[Path]):
     """Pipes and devices (`/dev/stdin`, `<(zcat ...)`) copied to temporary files first: the reader probes a
     file's first bytes for gzip and opens it again, which a pipe cannot give twice. Yields (paths, names):
-    the paths to read and, for each temporary copy, the name it stands for."""
+    the paths to read and, for each temporary copy, the name it stands for. The folder is locked by this
+    process while it lives: a killed import's folder is removed by the next import (sweep_spools)."""
+    import os
     import shutil
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="radar-spool-") as folder:
-        paths, names = [], {}
-        for i, path in enumerate(files):
-            if path.is_file():
-                paths.append(path)
-                continue
-            copy = Path(folder) / f"{i}-{path.name or 'input'}"
-            with open(path, "rb") as src, open(copy, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            paths.append(copy)
-            names[str(copy)] = str(path)
-        yield paths, names
+    sweep_spools()
+    if all(path.is_file() for path in files):
+        yield list(files), {}
+        return
+    with tempfile.TemporaryDirectory(prefix=SPOOL_PREFIX) as folder:
+        owner = os.open(Path(folder) / _OWNER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # pragma: no cover
+                pass
+            paths, names = [], {}
+            for i, path in enumerate(files):
+                if path.is_file():
+                    paths.append(path)
+                    continue
+                copy = Path(folder) / f"{i}-{path.name or 'input'}"
+                with open(path, "rb") as src, open(copy, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                paths.append(copy)
+                names[str(copy)] = str(path)
+            yield paths, names
+        finally:
+            os.close(owner)
 
 
 def _renamed(line: str, names: dict[str, str]) -> str:
     """'PATH:LINE: reason' with a temporary copy's PATH replaced by the name it stands for."""
     path, sep, rest = line.partition(":")
     return names.get(path, path) + sep + rest
+
+
+def _renamed_all(text: str, names: dict[str, str]) -> str:
+    """`text` with every temporary copy's path replaced by the name it stands for."""
+    for copy, name in names.items():
+        text = text.replace(copy, name)
+    return text
 
 
 @click.command("import-jsonl")
@@ -70,9 +139,12 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
     for result in results:  # a spooled pipe is reported under its own name, not the temporary copy's
         result.source = names.get(result.source, result.source)
         result.skipped = [_renamed(line, names) for line in result.skipped]
+        result.notes = [_renamed_all(note, names) for note in result.notes]
     skipped = [line for r in results for line in r.skipped]
     for result in results:
         _print_import(result)
+    for note in (n for r in results for n in r.notes):
+        click.echo(f"note: {note}", err=True)
     for line in skipped[:10]:
         _err(f"skipped {line}")
     if skipped:
@@ -90,9 +162,11 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
 def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, since: str | None,
                    until: str | None) -> None:
     """Import a local clone: squash-merged PRs, merge commits, direct commits and tags."""
+    from ..models import check_repo
     from ..sources.git import StartedClone
     from ..windows import make_window, parse_when
 
+    repo = check_repo(repo)  # before git starts: a name GitHub could not have is refused, not imported
     window = None
     if since or until:
         from datetime import UTC, datetime
@@ -100,18 +174,17 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
         window = make_window(parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
                              parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))
     patterns = [b.strip() for b in branches.split(",") if b.strip()] if branches else None
-    settings, started = obj.settings(), None
-    if repo.count("/") == 1:  # git log starts now and reads while the store opens (SQLAlchemy, the writer lock)
-        started = StartedClone(path, patterns or settings.repo(repo).branches,
-                               window.since if window else None, window.until if window else None)
+    settings = obj.settings()
+    # git log starts now and reads while the store opens (SQLAlchemy, the writer lock)
+    started = StartedClone(path, patterns or settings.repo(repo).branches,
+                           window.since if window else None, window.until if window else None)
     try:
         from ..pipeline.imports import import_git
 
         with _progress("reading git log") as tick:
             result = import_git(settings, obj.engine(write=True), path, repo, patterns, window, tick, started)
     finally:
-        if started is not None:
-            started.close()
+        started.close()
     _print_import(result)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ..errors import few
+from ..models import MAX_NUMBER
 from .common import Context, pass_ctx
 
 
@@ -17,7 +19,7 @@ def _counts(counter) -> str:
 @click.command("import-page")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--repo", help="OWNER/NAME of the pull request (wins over what the page says).")
-@click.option("--number", type=click.IntRange(min=1), help="Pull request number (wins over what the page says).")
+@click.option("--number", type=click.IntRange(min=1, max=MAX_NUMBER), help="Pull request number (wins over what the page says).")
 @pass_ctx
 def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | None) -> None:
     """Import text copied from a PR page (any site, any fragment): description once, human comments, no noise."""
@@ -35,11 +37,13 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
         click.echo(f"paths named in the text: {len(item.named_paths)} (not a diffstat)")
     copies = f" (1 of {report.description_copies} copies)" if report.description_copies > 1 else ""
     click.echo(f"description: {len(item.body)} chars{copies}" if item.body else "description: none on the page")
-    humans = sorted({c.author for c in item.comments if c.author})
-    click.echo(f"comments kept: {len(item.comments)}" + (f" ({', '.join(humans)})" if humans else ""))
+    humans = sorted({c.author for c in item.comments if c.author})  # a few named, the rest counted
+    click.echo(f"comments kept: {len(item.comments)}" + (f" ({few(humans)})" if humans else ""))
     click.echo(f"dropped: {_counts(report.dropped) or 'nothing'}")
     s = report.stats
     click.echo(f"store: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged")
+    if report.later:
+        click.echo(f"note: {report.later}", err=True)
     for line in s.skipped:
         click.echo(f"error: not stored: {line}", err=True)
     if s.skipped:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from .common import Context, pass_ctx
+from .common import NO_RECORD, Context, pass_ctx
 
 SITE_URL_ENV = "RADAR_SITE_URL"
 
@@ -22,15 +23,50 @@ def site() -> None:
 @click.option("--site-url", envvar=SITE_URL_ENV, default="",
               help=f"Public URL the site is served from, for feed links (env {SITE_URL_ENV}).")
 @click.option("--lang", type=click.Choice(["zh", "en"]), help="Site language (default from config: zh).")
+@NO_RECORD
 @pass_ctx
-def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None) -> None:
+def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None, record: bool) -> None:
     """Build or incrementally rebuild the site under DIR; only changed pages are rewritten."""
     from ..publish.site import build_site
 
-    r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url)
+    with _site_progress() as progress:
+        r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url, progress, record)
+    for line in r.warnings:
+        click.echo(f"warning: {line}", err=True)
     click.echo(f"{r.out_dir}: {r.pages} files ({r.item_pages} items, {r.daily_pages} daily, "
                f"{r.weekly_pages} weekly); {r.written} written, {r.unchanged} unchanged, {r.removed} removed; "
+               f"{r.skipped} not rendered again (inputs unchanged); "
                f"charts {'svg' if r.charts else 'tables'}; {r.seconds:.1f}s")
+
+
+@contextmanager
+def _site_progress():
+    """The build's progress on stderr: a line per stage (also in a log), and a bar while on a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..publish.site import Progress as SiteProgress
+
+    console = Console(stderr=True)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
+        class Shown(SiteProgress):
+            task = None
+
+            def stage(self, label: str, total: int | None = None) -> None:
+                if self.task is not None:
+                    bar.remove_task(self.task)
+                self.task = bar.add_task(label, total=total)
+                if not console.is_terminal:
+                    self.say(label if total is None else f"{label}: {total} to do")
+
+            def advance(self, n: int = 1) -> None:
+                bar.advance(self.task, n)
+
+            def say(self, line: str) -> None:
+                console.print(f"site: {line}", markup=False, highlight=False, soft_wrap=True)
+
+        yield Shown()
 
 
 @click.command()
@@ -54,16 +90,16 @@ def serve(obj: Context, out_dir: Path | None, port: int) -> None:
 @click.option("--week", help="Weekly: ISO week such as 2026-W31 (default: the latest week with items).")
 @click.option("--date", "day", help="Daily: UTC day YYYY-MM-DD (default: the latest day with items).")
 @click.option("--lang", type=click.Choice(["zh", "en"]), help="Message language (default from config: zh).")
+@NO_RECORD
 @pass_ctx
 def push(obj: Context, report: str, platform: str, dry_run: bool, repos: tuple[str, ...], week: str | None,
-         day: str | None, lang: str | None) -> None:
+         day: str | None, lang: str | None, record: bool) -> None:
     """Push the daily radar or weekly reports to a chat webhook, split to the platform's limits."""
     from ..publish.push import push_reports
 
     site_url = os.environ.get(SITE_URL_ENV, "")
-    for line in push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run,
-                             repos=list(repos), week=week, day=day, site_url=site_url):
-        click.echo(line)
+    push_reports(obj.settings(lang), obj.engine(), report, platform, dry_run=dry_run, repos=list(repos), week=week,
+                 day=day, site_url=site_url, record=record, say=click.echo)  # each line as it happens: a failure keeps them
 
 
 COMMANDS = [site, serve, push]

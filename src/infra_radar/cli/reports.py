@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
-from .common import LANG, LLM, OUT, Context, pass_ctx
+from .common import LANG, LLM, NO_RECORD, OUT, Context, pass_ctx
 
 
 def _emit(report) -> None:
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     if report.llm is not None:
         for line in report.llm.lines():
             click.echo(line, err=True)
@@ -18,6 +20,24 @@ def _emit(report) -> None:
         click.echo(str(report.path))
     else:
         click.echo(report.text, nl=False)
+    if report.newest is not None:
+        click.echo(f"note: {empty_window_note(report.window, report.newest)}", err=True)
+
+
+def empty_window_note(window, newest: list) -> str:
+    """What a report window with no item says: each repository's newest stored item, and how to bring the store
+    up to date when it ends before the window."""
+    span = f"{window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ}"
+    dated = [(name, when) for name, when in newest if when is not None]
+    if not dated:
+        return (f"no item in the window {span}: the store holds none yet; import history (radar import-git, "
+                "radar import-jsonl) or fetch it from GitHub (radar fetch)")
+    held = ", ".join(f"{name} {when:%Y-%m-%d}" for name, when in dated)
+    line = f"no item in the window {span}; the store's newest item per repository: {held}"
+    if max(when for _, when in dated) < window.since:
+        line += ("; bring the store up to date with radar fetch (GitHub) or an import "
+                 "(radar import-git, radar import-jsonl)")
+    return line
 
 
 @click.command()
@@ -28,9 +48,10 @@ def _emit(report) -> None:
 @OUT
 @LLM
 @click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing.")
+@NO_RECORD
 @pass_ctx
 def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
-          out_dir: Path | None, llm: bool | None, dry_run: bool) -> None:
+          out_dir: Path | None, llm: bool | None, dry_run: bool, record: bool) -> None:
     """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
     from ..pipeline.reports import daily as run_daily
     from ..windows import parse_when
@@ -47,7 +68,7 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
         click.echo(summary.line(), err=True)
         return
     report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
-                       parse_when(until) if until else None, list(repos) or None, out_dir, llm)
+                       parse_when(until) if until else None, list(repos) or None, out_dir, llm, record)
     _emit(report)
 
 
@@ -126,6 +147,30 @@ def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
         click.echo(str(path))
     click.echo(f"store: {out_dir / 'demo.db'} (try: radar --db sqlite:///{out_dir / 'demo.db'} show "
                "acme/infer-npu#814)", err=True)
+    hint = path_hint()
+    if hint:
+        click.echo(hint, err=True)
+
+
+def path_hint() -> str | None:
+    """How to call `radar` by its bare name when the one running is not what the shell finds on PATH (a
+    fresh `.venv/bin/radar demo`), else None."""
+    import os
+    import shutil
+    import sys
+
+    running = Path(sys.argv[0])
+    if running.name != "radar" or not running.is_file():
+        return None
+    found = shutil.which("radar")
+    if found and Path(found).resolve() == running.resolve():
+        return None
+    activate = Path(sys.prefix) / "bin" / "activate"
+    if activate.is_file():
+        shown = os.path.relpath(activate)
+        shown = str(activate) if shown.startswith("..") else shown if shown.startswith(".") else f"./{shown}"
+        return f"radar is not on your PATH: run `source {shown}` first to call it as `radar` (or call {running})"
+    return f"radar is not on your PATH: call it as {running}, or add {running.parent} to PATH"
 
 
 COMMANDS = [daily, weekly, show, export, demo]

@@ -1,4 +1,4 @@
-"""`radar watch add|list|remove`: items tracked across daily radars."""
+"""`radar watch add|list|remove`: items tracked across daily radars, added by hand or carried on by the radars."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import click
 
 from ..errors import RadarError
 from .common import Context, pass_ctx
+
+REASONS = {"deep": "deep dive", "p0": "P0", "validate-first": "validate first", "track-only": "track only"}
 
 
 @click.group()
@@ -19,7 +21,7 @@ def watch() -> None:
 @pass_ctx
 def watch_add(obj: Context, ref: str, reason: str) -> None:
     """Watch OWNER/NAME#N."""
-    from ..pipeline.card import parse_ref
+    from ..models import parse_ref
     from ..store.save import watch_add as add
 
     repo, number = parse_ref(ref)
@@ -30,23 +32,28 @@ def watch_add(obj: Context, ref: str, reason: str) -> None:
 @watch.command("list")
 @pass_ctx
 def watch_list(obj: Context) -> None:
-    """List watched items."""
-    from ..store.queries import watch_list as entries
+    """List what the next daily radar rechecks: items carried from published radars, and those added by hand."""
+    from ..pipeline.memory import tracked
 
-    for e in entries(obj.engine()):
-        click.echo(f"{e.repo}#{e.number}\t{e.last_state or '-'}\t{e.reason}")
+    for e in tracked(obj.settings(), obj.engine()):
+        why = []
+        if e.origin_day:
+            why.append(f"carried from {e.origin_day} ({', '.join(REASONS.get(r, r) for r in e.reasons)})")
+        if e.hand is not None:
+            why.append(f"by hand: {e.hand}" if e.origin_day else e.hand)
+        click.echo(f"{e.ref}\t{e.state or '-'}\t{'; '.join(why)}")
 
 
 @watch.command("remove")
 @click.argument("ref")
 @pass_ctx
 def watch_remove(obj: Context, ref: str) -> None:
-    """Stop watching OWNER/NAME#N."""
-    from ..pipeline.card import parse_ref
-    from ..store.save import watch_remove as remove
+    """Stop tracking OWNER/NAME#N, whether added by hand or carried from a published radar."""
+    from ..models import parse_ref
+    from ..pipeline.memory import untrack
 
     repo, number = parse_ref(ref)
-    if not remove(obj.engine(write=True), repo, number):
+    if not untrack(obj.settings(), obj.engine(write=True), repo, number):
         raise RadarError(f"{repo}#{number} is not on the watch list")
     click.echo(f"stopped watching {repo}#{number}")
 

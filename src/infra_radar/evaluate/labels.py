@@ -36,6 +36,8 @@ class Label:
     values: dict[str, list[str]] = field(default_factory=dict)  # scalar field -> acceptable values
     topics: list[tuple[set[str], set[str]]] | None = None  # alternatives of (required, optional)
     claims: list[dict[str, Any]] | None = None
+    note: str = ""  # `radar label --import` keeps these with the label
+    by: str = ""
 
 
 @dataclass(slots=True)
@@ -146,6 +148,9 @@ def _parse_line(raw: str, number: int, where: str, codes: Mapping[str, set[str]]
     if isinstance(obj.get("part"), str) and _is_team(obj["part"]):
         split = obj["part"]
     label = Label(item, ref.group(1), int(ref.group(2)), number, split)
+    for name in ("note", "by"):
+        if isinstance(obj.get(name), str):
+            setattr(label, name, obj[name].strip()[:2000])
     for name in SCALAR_FIELDS:
         if obj.get(name) is not None:
             values = _scalar(obj[name], name, where, codes.get(name), problems)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, StrictUndefined
 
-from ..config import Settings
+from ..config import CONFIG_NAME, LLM_NUMBERS, Settings, number
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
@@ -78,21 +78,35 @@ def llm_config(settings: Settings, env: Mapping[str, str] | None = None) -> LlmC
     language = table.get("language", "")
     if language not in ("", "zh", "en"):
         raise ConfigError(f"[llm] language must be zh or en, not {language!r}")
+    check_base_url(str(base), point.base_from)
+    where = f"{settings.config_path or CONFIG_NAME} [llm]"
+    numbers = {name: number(table.get(name, default), name, where, *LLM_NUMBERS[name])
+               for name, default in (("max_concurrency", 4), ("timeout", 120), ("token_budget", 200_000),
+                                     ("run_deadline", 900), ("max_reply_bytes", 1_000_000))}
+    for name, var in (("max_concurrency", "RADAR_LLM_CONCURRENCY"), ("timeout", "RADAR_LLM_TIMEOUT")):
+        if (env.get(var) or "").strip():  # an override wins; checked by name like radar.toml's value
+            numbers[name] = number(env[var].strip(), var, "environment variable", *LLM_NUMBERS[name])
+    return LlmConfig(base_url=str(base), model=str(model), api_key=key, json_mode=mode, language=language,
+                     retry_failed=env.get("RADAR_LLM_RETRY_FAILED", "") not in ("", "0"), **numbers)
+
+
+def check_base_url(url: str, origin: str) -> str:
+    """The model's base URL when it is http(s) with a host; else one ConfigError naming where it was set
+    (the URL itself is not shown: it may carry a credential)."""
+    import urllib.parse
+
     try:
-        config = LlmConfig(base_url=str(base), model=str(model), api_key=key, json_mode=mode,
-                           max_concurrency=max(int(env.get("RADAR_LLM_CONCURRENCY") or
-                                                   table.get("max_concurrency", 4)), 1),
-                           timeout=float(env.get("RADAR_LLM_TIMEOUT") or table.get("timeout", 120)),
-                           token_budget=int(table.get("token_budget", 200_000)), language=language,
-                           run_deadline=float(table.get("run_deadline", 900)),
-                           max_reply_bytes=int(table.get("max_reply_bytes", 1_000_000)),
-                           retry_failed=env.get("RADAR_LLM_RETRY_FAILED", "") not in ("", "0"))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[llm]: {exc}") from None
-    if not (0 < config.timeout <= 3600 and 0 <= config.run_deadline <= 86400 and config.max_reply_bytes >= 1024):
-        raise ConfigError("[llm]: timeout must be in (0, 3600] s, run_deadline in [0, 86400] s (0: none), "
-                          "max_reply_bytes at least 1024")
-    return config
+        parts = urllib.parse.urlsplit(url.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts, host = None, None
+    scheme = parts.scheme if parts is not None else ""
+    if scheme not in ("http", "https") or not host or any(c.isspace() or ord(c) < 32 for c in url.strip()):
+        shown = f"a {scheme[:20]}: URL" if scheme else "not a URL"
+        raise ConfigError(f"{origin or '[llm]'}: the model's base_url must be http(s)://HOST[:PORT]/..., "
+                          f"and this one is {shown}" + (" without a host" if scheme in ("http", "https") else ""))
+    return url
 
 
 def use_llm(settings: Settings, flag: bool | None) -> LlmConfig | None:
@@ -244,11 +258,45 @@ def _template(source: str):
     return _ENV.from_string(source)  # compiling costs ~5 ms; every item of a run shares the template
 
 
+# What a prompt may show of each value, in characters (any other string: DEFAULT_BUDGET). An author's text
+# longer than its budget is clipped, at a space or a sentence mark when one lies near the end, else right at the
+# budget: a description with no punctuation at all costs its budget, never its length.
+BUDGETS = {"body": 6000, "excerpt": 800, "title": 400, "summary": 1200, "files": 1500, "claims": 1500,
+           "links": 1000, "decision": 600, "topics": 400}
+DEFAULT_BUDGET = 2000
+_BREAKS = " \n\t.,;:!?)]}。，；：！？、）】"
+
+
+def clip_to_budget(text: str, budget: int) -> str:
+    """`text` when it fits `budget` characters, else its start, ended at a break in the last fifth of the
+    budget when there is one (else at the budget), and marked with "…"."""
+    if len(text) <= budget:
+        return text
+    head = text[: max(budget - 1, 1)]
+    cut = max(head.rfind(ch) for ch in _BREAKS)
+    if cut >= len(head) * 4 // 5:
+        head = head[: cut + 1]
+    return head.rstrip() + "…"
+
+
+def within_budget(value: Any, key: str = "") -> Any:
+    """A prompt value with every string in it clipped to its key's budget (lists and tables walked)."""
+    if isinstance(value, str):
+        return clip_to_budget(value, BUDGETS.get(key, DEFAULT_BUDGET))
+    if isinstance(value, dict):
+        return {k: within_budget(v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [within_budget(v, key) for v in value]
+    return value
+
+
 def render_messages(prompt: Prompt, lang: str, values: dict[str, Any]) -> list[dict[str, str]]:
-    """System and user messages of `prompt` in `lang`, rendered with StrictUndefined."""
+    """System and user messages of `prompt` in `lang`, rendered with StrictUndefined; every value is clipped to
+    its budget first (BUDGETS), so no author text reaches a prompt whole whatever its length or punctuation."""
     from jinja2 import UndefinedError
 
     texts = prompt.texts[lang]
+    values = within_budget(values)
     try:
         return [{"role": role, "content": _template(texts[role]).render(**values)} for role in _ROLES]
     except UndefinedError as exc:

@@ -70,6 +70,15 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
     return _render("daily.md.j2", ctx, t, None)
 
 
+def _unstop(piece: Md) -> Md:
+    """A piece of the radar's Markdown without its closing punctuation (an escape left without the character
+    it escaped goes too)."""
+    kept = piece.rstrip(_PUNCT)
+    if (len(kept) - len(kept.rstrip("\\"))) % 2:
+        kept = kept[:-1]
+    return Md(kept)
+
+
 def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；", colon: str = "：") -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
     that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
@@ -86,15 +95,17 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
         said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
         rest = [p for p in r.get(rest_key, [])
                 if len(numbers(plain(p)) & said) < min(2, len(numbers(plain(p))) or 1)]
-        return join([text(line.rstrip(_PUNCT)), *rest], semi)  # the model's line is author text
+        # the model's line is author text; the rules' pieces are Md (text when a piece is a plain str)
+        joined = join([text(line.rstrip(_PUNCT)), *(_unstop(text(p)) for p in rest)], semi)
+        return Md(joined + ("。" if semi == "；" else "."))
 
     for r in ctx["top"]:
         r["summary"] = laid_over(r) or r["summary"]
-    # P0/P1 items of the short table: the same line in their note, after the grade
+    # P0/P1 items of the short table: the same line in their note
     more = {r["ref"]: laid_over(r, "short_rest") for r in ctx.get("more_top", [])}
     for r in ctx.get("short", []):
         if more.get(r["ref"]):
-            r["note"] = Md(f"{r['grade']}{colon}" + more[r["ref"]])
+            r["note"] = more[r["ref"]]
     if report.get("headline"):
         ctx["headline"] = report["headline"]
 

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..models import AnalysedItem
-from ..render.escape import plain
+from ..render.escape import plain, plain_line
 from ..store import llm_cache
 from ..store.llm_cache import Cached, CacheKey
 from .client import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
@@ -313,12 +313,16 @@ def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[Analy
 
 def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) -> _Job:
     rows = ctx["quick"]
+    summary = " ".join(plain_line(x) for x in [ctx["summary"], *ctx.get("movements", [])])
     values = {"repo": inp.repo, "target": settings.target, "start": ctx["start"], "end": ctx["end"],
               "merged": ctx["merged"], "key": ctx["key"], "merged_before": ctx["merged_before"],
-              "topics": ", ".join(ctx["top_topics"]) or "-", "summary": plain(ctx["summary"]),
+              "topics": ", ".join(ctx["top_topics"]) or "-", "summary": summary,
+              "themes": [{"name": plain_line(th["name"]), "count": th["count"], "refs": ", ".join(th["refs"])}
+                         for th in ctx["themes"]],
               "items": [{"number": r["short"].lstrip("#"), "priority": r["priority"], "grade": r["grade"],
-                         "title": r["title"], "summary": plain(r["summary"]), "claims": plain(r["claims"])}
-                        for r in rows]}
+                         "title": r["title"], "summary": "; ".join(x for x in (plain_line(r["summary"]), plain_line(r.get("rest", "")))
+                                                                   if x),
+                         "claims": plain(r["claims"])} for r in rows]}
     prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]

@@ -111,6 +111,7 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
     from ..store import ledger as relations
     from ..store import save
     from ..store.lock import writer_lock
+    from .judgment import refit
     from .relations import RelationScan, update_relations
 
     started, count = time.perf_counter(), 0
@@ -125,6 +126,7 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
         scan = RelationScan.load(settings)
         if not pending:
             update_relations(settings, engine, scan)
+            refit(settings, engine)  # labels changed under an import's analyses: fitted again here
             return AnalyzeResult(0, version, time.perf_counter() - started)
         rules = RuleSet.load(settings)
         if workers is None:
@@ -139,6 +141,7 @@ def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: 
                 count += len(results)
                 tick(len(results))
         update_relations(settings, engine, scan)  # items whose relations are stale but analysis is not
+        refit(settings, engine)  # the team's calibration, fitted on the new analyses of the labelled items
     return AnalyzeResult(count, rules.version, time.perf_counter() - started)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..errors import ConfigError, NotFoundError
+from ..models import parse_ref
 from ..store import queries
 
 if TYPE_CHECKING:
@@ -30,42 +31,44 @@ if TYPE_CHECKING:
 FORCE_SQLALCHEMY = "RADAR_SHOW_SQLALCHEMY"  # "1": `radar show` always takes the SQLAlchemy path
 
 
-def parse_ref(ref: str) -> tuple[str, int]:
-    """'owner/name#123' -> ('owner/name', 123)."""
-    repo, sep, number = ref.strip().rpartition("#")
-    if not sep or repo.count("/") != 1 or not number.isdigit() or len(number) > 18:
-        raise ConfigError(f"invalid item reference {ref[:80]!r}: use OWNER/NAME#N (N below 10^18)")
-    return repo, int(number)
-
-
 def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -> CardInput:
     """Everything the card of repo#number shows, from a store that needs no analysis."""
     from ..render.context import CardInput
     from ..store.ledger import adapted_in
+    from .judgment import judge
     from .relations import upstream_stub
 
     found = queries.analysed_item(db, repo, number)
+    if found is not None:
+        judge(settings, db, [found])
     if found is None:  # an upstream PR known only because downstream PRs adapted to it
+        from ..analyse.links import load_relation_rules
+        from ..analyse.related import cap_links
+
         adapted = adapted_in(db, repo, number)
         if not adapted:
             raise NotFoundError(f"{repo}#{number} is not in the store (import its repository first)")
-        return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted,
-                         referenced_by=queries.referenced_by(db, repo, number), known=False)
-    return card_of(settings, db, found, queries.title_index_of(db, found.item), {},
-                   queries.referenced_by(db, found.item.repo, number))
+        most = load_relation_rules(settings).max_per_kind
+        back, more = cap_links(queries.referenced_by(db, repo, number), number, most)
+        if len(adapted) > most:
+            more["adapted-in"] = len(adapted) - most
+        return CardInput(item=upstream_stub(adapted[0].up_repo, number), duplicates=[], adapted=adapted[:most],
+                         referenced_by=back, known=False, more=more)
+    return card_of(settings, db, found, {}, queries.referenced_by(db, found.item.repo, number))
 
 
-def card_of(settings: Settings, db: Engine | Reader, found, index, cache: dict, referenced_by: list) -> CardInput:
-    """One stored item with every relation its card and export object show (`cache`: shared by a batch)."""
+def card_of(settings: Settings, db: Engine | Reader, found, cache: dict, referenced_by: list) -> CardInput:
+    """One stored item with every relation its card and export object show (`cache`: shared by a batch): of
+    each kind the `max_per_kind` nearest (links.toml [related]), with the count of the rest."""
+    from ..analyse.related import cap_links
     from ..render.context import CardInput
     from .relations import related_of
 
     item = found.item
-    rel = related_of(settings, db, item, cache)
-    return CardInput(item=found, referenced_by=referenced_by,
-                     duplicates=list({lk.ref: lk for lk in [*queries.duplicates_of(index, item),
-                                                             *rel.duplicates]}.values()),
-                     related=rel.mechanism, chain=rel.chain, adapted=rel.adapted, target=settings.target)
+    rel = related_of(settings, db, item, cache, exact=True)  # duplicates: the same title too
+    back, more = cap_links(referenced_by, item.number, cache["relations"].max_per_kind)
+    return CardInput(item=found, referenced_by=back, duplicates=rel.duplicates, related=rel.mechanism,
+                     chain=rel.chain, adapted=rel.adapted, target=settings.target, more={**more, **rel.more})
 
 
 def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_json: bool, llm: bool | None) -> str:

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from .. import killpoint
 from ..config import Settings
 from ..errors import ConfigError, SourceError
-from ..models import PR
+from ..models import PR, Item, check_repo
 from ..sources.github import (
     PAGE_SIZE,
     RELEASES_PAGE,
@@ -35,6 +35,7 @@ from ..sources.github import (
     release_page,
 )
 from ..store import cursors, save
+from ..windows import LaterDates
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,13 @@ class RepoFetch:
     stats: save.SaveStats = field(default_factory=save.SaveStats)
     pages: int = 0
     errors: list[str] = field(default_factory=list)
+    later: LaterDates = field(default_factory=lambda: LaterDates(600.0))  # records dated later than now
+
+    def saved(self, items: list[Item]) -> list[Item]:
+        """`items`, each one dated later than now noted (GitHub and the item say where it came from)."""
+        for item in items:
+            self.later.check(item, f"GitHub {item.ref}")
+        return items
 
 
 @dataclass(slots=True)
@@ -109,9 +117,7 @@ def bot_test(settings: Settings) -> IsBot:
 def repos_to_fetch(settings: Settings, repos: list[str] | None) -> list[str]:
     """The --repo names, else the configured repositories."""
     names = list(repos or []) or [r.name for r in settings.repos]
-    bad = [n for n in names if n.count("/") != 1]
-    if bad:
-        raise ConfigError(f"repository {bad[0]!r} is not OWNER/NAME")
+    names = [check_repo(n) for n in names]
     if not names:
         raise ConfigError("no repositories to fetch: add [[repos]] to radar.toml or pass --repo OWNER/NAME")
     return names
@@ -136,7 +142,7 @@ def fetch(settings: Settings, engine: Engine, client: GitHubClient, repos: list[
     result = FetchResult([], 0, None, client.anonymous)
     try:
         for name in names:
-            done = RepoFetch(name)
+            done = RepoFetch(name, later=LaterDates(settings.clock_skew))
             result.repos.append(done)
             _fetch_repo(engine, client, source, done, since, floor, on_page or (lambda _r: None))
     except BaseException as exc:
@@ -193,9 +199,10 @@ def _finish_cursor(p: _Pass) -> datetime:
     return max(p.since, p.high) if p.high else p.since
 
 
-def _advance(engine: Engine, repo: str, p: _Pass, page: Page) -> None:
-    if page.newest is not None:
-        p.high = max(p.high, page.newest) if p.high else page.newest
+def _advance(engine: Engine, repo: str, p: _Pass, page: Page, limit: datetime) -> None:
+    if page.newest is not None:  # a record dated later than now never moves the cursor past now
+        newest = min(page.newest, limit)
+        p.high = max(p.high, newest) if p.high else newest
     if page.done:
         p.done = True
         cursors.write_state(engine, repo, p.stream, cursors.StreamState(_finish_cursor(p)))
@@ -210,11 +217,11 @@ def _fetch_streams(engine: Engine, client: GitHubClient, source, done: RepoFetch
     passes = [_start(engine, done.repo, s, since, floor) for s in source.streams]
     while active := [p for p in passes if not p.done]:
         pages = source.page(done.repo, {p.stream: PageRequest(p.since, p.after) for p in active})
-        done.stats.add(save.save_items(engine, [i for page in pages.values() for i in page.items]))
+        done.stats.add(save.save_items(engine, done.saved([i for page in pages.values() for i in page.items])))
         done.stats.skipped += [note for page in pages.values() for note in page.skipped]
         killpoint.reached("fetch.page_saved")  # the page is stored, the cursors do not cover it yet
         for p in active:
-            _advance(engine, done.repo, p, pages[p.stream])
+            _advance(engine, done.repo, p, pages[p.stream], done.later.limit)
         done.pages += 1
         on_page(done)
 
@@ -234,10 +241,10 @@ def _fetch_releases(engine: Engine, client: GitHubClient, _source, done: RepoFet
         page = release_page(client, done.repo, url, etag if url is None else None, p.since)
         if page.not_modified:
             return
-        done.stats.add(save.save_items(engine, page.items))
+        done.stats.add(save.save_items(engine, done.saved(page.items)))
         done.stats.skipped += page.skipped
         killpoint.reached("fetch.release_page")
-        newest = max((i.created_at for i in page.items if i.created_at), default=None)
+        newest = max((min(i.created_at, done.later.limit) for i in page.items if i.created_at), default=None)
         if newest:
             p.high = max(p.high, newest) if p.high else newest
         first_etag = first_etag or (page.etag if url is None else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -35,14 +36,36 @@ def init_home(settings: Settings, force: bool = False) -> Path:
     return path
 
 
+@lru_cache(maxsize=1)
+def _umask() -> int:
+    try:  # Linux says it without changing it
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def shared_mode() -> int:
+    """The mode of an output file (reports, the export, the site): 0644 less the umask, as any file the user
+    writes. mkstemp makes its files 0600, which a web server, the group or a sync job could not read."""
+    return 0o644 & ~_umask()
+
+
 def atomic_write(path: Path, text: str) -> Path:
-    """Write a file so that readers see the old or the new content, never half of it. Temporary files that
-    a killed earlier write left beside it are removed (writers of a store are serialised by its lock)."""
+    """Write a file so that readers see the old or the new content, never half of it, readable as the site's
+    pages are (`shared_mode`). Temporary files that a killed earlier write left beside it are removed
+    (writers of a store are serialised by its lock)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, shared_mode())
         killpoint.reached("write.tmp")  # the new text is complete in the temporary file, not yet in place
         os.replace(tmp, path)
     except BaseException:

@@ -9,10 +9,11 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, SourceError, clip, redact
-from ..models import Item, Window
+from ..errors import SourceError, clip, redact
+from ..models import Item, Window, check_repo
 from ..sources.page import PageReport, load_page_rules, parse_page, read_page
 from ..store import save
+from ..windows import LaterDates
 from .analysis import alongside
 
 Tick = Callable[[int], None]
@@ -52,20 +53,21 @@ def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Ti
     clean, results = _cleaner(settings), []
     with alongside(settings, engine) as analyser:
         for path in paths:
-            results.append(_import_one_jsonl(engine, path, clean, tick, analyser))
+            results.append(_import_one_jsonl(engine, path, clean, tick, analyser, LaterDates(settings.clock_skew)))
     if results and analyser is not None:
         results[-1].analysed = analyser.analysed
     return results
 
 
-def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser) -> ImportResult:
+def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser, later: LaterDates) -> ImportResult:
     """One export file, in its own run; `analyser` (pipeline.analysis.alongside) gets each saved batch."""
     from ..sources.jsonl import JsonlReport, read_jsonl
 
     report = JsonlReport(str(path))
     run = save.start_run(engine, "import-jsonl", str(path))
+    stream = later.watch(read_jsonl(path, clean, report), lambda _item: f"{path}:{report.line}")
     try:
-        stats = save.save_items(engine, _counted(read_jsonl(path, clean, report), tick), on_saved=analyser)
+        stats = save.save_items(engine, _counted(stream, tick), on_saved=analyser)
     except (OSError, EOFError) as exc:
         save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise SourceError(f"{path}: cannot read: {exc}") from None
@@ -75,7 +77,7 @@ def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser) -
     report.skipped += stats.skipped
     save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                        "skipped": len(report.skipped)})
-    return ImportResult(str(path), report.repo, stats, report.skipped)
+    return ImportResult(str(path), report.repo, stats, report.skipped, [n for n in [later.note()] if n])
 
 
 def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
@@ -84,21 +86,23 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     sources.git.StartedClone of the same clone, branches and window, its git log already running)."""
     from ..sources.git import check_clone, read_clone
 
-    if repo.count("/") != 1:
-        raise ConfigError(f"repository {repo!r} is not OWNER/NAME")
+    repo = check_repo(repo)
     if started is None:
         check_clone(path)
     patterns = branches or settings.repo(repo).branches
     run = save.start_run(engine, "import-git", repo, window)
     notes: list[str] = []
-    stream = read_clone(path, repo, patterns, _cleaner(settings),
-                        window.since if window else None, window.until if window else None, notes, started)
+    later = LaterDates(settings.clock_skew)
+    stream = later.watch(read_clone(path, repo, patterns, _cleaner(settings), window.since if window else None,
+                                    window.until if window else None, notes, started),
+                         lambda item: f"{path}: {item.ref}")
     try:
         with alongside(settings, engine) as analyser:
             stats = save.save_items(engine, _counted(stream, tick), on_saved=analyser)
     except Exception as exc:  # never leave the run "running"
         save.finish_run(engine, run, "failed", {"error": clip(redact(str(exc)), 300)})
         raise
+    notes += [n for n in [later.note()] if n]
     save.finish_run(engine, run, "ok", {"inserted": stats.inserted, "updated": stats.updated,
                                        "notes": notes, "skipped": len(stats.skipped)})
     return ImportResult(str(path), repo, stats, stats.skipped, notes, analyser.analysed if analyser else 0)
@@ -135,6 +139,9 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     report = report if report is not None else PageReport()
     report.path = str(path)
     item = parse_page(read_page(path), load_page_rules(settings), repo, number, Path(path).stem, report)
+    later = LaterDates(settings.clock_skew)
+    later.check(item, str(path))
+    report.later = later.note()
     _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 from ..analyse.links import (
     Change,
-    ChangeIndex,
     RelationRules,
     distinctive_terms,
-    duplicate_links,
     load_relation_rules,
     mechanism_links,
 )
+from ..analyse.related import ChangeIndex
 from ..analyse.versions import scan_version
 from ..config import Settings
 from ..models import AnalysedItem, Analysis, Item, Link
@@ -95,33 +94,53 @@ class Related:
     chain: list[Link] = field(default_factory=list)  # other parts of a split change
     mechanism: list[Link] = field(default_factory=list)  # same mechanism in other repositories
     adapted: list[store.LedgerEntry] = field(default_factory=list)  # where this upstream PR was adapted
+    more: dict[str, int] = field(default_factory=dict)  # link kind -> related items beyond the listed ones
 
 
 def _change_index(db: Engine | Reader, repo: str, relations: RelationRules, cache: dict,
                   item: Change | None = None) -> ChangeIndex:
-    """The repository's PR titles indexed: all of them for a batch, only `item`'s possible matches for one card."""
+    """The repository's PR titles indexed (with the store's exact titles, queries.normalise_title): all of
+    them for a batch, only `item`'s possible matches for one card."""
+    from ..store.queries import normalise_title
+
     if "terms" not in cache and item is not None:  # one card: key only the titles that could match
-        return ChangeIndex.around(repo, [Change(n, t) for n, t in store.pr_titles(db, repo)], relations, item)
+        return ChangeIndex.around(repo, [Change(n, t) for n, t in store.pr_titles(db, repo)], relations, item,
+                                  normalise_title)
     key = repo.lower()
     if key not in cache:
-        cache[key] = ChangeIndex(repo, [Change(n, t) for n, t in store.pr_titles(db, repo)], relations)
+        cache[key] = ChangeIndex(repo, [Change(n, t) for n, t in store.pr_titles(db, repo)], relations,
+                                 normalise_title)
     return cache[key]
 
 
-def _duplicates(db: Engine | Reader, item: Item, index: ChangeIndex, relations: RelationRules, cache: dict) -> list[Link]:
-    similar = index.similar_titles(Change(item.number or 0, item.title))
-    if not similar:
-        return []
+def _duplicates(db: Engine | Reader, item: Item, index: ChangeIndex, relations: RelationRules, cache: dict,
+                exact: bool) -> tuple[list[Link], int]:
+    """The item's duplicates, the `max_per_kind` nearest, and how many similar titles more there are: the
+    similar titles (with `exact`, the same exact title too) are compared nearest first until `max_per_kind`
+    duplicates are found or `max_compared` were compared; the ones past that are counted, not compared."""
+    own = Change(item.number or 0, item.title, frozenset(f.path for f in item.files))
+    found = index.candidates(own, relations.max_compared, exact)
+    if not found.nearest:
+        return [], 0
     if "terms" in cache:  # a batch: every PR's paths of the repository, read once
         key = ("files", item.repo.lower())
         if key not in cache:
             cache[key] = store.files_of(db, item.repo, None)
         paths = cache[key]
     else:
-        paths = store.files_of(db, item.repo, [c.number for c in similar])
-    own = Change(item.number or 0, item.title, frozenset(f.path for f in item.files))
-    found = [Change(c.number, c.title, paths.get(c.number, frozenset())) for c in similar]
-    return duplicate_links(own, found, item.repo, relations)
+        paths = store.files_of(db, item.repo, found.nearest)
+    shown: list[int] = []
+    compared = 0
+    for n in found.nearest:  # nearest first, until max_per_kind are found
+        if len(shown) == relations.max_per_kind:
+            break
+        compared += 1
+        if n in found.exact or index.same_change(own, n, paths.get(n, frozenset())):
+            shown.append(n)
+    more = found.total - compared  # similar titles not listed: the ones past the list, compared or not
+    # as listed before the cap: the exact-title ones in the store's order, then the similar ones by number
+    shown.sort(key=lambda n: (0, index.order[n]) if n in found.exact else (1, n))
+    return [Link("duplicate", item.repo, n, detail=index.changes[n].title) for n in shown], more
 
 
 def batch_cache(db: Engine | Reader) -> dict:
@@ -130,8 +149,11 @@ def batch_cache(db: Engine | Reader) -> dict:
     return {"ledger": store.adapted_by_upstream(db), "terms": None}
 
 
-def related_of(settings: Settings, db: Engine | Reader, item: Item, cache: dict | None = None) -> Related:
-    """Duplicates, chain parts, same-mechanism items and adaptations of one stored item or upstream ref."""
+def related_of(settings: Settings, db: Engine | Reader, item: Item, cache: dict | None = None,
+               exact: bool = False) -> Related:
+    """Duplicates, chain parts, same-mechanism items and adaptations of one stored item or upstream ref: at
+    most `max_per_kind` of each kind, the nearest, the rest counted in `more`. With `exact`, the duplicates
+    include the PRs of the same normalised title (as the card and the export list them)."""
     cache = {} if cache is None else cache
     if "relations" not in cache:
         cache["relations"] = load_relation_rules(settings)
@@ -142,11 +164,14 @@ def related_of(settings: Settings, db: Engine | Reader, item: Item, cache: dict 
         adapted = cache["ledger"].get((item.repo.lower(), item.number), [])
     else:
         adapted = store.adapted_in(db, item.repo, item.number)
-    related = Related(adapted=adapted)
+    related = Related(adapted=adapted[: relations.max_per_kind])
+    if len(adapted) > relations.max_per_kind:  # the oldest adaptations, the rest counted
+        related.more["adapted-in"] = len(adapted) - relations.max_per_kind
     if item.kind == "pr" and item.number is not None:
         index = _change_index(db, item.repo, relations, cache, Change(item.number, item.title))
-        related.duplicates = _duplicates(db, item, index, relations, cache)
-        related.chain = index.chain(Change(item.number, item.title))
+        related.duplicates, more = _duplicates(db, item, index, relations, cache, exact)
+        related.chain, parts = index.capped_chain(Change(item.number, item.title), relations.max_per_kind)
+        related.more.update({k: n for k, n in (("duplicate", more), ("follow-up", parts)) if n})
     if item.id is not None:
         if "terms" in cache:
             if cache["terms"] is None:

@@ -6,17 +6,19 @@ the store (and writes analyses and runs), so any report can be re-rendered offli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError
-from ..models import Window
+from ..errors import ConfigError, WindowError, few
+from ..models import Window, check_repo
 from ..store import queries, save
+from ..windows import report_day
 from .analysis import analyze
+from .asof import as_of, live, state_at, undated  # noqa: F401  (defined here before)
 from .home import atomic_write
 
 
@@ -28,22 +30,34 @@ class Report:
     window: Window
     path: Path | None = None
     llm: object = None  # llm.stage.LlmRunSummary when model prose was used
+    newest: list | None = None  # a window with no item: each repository's newest item time (what the store holds)
+    notes: list[str] = field(default_factory=list)  # what the user should know (a window clipped to now)
+
 
 
 def _check_repos(engine: Engine, names: list[str]) -> list[str]:
+    names = [check_repo(n) for n in names]  # one check of OWNER/NAME for every command (models.check_repo)
     known = {n.lower(): n for n in queries.repo_names(engine)}
     missing = [n for n in names if n.lower() not in known]
     if missing:
-        have = ", ".join(known.values()) or "none (import something first)"
-        raise ConfigError(f"unknown repository {', '.join(missing)}; the store has: {have}")
+        have = few(known.values(), len(known)) or "none (import something first)"
+        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have}")
     return [known[n.lower()] for n in names]
 
 
-def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None) -> tuple[Window, bool]:
-    """The daily window: from the last successful daily run (first run: look back N hours) to now."""
-    from ..windows import make_window
+def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
+                 notes: list[str] | None = None) -> tuple[Window, bool]:
+    """The daily window: from the last successful daily run (first run: look back N hours) to now. A window
+    ending later than now ends now (said in `notes`): what has not happened yet is never "today"."""
+    from ..windows import make_window, now_end
 
-    until = until or datetime.now(UTC).replace(microsecond=0)
+    clock = now_end()
+    if until is not None and until > clock:
+        if notes is not None:
+            notes.append(f"--until {until:%Y-%m-%dT%H:%M:%SZ} is later than now: the window ends now, "
+                         f"{clock:%Y-%m-%dT%H:%M:%SZ}")
+        until = clock
+    until = until or clock
     first = False
     if since is None:
         last = queries.last_success(engine, "daily", "all")
@@ -54,103 +68,44 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
-def state_at(item, when: datetime) -> tuple[str, str | None, bool]:
-    """An item's state as of `when`: (state, merge commit or None, whether it changed after `when`).
-
-    A PR merged or closed after `when` was still open then (a watched PR existed; history imports only
-    know its merge time, so its creation time says nothing).
-    """
-    from ..models import CLOSED, MERGED, OPEN
-
-    later = any(t is not None and t > when for t in (item.merged_at, item.closed_at, item.updated_at))
-    if item.state == MERGED and item.merged_at is not None and item.merged_at > when:
-        return OPEN, None, True
-    if item.state == CLOSED and item.closed_at is not None and item.closed_at > when:
-        return OPEN, None, True
-    return item.state, item.merge_commit, later
-
-
-def as_of(settings: Settings, found: list, when: datetime, compiled: dict | None = None) -> list:
-    """The items as they stood at `when`: one merged or closed later (a window looked at afterwards, as a
-    backfill or the team's day is) was open then, and is judged again as open (priority and decision read
-    the state); its later dates are left out. The rules are compiled only when some item needs it, and kept
-    in `compiled` (when given) for the next call: a site build asks for every day."""
-    from dataclasses import replace
-
-    from ..analyse.item import analyse
-    from ..analyse.ruleset import RuleSet
-    from ..models import AnalysedItem
-
-    compiled = {} if compiled is None else compiled
-    out = []
-    for ai in found:
-        item = ai.item
-        state, _, _ = state_at(item, when)
-        if state == item.state:
-            out.append(ai)
-            continue
-        if "rules" not in compiled:
-            compiled["rules"] = RuleSet.load(settings)
-        rules = compiled["rules"]
-        then = replace(item, state=state, merged_at=None, closed_at=None, merge_commit=None,
-                       updated_at=item.updated_at if item.updated_at and item.updated_at <= when else None)
-        out.append(AnalysedItem(then, analyse(then, rules, settings)))
-    return out
-
-
 def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
     """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
-    return as_of(settings, queries.analysed_in_window(engine, window, names, opened=True), window.until)
+    from .judgment import judge
 
-
-def _watch_rechecks(engine: Engine, window: Window) -> list:
-    from ..render.context import WatchRecheck
-    from ..store.rows import files_digest
-
-    rechecks = []
-    for entry in queries.watch_list(engine):
-        found = queries.analysed_item(engine, entry.repo, entry.number)
-        ref = f"{entry.repo}#{entry.number}"
-        if found is None:
-            rechecks.append(WatchRecheck(ref, f"https://github.com/{ref.replace('#', '/pull/')}", entry.reason,
-                                         entry.last_state, "unknown", None, None, []))
-            continue
-        item, digest = found.item, files_digest(found.item)
-        newer = queries.referencing_in_window(engine, entry.repo, entry.number, window)
-        state, commit, later = state_at(item, window.until)
-        # what happened after the window's end is not reported (nor remembered) by this window's radar
-        moved = None if entry.last_files is None or later else digest != entry.last_files
-        rechecks.append(WatchRecheck(ref, item.url, item.title, entry.last_state, state, commit, moved, newer,
-                                     list(found.analysis.risk_labels)))
-        if not later:
-            save.watch_checked(engine, entry.repo, entry.number, state, digest)
-    return rechecks
+    return judge(settings, engine, as_of(settings, queries.analysed_in_window(engine, window, names, opened=True),
+                                         window.until))
 
 
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
-          repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None) -> Report:
-    """The daily radar for the window after the last successful run; recorded as a run."""
+          repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
+          record: bool = True) -> Report:
+    """The daily radar for the window after the last successful run; recorded as a run. Written under
+    `out_dir`, it is published: what it showed is recorded for the radars after it (not with `record` off)."""
     from ..llm.render import render_daily_llm
     from ..render.markdown import render_daily
+    from .memory import Memory, StoreLookup, recall
 
-    window, first = daily_window(settings, engine, since, until)
+    notes: list[str] = []
+    window, first = daily_window(settings, engine, since, until, notes)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
-        inp = _daily_input(settings, engine, window, first, names, since is not None,
-                           _watch_rechecks(engine, window))
+        inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
+        memory = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
         found = inp.items
         prose = _llm_prose(settings, engine, llm, inp)
         text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
-        path = atomic_write(out_dir / "daily" / f"{window.until:%Y-%m-%d}.md", text) if out_dir else None
+        path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", text) if out_dir else None
+        if path is not None and record:
+            memory.save(engine, inp)
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
     save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None,
                                         **({"llm": prose.line()} if prose else {})})
-    return Report(text, window, path, prose)
+    return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names), notes)
 
 
 def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
@@ -165,14 +120,16 @@ def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
 def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
                   repos: list[str] | None = None):
     """`radar daily --dry-run`: the model prompts the daily radar would send (llm.stage.LlmRunSummary.prompts);
-    nothing is sent, written or recorded, and tracked items are not rechecked."""
+    nothing is sent, written or recorded."""
     from ..llm.stage import daily_llm, use_llm
+    from .memory import Memory, StoreLookup, recall
 
     config = use_llm(settings, True)
     window, first = daily_window(settings, engine, since, until)
     names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
     analyze(settings, engine)
     inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
+    recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)  # what it would not deep-dive again
     return daily_llm(settings, engine, inp, settings.lang, dry_run=True, config=config)
 
 
@@ -182,14 +139,19 @@ def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
     from ..render.context import DailyInput
+    from ..store.ledger import adapted_in_window
     from .relations import related_links
 
     found = daily_items(settings, engine, window, names)
-    top = [a for a in found if a.analysis.priority in ("P0", "P1")]
+    downstream = [n for n in names if settings.repo(n).role == "downstream"]
+    top = [a for a in found if a.analysis.priority in ("P0", "P1") and a.item.repo not in downstream]
     return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
                       first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
                       related=related_links(settings, engine, top), target=settings.target,
                       short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
+                      short_table_limit=settings.short_table_limit, downstream=downstream,
+                      downstream_limit=settings.downstream_limit,
+                      adapted=[e for repo in downstream for e in adapted_in_window(engine, repo, window)],
                       stories=stories(found, load_relation_rules(settings)))
 
 
@@ -197,15 +159,33 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     """Everything the weekly report of `repo` over `window` shows (render.context.WeeklyInput)."""
     from ..render.context import WeeklyInput
     from ..store.ledger import adapted_in_window
-    from ..windows import previous, week_label
+    from ..windows import horizon, previous, week_label
 
+    limit = horizon(settings.clock_skew)
+    if window.since > limit:
+        raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
+                          "happened yet (a record dated that late is kept but never makes a week)")
+    seen = Window(window.since, min(window.until, limit))  # what is dated later than now is not this week's
+    if week_label(window) is None:  # a --since/--until range ending later than now ends now (a week keeps its name)
+        window = seen
     (name,) = _check_repos(engine, [repo])
     analyze(settings, engine)
+    from .judgment import judge
+
     return WeeklyInput(repo=name, window=window, week_label=week_label(window),
-                       items=queries.analysed_in_window(engine, window, [name]),
-                       previous=queries.analysed_in_window(engine, previous(window), [name]),
-                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, window),
-                       target=settings.target)
+                       items=judge(settings, engine, queries.analysed_in_window(engine, seen, [name])),
+                       previous=judge(settings, engine, queries.analysed_in_window(engine, previous(window), [name])),
+                       key_prs=settings.weekly_key_prs, adapted=adapted_in_window(engine, name, seen),
+                       target=settings.target, data_end=queries.newest_time(engine, name, limit),
+                       is_bot=bot_test(settings), rules_dir=settings.rules_dir)
+
+
+def bot_test(settings: Settings):
+    """The rules' bot test (bots.toml names and patterns, the user's copy first) as a function of a login."""
+    from ..analyse.ruleset import RuleSet, is_bot
+
+    rules = RuleSet.load(settings)
+    return lambda login: is_bot(login, rules)
 
 
 def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_dir: Path | None = None,
@@ -225,9 +205,9 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
         text = render_weekly_llm(inp, settings.lang, prose, settings.focus_weights)
     path = None
     if out_dir:
-        stem = label or f"{window.since:%Y-%m-%d}_{window.until:%Y-%m-%d}"
+        stem = label or f"{inp.window.since:%Y-%m-%d}_{inp.window.until:%Y-%m-%d}"
         path = atomic_write(out_dir / "weekly" / name.replace("/", "+") / f"{stem}.md", text)
-    return Report(text, window, path, prose)
+    return Report(text, inp.window, path, prose)
 
 
 def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,
@@ -240,10 +220,11 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
 
     names = _check_repos(engine, [repo]) if repo else None
     analyze(settings, engine)
-    found = queries.analysed_in_window(engine, window, names, state=state)
-    index = queries.title_index(engine, sorted({a.item.repo for a in found}))
+    from .judgment import judge
+
+    found = judge(settings, engine, queries.analysed_in_window(engine, window, names, state=state))
     cache = batch_cache(engine)
     back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
-    return [card_json(card_of(settings, engine, a, index, cache,
+    return [card_json(card_of(settings, engine, a, cache,
                             back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
             for a in found]

@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
+from ..config import Settings
 from ..models import AnalysedItem, Link, Window
 from ..store import queries
 from ..windows import iso_week
@@ -69,19 +70,26 @@ def _reverse_links(items: list[AnalysedItem]) -> dict[tuple[str, int], list[Link
                     src.repo.lower(), src.number):
                 found[(link.repo.lower(), link.number)].setdefault(
                     (src.repo, src.number),
-                    Link(kind=f"referenced-by:{link.kind}", repo=src.repo, number=src.number, detail=src.title))
+                    Link(kind=f"referenced-by:{link.kind}", repo=src.repo, number=src.number, url=src.url,
+                         detail=src.title))
     return {key: list(links.values()) for key, links in found.items()}
 
 
-def load_site_data(engine: Engine) -> SiteData:
-    """Every analysed item of the store, grouped by day, by (repository, week) and by reference."""
+def load_site_data(engine: Engine, settings: Settings | None = None, limit: datetime | None = None) -> SiteData:
+    """Every analysed item of the store, grouped by day, by (repository, week) and by reference; with `settings`,
+    as the team judged them (labels and calibration, pipeline/judgment.py). An item dated later than `limit`
+    (now plus the clock skew) gets its page but makes no day and no week."""
     items = queries.analysed_in_window(engine, EVERYTHING)
+    if settings is not None:
+        from ..pipeline.judgment import judge
+
+        judge(settings, engine, items)
     data = SiteData(repos=queries.repo_names(engine), items=items)
     by_day: dict[date, list[AnalysedItem]] = defaultdict(list)
     by_week: dict[tuple[str, str], list[AnalysedItem]] = defaultdict(list)
     for ai in items:
         when = ai.item.when
-        if when is None:
+        if when is None or (limit is not None and when > limit):
             continue
         day = when.astimezone(UTC).date()
         by_day[day].append(ai)

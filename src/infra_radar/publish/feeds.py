@@ -6,6 +6,7 @@ produces byte-identical feeds and the incremental build leaves them alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,19 +22,23 @@ TAG = "tag:infra-radar.invalid,2026:"  # stable ids that do not depend on where 
 
 @dataclass(slots=True)
 class FeedEntry:
-    """One report: its kind (daily or weekly), site path, Markdown text and the end of its window."""
+    """One report: its kind (daily or weekly), site path, Markdown text and the end of its window. A report
+    whose page a rebuild skipped has no text yet: `load` renders it, only when the feed shows it."""
 
     kind: str
     rel: str
     markdown: str
     updated: datetime
+    load: Callable[[], str] | None = None
+    inputs: str = ""  # the digest of what the report is made from (publish/inputs.py), "" when unknown
 
 
 def _title(entry: FeedEntry) -> str:
     return xml_safe(markdown_title(entry.markdown)) if entry.markdown else entry.rel
 
 
-def _latest(entries: list[FeedEntry], per_kind: int) -> list[FeedEntry]:
+def latest(entries: list[FeedEntry], per_kind: int = 20) -> list[FeedEntry]:
+    """The newest `per_kind` daily and weekly reports, newest first: what the feeds show."""
     chosen: list[FeedEntry] = []
     for kind in ("daily", "weekly"):
         mine = sorted((e for e in entries if e.kind == kind), key=lambda e: (e.updated, e.rel), reverse=True)
@@ -68,6 +73,10 @@ def _generator(entries: list[FeedEntry], site_url: str, s: dict[str, Any]) -> Fe
 def build_feeds(entries: list[FeedEntry], site_url: str, strings: dict[str, Any],
                 per_kind: int = 20) -> dict[str, str]:
     """{"atom.xml": ..., "rss.xml": ...} over the newest `per_kind` daily and weekly reports."""
-    fg = _generator(_latest(entries, per_kind), site_url, strings)
+    chosen = latest(entries, per_kind)
+    for entry in chosen:
+        if entry.load is not None:
+            entry.markdown, entry.load = entry.load(), None
+    fg = _generator(chosen, site_url, strings)
     return {FEED_FILES["atom"]: fg.atom_str(pretty=True).decode("utf-8"),
             FEED_FILES["rss"]: fg.rss_str(pretty=True).decode("utf-8")}

@@ -94,3 +94,9 @@ def shown(value: Any) -> Any:
 def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows of a context (P0/P1 rows, adapted-in entries) with their Markdown values shown as text."""
     return [{k: shown(v) for k, v in r.items()} for r in rows]
+
+
+def inline_html(text: str, map_link: LinkMapper | None = None) -> str:
+    """HTML of one line of Markdown the radar built (an item's conclusion, a checklist step), as its Markdown
+    card shows it: code spans and links rendered, raw HTML escaped, only safe links kept, no paragraph."""
+    return _parser().renderInline(text, {"map_link": map_link})

@@ -3,7 +3,8 @@
 A report becomes a Digest (title, ranked lines, link to the full page); each platform renders the lines
 in its own markup, escapes what came from GitHub, and packs them into messages that respect the limits
 in defaults/push.toml, splitting across at most `max_messages` messages and trimming the rest with a
-"more in the full report" line. Webhook URLs and secrets come only from the environment and are never
+"more in the full report" line. A line too long for one message is built shorter at a clause boundary,
+never cut with "…". Webhook URLs and secrets come only from the environment and are never
 printed: --dry-run shows the payloads with the URL and signature redacted.
 """
 
@@ -20,7 +21,7 @@ import tomllib
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from typing import Any
 
@@ -28,14 +29,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, clip, redact
+from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact
+from ..models import Window, check_repo
+from ..pipeline.judgment import judge
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
-from ..render.escape import href, plain
+from ..render.escape import href, plain, plain_line
 from ..store import queries
-from ..store.rows import from_db_time
+from ..store.rows import from_db_time, to_db_time
 from ..store.schema import items as items_table
 from ..store.schema import repos as repos_table
-from ..windows import iso_week, parse_when
+from ..windows import horizon, iso_week, parse_when
 from .data import day_window, week_of
 from .site import daily_page, item_page, weekly_page
 
@@ -73,6 +76,8 @@ class Digest:
     title: str
     lines: list[Line]
     full_url: str = ""
+    report: str = ""  # which report it is, for the delivery record: "daily 2026-07-02", "weekly OWNER/NAME W"
+    publish: Callable[[], object] | None = None  # records the radar once the digest is posted (daily)
 
 
 def _item_url(ref: str, github: str, site_url: str) -> str:
@@ -80,49 +85,70 @@ def _item_url(ref: str, github: str, site_url: str) -> str:
     return site_url + item_page(repo, int(number)) if site_url and number.isdigit() else github
 
 
+def _up_to_now(window: Window, limit: datetime) -> Window:
+    """`window` ending no later than `limit` (now plus the clock skew); WindowError when it has not begun."""
+    if window.since > limit:
+        raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
+                          "happened yet")
+    return Window(window.since, min(window.until, limit))
+
+
 def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str], site_url: str) -> Digest:
     """The P0/P1 rows and the short table of one UTC day's radar."""
     t = load_strings(settings.lang)
-    window = day_window(day)
+    window = _up_to_now(day_window(day), horizon(settings.clock_skew))
     names = repos or queries.repo_names(engine)
+    from ..pipeline.memory import Memory, StoreLookup, recall
     from ..pipeline.reports import daily_items
 
     found = daily_items(settings, engine, window, names)
-    ctx = daily_context(DailyInput(window=window, repos=names, items=found, watch=[],
-                                   deep_dive_limit=settings.deep_dive_limit, first_run=False,
-                                   generated_at=window.until, calendar_day=True), t, settings.focus_weights)
+    inp = DailyInput(window=window, repos=names, items=found, watch=[], deep_dive_limit=settings.deep_dive_limit,
+                     first_run=False, generated_at=window.until, calendar_day=True)
+    recalled = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
+    ctx = daily_context(inp, t, settings.focus_weights)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
+    if ctx["since_last"]:
+        lines.append(Line(plain(ctx["since_last"])))
     dash = t["common"]["dash"]
     for r in ctx["top"]:  # chat text is plain text: what a reader of the report sees (the platform escapes it)
-        lines.append(Line(f"{r['title']}{dash}{plain(r['summary'])}", r["priority"], r["ref"],
+        lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['summary'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     for r in ctx["short"]:
-        lines.append(Line(f"{r['title']}{dash}{plain(r['note'])}", r["priority"], r["ref"],
+        lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     title = t["daily"]["title"].format(date=day.isoformat())
-    return Digest(title, lines, site_url + daily_page(day) if site_url else "")
+    return Digest(title, lines, site_url + daily_page(day) if site_url else "",
+                  f"daily {day.isoformat()} {settings.lang}", lambda: recalled.save(engine, inp, ctx))
 
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
     """Executive summary, key PRs and recommendations of one repository's week."""
     limits = load_limits()
     t, words = load_strings(settings.lang), limits[settings.lang]
-    window = iso_week(week)
+    window = _up_to_now(iso_week(week), horizon(settings.clock_skew))
     before = iso_week(week_of(window.since.date() - timedelta(days=1)))
+    from ..pipeline.reports import bot_test
+
     inp = WeeklyInput(repo=repo, window=window, week_label=week,
-                      items=queries.analysed_in_window(engine, window, [repo]),
-                      previous=queries.analysed_in_window(engine, before, [repo]), key_prs=settings.weekly_key_prs)
+                      items=judge(settings, engine, queries.analysed_in_window(engine, window, [repo])),
+                      previous=judge(settings, engine, queries.analysed_in_window(engine, before, [repo])),
+                      key_prs=settings.weekly_key_prs,
+                      target=settings.target, data_end=queries.newest_time(engine, repo, horizon(settings.clock_skew)), is_bot=bot_test(settings),
+                      rules_dir=settings.rules_dir)
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
-    lines = [Line(plain(ctx["summary"])), Line(words["key_prs"], heading=True)]
+    # the summary and its movements as plain lines (a chat message links the items itself)
+    lines = [Line(plain_line(x)) for x in [ctx["summary"], *ctx["movements"]]]
+    lines.append(Line(words["key_prs"], heading=True))
     most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
-    lines += [Line(f"{q['title']}{dash}{plain(q['summary'])}", q["priority"], q["ref"],
+    lines += [Line(f"{plain(q['title'])}{dash}{plain_line(q['rest'])}", q["priority"], q["ref"],
                    _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
     if len(ctx["quick"]) > most:
         lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
-    lines += [Line(words["recommendations"], heading=True), *(Line(plain(r)) for r in ctx["recommendations"][:recs])]
-    return Digest(plain(ctx["title"]), lines, site_url + weekly_page(repo, week) if site_url else "")
+    lines += [Line(words["recommendations"], heading=True), *(Line(plain_line(r)) for r in ctx["recommendations"][:recs])]
+    return Digest(plain(ctx["title"]), lines, site_url + weekly_page(repo, week) if site_url else "",
+                  f"weekly {repo} {week} {settings.lang}")
 
 
 # --- rendering and packing -----------------------------------------------------------------------
@@ -176,18 +202,26 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+_CLAUSES = re.compile(r"(?<=[；;。])|(?<=[，,:：])\s*|\s(?=[—–]\s)")
+
+
 def fit(text: str, budget: int, size: Callable[[str], int]) -> str:
-    """`text`, cut with an ellipsis so that size(text) <= budget."""
+    """`text` built shorter so that size(text) <= budget, never cut inside a clause nor ended with "…": its
+    whole leading clauses that fit (split at ；, ;, 。, ，, : or a dash), else its whole leading words; a
+    single word longer than the budget (no text of a real report) is left out."""
     if size(text) <= budget:
         return text
-    lo, hi = 0, len(text)
-    while lo < hi:  # the longest prefix that fits with the ellipsis
-        mid = (lo + hi + 1) // 2
-        if size(text[:mid] + "…") <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo] + "…"
+    for splitter in (_CLAUSES, re.compile(r"(?<=\s)")):
+        pieces = [p for p in splitter.split(text) if p]
+        kept = ""
+        for piece in pieces:
+            if size((kept + piece).rstrip(" ，,:：；;")) > budget:
+                break
+            kept += piece
+        kept = kept.rstrip(" ，,:：；;—–")
+        if kept and size(kept) <= budget:
+            return kept
+    return ""
 
 
 def pack(lines: list[str], budget: int, size: Callable[[str], int]) -> list[list[str]]:
@@ -405,8 +439,11 @@ def _url_secrets(url: str) -> list[str]:
     return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
 
 
-def _latest_day(engine: Engine, repos: list[str]) -> date:
-    query = sa.select(sa.func.max(items_table.c.when_at)).join(repos_table, repos_table.c.id == items_table.c.repo_id)
+def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
+    """The latest UTC day with items, never later than `limit` (now plus the clock skew): a record dated later
+    than now is kept, but never makes the day (or the week) a push sends by default."""
+    query = (sa.select(sa.func.max(items_table.c.when_at)).join(repos_table, repos_table.c.id == items_table.c.repo_id)
+             .where(items_table.c.when_at <= to_db_time(limit)))
     if repos:
         query = query.where(sa.func.lower(repos_table.c.name).in_([r.lower() for r in repos]))
     with engine.connect() as conn:
@@ -420,21 +457,36 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
             day: str | None, site_url: str) -> list[Digest]:
     """The digests one push sends: one daily radar, or one weekly report per repository."""
     site_url = site_url.rstrip("/") + "/" if site_url else ""
+    repos = [check_repo(r) for r in repos]
     names = [n for n in queries.repo_names(engine) if not repos or n.lower() in {r.lower() for r in repos}]
     if repos and not names:
-        raise ConfigError(f"unknown repository {', '.join(repos)}")
+        raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
+    limit = horizon(settings.clock_skew)
     if report == "daily":
-        when = parse_when(day).date() if day else _latest_day(engine, names)
+        when = parse_when(day).date() if day else _latest_day(engine, names, limit)
         return [daily_digest(settings, engine, when, names, site_url)]
-    return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo])), site_url)
+    return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
+
+
+def content_sha(message: Message) -> str:
+    """sha256 of what a message says: its payload without the signature and its time (a rerun signs anew)."""
+    from ..store.deliveries import digest
+
+    said = {k: v for k, v in message.payload.items() if k not in ("timestamp", "sign")}
+    return digest(json.dumps(said, ensure_ascii=False, sort_keys=True))
 
 
 def push_reports(settings: Settings, engine: Engine, report: str, platform: str, *, dry_run: bool = False,
                  repos: list[str] | None = None, week: str | None = None, day: str | None = None,
-                 site_url: str = "") -> list[str]:
-    """Push (or with dry_run, describe) the report; returns the lines to print."""
+                 site_url: str = "", record: bool = True,
+                 say: Callable[[str], None] | None = None) -> list[str]:
+    """Push (or with dry_run, describe) the report; returns the lines to print (and gives each to `say` as it
+    happens). Every delivered message is recorded (store/deliveries.py): a rerun after a failure sends only
+    what was not delivered, and a failure says how many of the messages were delivered. A daily radar posted
+    whole is recorded as published (docs/memory.md), unless `record` is off."""
     from ..pipeline.analysis import analyze
+    from ..store.deliveries import delivered_at, digest, record_delivery
 
     conf = load_limits()[platform]
     url = os.environ.get(conf["webhook_env"], "")
@@ -444,14 +496,37 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
     if url:
         url = check_webhook(url, conf["webhook_env"])
     analyze(settings, engine)
-    out = []
-    for digest in digests(settings, engine, report, repos or [], week, day, site_url):
-        messages = build_messages(digest, platform, settings.lang, url, secret)
+    out: list[str] = []
+
+    def tell(line: str) -> None:
+        out.append(line)
+        if say is not None:
+            say(line)
+
+    target = digest(platform, url)  # the webhook, never stored itself
+    batches = [(d, build_messages(d, platform, settings.lang, url, secret))
+               for d in digests(settings, engine, report, repos or [], week, day, site_url)]
+    total, done = sum(len(messages) for _, messages in batches), 0
+    for found, messages in batches:
         for i, message in enumerate(messages, 1):
             where = f"{platform} {i}/{len(messages)} -> {redact_url(url)} ({len(message.body)} bytes)"
             if dry_run:
-                out.append(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
-            else:
+                tell(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
+                continue
+            sha = content_sha(message)
+            before = delivered_at(engine, target, found.report, sha)
+            if before is not None:
+                done += 1
+                tell(f"already delivered {where} at {before:%Y-%m-%dT%H:%M:%SZ}: not sent again")
+                continue
+            try:
                 post(message, platform)
-                out.append(f"posted {where}")
+            except PushError as exc:
+                raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
+                                "rerun to send the rest") from None
+            record_delivery(engine, target, found.report, i, len(messages), sha)
+            done += 1
+            tell(f"posted {where}")
+        if not dry_run and record and found.publish is not None:  # every message of it delivered
+            found.publish()
     return out

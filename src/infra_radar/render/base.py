@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text, format_number
+from ..models import COMMIT, PR, AnalysedItem, FileChange, Link, PerfClaim, Text, format_number, github_url
+from .escape import Md, text
 from .explain import clickable
 
 LANGS = ("zh", "en")
@@ -107,30 +108,40 @@ def short_ref(ai: AnalysedItem) -> str:
     return f"#{item.number}" if item.number is not None else item.key[:10]
 
 
+# relations whose target is a pull request by construction (a cherry-pick's origin, a PR with the same title
+# and files, the downstream PR an upstream change was adapted in)
+PR_RELATIONS = frozenset({"cherry-pick", "duplicate", "adapted-in"})
+
+
 def link_url(link: Link) -> str:
-    """Where a link points: its URL, else the GitHub page of the referenced number."""
+    """Where a link points: its URL, else the GitHub page of the referenced number (models.github_url)."""
     if link.url:
         return link.url
-    return f"https://github.com/{link.repo}/issues/{link.number}" if link.repo else ""
+    return github_url(link.repo, link.number, PR if link.kind in PR_RELATIONS else None) if link.repo else ""
 
 
 def shown_url(link: Link) -> str:
     """Where a report links a relation: the GitHub page of the referenced item, built from its repository and
-    number (the author's URL when it is exactly that page); "" for an address from the text (a `url` link),
-    which a report shows as text: author text never becomes a link."""
+    number (models.github_url: /pull/N for a relation to a pull request or an address of the author's that
+    names one), or the author's URL when it is exactly that item's page (/pull/N or /issues/N); "" for an
+    address from the text that is no item (a `url` link), which a report shows as text: author text never
+    becomes a link."""
     if not link.repo or link.number is None:
         return ""
     own = f"https://github.com/{link.repo}/"
     url = link.url or ""
-    if url.lower().startswith(own.lower()) and url[len(own):] in (f"pull/{link.number}", f"issues/{link.number}"):
+    rest = url[len(own):] if url.lower().startswith(own.lower()) else ""
+    if rest in (f"pull/{link.number}", f"issues/{link.number}"):
         return url
-    return f"{own}issues/{link.number}"
+    # a pull request's page, also when the author's address names one (/pull/N/files, /pull/N#issuecomment-…)
+    said_pull = rest.startswith(f"pull/{link.number}") and not rest[len(f"pull/{link.number}"):][:1].isdigit()
+    return github_url(link.repo, link.number, PR if link.kind in PR_RELATIONS or said_pull else None)
 
 
-def ref_url(ref: str) -> str:
-    """GitHub URL of an `owner/name#N` reference (the issues URL redirects to pull requests)."""
+def ref_url(ref: str, kind: str | None = None) -> str:
+    """GitHub URL of an `owner/name#N` reference of item kind `kind` (PR, ISSUE, or None when unknown)."""
     repo, _, number = ref.partition("#")
-    return f"https://github.com/{repo}/issues/{number}" if number else f"https://github.com/{repo}"
+    return github_url(repo, int(number), kind) if number.isdigit() else f"https://github.com/{repo}"
 
 
 # --- ranking ---------------------------------------------------------------------------------------
@@ -207,13 +218,41 @@ def names(t: dict[str, Any], table: str, codes: list[str]) -> str:
     return t["common"]["sep"].join(name(t, table, c) for c in codes) or t["common"]["none"]
 
 
+def team_view(a, t: dict[str, Any]) -> Md:
+    """What the team's judgment did to an analysis, in one line: its label (who, when, note, what the rules
+    said) or the calibration's move and the flags that made it; empty when the rules' answer stands."""
+    c = t["common"]
+    rules = a.rules or {}
+    if a.label:
+        was = " / ".join(rules[k] for k in ("priority", "grade") if a.label.get(k) and rules.get(k))
+        what = " / ".join(v for v in (a.label.get("priority"), a.label.get("grade")) if v)
+        who, at = text(a.label.get("by") or "—"), (a.label.get("at") or "")[:10]
+        who = c["team_who"].format(who=who, at=at) if at else who
+        note = c["team_note"].format(note=text(a.label["note"])) if a.label.get("note") else ""
+        return Md(c["team_label_line"].format(what=what, who=who, note=note, rules=was))
+    if a.learned:
+        now = " / ".join(a.learned[k] for k in ("priority", "grade") if a.learned.get(k))
+        before = " / ".join(rules[k] for k in ("priority", "grade") if a.learned.get(k))
+        flags = c["sep"].join(f"{text(name)} {weight:+.2f}" for name, weight in a.learned.get("moved_by", []))
+        return Md(c["calibrated_line"].format(before=before, after=now, flags=flags or c["none"]))
+    return Md("")
+
+
+def grade_shown(a, t: dict[str, Any]) -> str:
+    """The grade as listings show it: the team's label carries the team's mark."""
+    return f"{a.grade}{t['common']['team_mark']}" if (a.label or {}).get("grade") else a.grade
+
+
 def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
-    """The facts every listing of an item shows."""
+    """The facts every listing of an item shows; a priority or grade the team labelled carries the team's mark."""
     item, a, lang = ai.item, ai.analysis, t["lang"]
+    label, mark = a.label or {}, t["common"]["team_mark"]
     return {
         "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": html.unescape(item.title),
-        "priority": a.priority, "state": name(t, "states", "draft" if item.draft else item.state),
-        "grade": a.grade, "grade_name": name(t, "grades", a.grade),
+        "priority": f"{a.priority}{mark}" if label.get("priority") else a.priority, "priority_code": a.priority,
+        "state": name(t, "states", "draft" if item.draft else item.state),
+        "grade": grade_shown(a, t), "grade_name": name(t, "grades", a.grade),
+        "team": team_view(a, t),
         "grade_reason": pick(a.grade_reason, lang), "decision": name(t, "decisions", a.decision),
         "decision_reason": pick(a.decision_reason, lang), "kind": name(t, "kinds", a.item_kind),
         "topics": names(t, "topics", a.topics), "risks": [name(t, "risks", r) for r in a.risk_labels],

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..analyse.porting import applied, target_name
-from ..models import FileChange
+from ..models import PR, FileChange
 from .base import claim_rows, day, files_total, iso, lines, link_views, name, ref_url, row
 from .checklist import item_checklist
 from .conclusion import conclusion
@@ -42,11 +42,23 @@ def adapted_views(entries: Iterable[Any], t: dict[str, Any], full_up: bool = Fal
     for e in entries:
         files = fmt(k["adapted_files"], files=join([code(f) for f in e.files[:6]], sep)) if e.files else ""
         how = fmt(k["adapted_how"], how=whole(e.how)) if e.how and whole(e.how) else ""
-        views.append({"ref": e.down_ref, "url": ref_url(e.down_ref), "title": e.down_title,
-                      "up_ref": e.up_ref, "up_url": ref_url(e.up_ref), "date": day(e.when),
+        views.append({"ref": e.down_ref, "url": ref_url(e.down_ref, PR), "title": e.down_title,
+                      "up_ref": e.up_ref, "up_url": ref_url(e.up_ref, PR), "date": day(e.when),
                       "short": f"#{e.down_number}", "up_short": e.up_ref if full_up else f"#{e.up_number}",
                       "files": files, "how": how})
     return views
+
+
+_MORE_SECTIONS = {"duplicate": "duplicates", "follow-up": "follow_ups", "adapted-in": "adapted"}
+
+
+def more_views(more: dict[str, int], t: dict[str, Any]) -> dict[str, str]:
+    """Per card section, "" or what follows its listed links: "and N more not listed"."""
+    counts = dict.fromkeys(("referenced_by", "duplicates", "follow_ups", "adapted", "related"), 0)
+    for kind, n in more.items():
+        counts[_MORE_SECTIONS.get(kind, "referenced_by" if kind.startswith("referenced-by") else "related")] += n
+    return {section: (t["card"]["more_similar" if section == "duplicates" else "more_links"].format(n=n) if n else "")
+            for section, n in counts.items()}
 
 
 def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +79,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "duplicates": link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),
         "related": link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")]),
         "follow_ups": link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
-        "known": inp.known, "upstream_repo": item.repo,
+        "known": inp.known, "upstream_repo": item.repo, "more": more_views(inp.more, t),
     })
     if inp.known:
         porting = applied(item, inp.target, text=described(item.body))

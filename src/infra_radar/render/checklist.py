@@ -18,7 +18,7 @@ from ..models import AnalysedItem
 from .base import context_text
 from .escape import Md, code, fmt, join
 from .escape import text as escape_text
-from .explain import clip, code_module, explain_body, file_role, identifiers, sentences
+from .explain import code_module, explain_body, file_role, identifiers, sentences
 
 
 @lru_cache(maxsize=1)
@@ -52,6 +52,25 @@ def _code(values: list[str], sep: str) -> Md:
     return join([code(v) for v in values], sep)
 
 
+def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
+    """(the switches an item adds or names where it says what it does: flags, `key=True/False`, a named
+    option; the environment variables its text sets)."""
+    r = checklist_rules()
+    item = ai.item
+    explained = explain_body(item.body)
+    own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
+    text = f"{item.title}\n{item.body[:20000]}"
+    named = _NAMED.findall(own)
+    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
+             if b.split("=")[0].rsplit(".", 1)[-1] in own]
+    tooling = set(r["tool_flags"])
+    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
+    switches = list(dict.fromkeys(named + bools + flags))
+    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
+    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
+    return switches, list(dict.fromkeys(r["_env"].findall(text)))
+
+
 def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str, str]:
     """The values the checklist placeholders take for this item ("" when the item gives none)."""
     r = checklist_rules()
@@ -61,15 +80,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
     text = f"{item.title}\n{item.body[:20000]}"
     sep = "、" if lang == "zh" else ", "
-    named = _NAMED.findall(own)
-    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
-             if b.split("=")[0].rsplit(".", 1)[-1] in own]
-    tooling = set(r["tool_flags"])
-    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
-    switches = list(dict.fromkeys(named + bools + flags))
-    # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
-    switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
-    envs = list(dict.fromkeys(r["_env"].findall(text)))
+    switches, envs = item_switches(ai)
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
                                 + [m.rstrip(".-") for m in r["_model"].findall(text)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
@@ -83,14 +94,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     symptom = ""
     for _, block in explained.motivation + explained.mechanism[:2]:
         hit = next((s for s in sentences(block) if _SYMPTOM.search(s)), "")
-        if hit:
-            symptom = clip(hit, 110)
+        if hit:  # named in our words (the rules' symptom cues), never the author's sentence quoted
+            symptom = sep.join(symptom_names(hit, lang))
             break
     topics = set(a.topics)
     training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
     low = f"{item.title}\n{' '.join(t for _, t in explained.mechanism + explained.motivation)}".lower()
     modes = list(dict.fromkeys(r["_graph"].findall(text)))
     gpu = [p for p in porting if p.entry.id != "npu-native"]
+    # a long dotted config key by its last part (`pad_bshd_to_minibatch_max`): the step stays one line
+    switches = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
     facts = {
         "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
         "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
@@ -110,6 +123,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
+
+
+def symptom_names(sentence: str, lang: str, most: int = 2) -> list[str]:
+    """What a sentence says went wrong, as the conclusion rules name it ("NaN", "崩溃或报错")."""
+    from .mechanism import rules as conclusion_rules
+
+    low = sentence.lower()
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["motivation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]
 
 
 @lru_cache(maxsize=2)
@@ -163,41 +186,62 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
 _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")
 
 
+@lru_cache(maxsize=1)
+def _templates() -> list[tuple[str, re.Pattern[str], bool]]:
+    """Every step text of the rules, in each language, as a pattern capturing its placeholders; with whether
+    the values it names make it another step (a step's switches, env vars, kernels or versions are the item's
+    own) or not (a fallback on a module, or a step of a `group`: the same sentence for any item)."""
+    r = checklist_rules()
+    out = []
+    for group in ("step", "fallback", "spare"):
+        for i, step in enumerate(r.get(group, [])):
+            for text in step["text"].values():
+                parts = _PLACEHOLDER.split(text)  # literal, name, literal, name, ...
+                body = "".join(re.escape(p) if k % 2 == 0 else "(.+?)" for k, p in enumerate(parts))
+                by_value = group == "step" and not step.get("group")
+                out.append((step.get("group") or f"{group}:{i}", re.compile(body, re.S), by_value))
+    return out
+
+
 def shape(step: str) -> str:
-    """A step with its item-specific parts (code spans, quotes, parentheses, numbers) removed."""
+    """What a step is: the rule it was built from, with the item's own values when they make it another step
+    (a module or a model filled into a fallback or a grouped step is the same step), else its text without
+    code spans, quotes, parentheses and numbers."""
+    for key, pattern, by_value in _templates():
+        found = pattern.fullmatch(step)
+        if found:
+            return f"{key}|{'|'.join(found.groups())}" if by_value else key
     return " ".join(_CODE.sub(" ", step).split())
 
 
-def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None = None) -> list[list[str]]:
-    """Checklists of one report where no step shape is on more than `max_share` of the items: an
-    over-used shape is dropped from items that have other steps, or swapped for another fallback that
-    fits the item; an item is never left empty."""
+def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None = None,
+               most: int | None = None) -> list[list[str]]:
+    """Checklists of one report where no step (the rule it was built from, `shape`) is on more than `max_share`
+    of the items. Items are served in order (the deep dives first): a step already used as often as allowed
+    is dropped from a later item that has other steps, swapped for another step that fits it when it has
+    none, and otherwise left out, so an item with nothing of its own shows no line rather than a generic one.
+    `most`: the steps an item shows at most (only those count as used)."""
     n = sum(1 for steps in checklists if steps)  # the share is of the items that show a checklist
     if n < 2:
         return checklists
     alternates = alternates or [[] for _ in checklists]
     limit = max(1, int(float(checklist_rules().get("max_share", 0.25)) * n))
-    counts: dict[str, int] = {}
-    for steps in checklists:
-        for sh in {shape(s) for s in steps}:
-            counts[sh] = counts.get(sh, 0) + 1
+    used: dict[str, int] = {}
     out = []
     for steps, spare in zip(checklists, alternates, strict=True):
-        kept = []
-        for step in steps:
+        kept: list[str] = []
+        shapes: set[str] = set()
+        for step in [*steps, *spare]:
             sh = shape(step)
-            if counts[sh] <= limit:
-                kept.append(step)
+            if sh in shapes or used.get(sh, 0) >= limit:
                 continue
-            others = [s for s in steps if s is not step and counts[shape(s)] <= limit]
-            swap = next((a for a in spare if counts.get(shape(a), 0) < limit and shape(a) not in
-                         {shape(k) for k in kept}), None)
-            if others or swap:
-                counts[sh] -= 1
-                if swap:
-                    counts[shape(swap)] = counts.get(shape(swap), 0) + 1
-                    kept.append(swap)
-            else:
-                kept.append(step)
-        out.append(list(dict.fromkeys(kept)))
+            if step not in steps and kept:  # an alternate only stands in for an item with nothing left
+                break
+            kept.append(step)
+            shapes.add(sh)
+            if most is not None and len(kept) >= most:
+                break
+        for sh in shapes:
+            used[sh] = used.get(sh, 0) + 1
+        out.append(kept)
     return out

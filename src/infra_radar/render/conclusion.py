@@ -1,6 +1,10 @@
-"""The one-line conclusion of an item: what changed (in the PR's own identifiers), where, the headline
-number with its direction and condition, and what to do. Never the title again; shortened only at
-sentence or clause boundaries.
+"""The one-sentence conclusion of an item, the team's way and with no model: what changes (the mechanism in
+the item's own identifiers, render/mechanism.py), the headline figure with its direction and condition, and
+the consequence for the target (what carries over, what must be re-measured; `conclusions.toml`
+[[consequence]]). In zh the frame is Chinese and the author's objects stay English; nothing is quoted.
+
+A sentence that would be too wide is built shorter (fewer identifiers, no condition, one action, fewer
+modifiers, shorter phrases), never cut.
 """
 
 from __future__ import annotations
@@ -10,27 +14,19 @@ from collections import Counter
 from typing import Any
 
 from ..analyse.porting import Applied
+from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..models import AnalysedItem, PerfClaim
-from .base import change_text, context_text, name, pick, with_unit
-from .escape import Md, code, fmt, join
-from .explain import (
-    DEBRIS,
-    clip,
-    code_module,
-    doing_sentence,
-    explain_body,
-    explain_rules,
-    file_role,
-    identifiers,
-    sentences,
-)
+from .base import change_text, context_text, name, pick, signed, with_unit
+from .escape import Md, code, fmt, plain, start, text
+from .explain import doing_sentence, explain_body, identifiers
+from .mechanism import is_identifier, read, rules, say, tidy
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+def _words(text_: str) -> set[str]:
+    return set(_WORD.findall(text_.lower()))
 
 
 _TAGS = re.compile(r"\[[^\]]*\]")
@@ -41,9 +37,9 @@ def bare_title(title: str) -> str:
     return _TAGS.sub(" ", title).strip()
 
 
-def echoes(text: str, title: str) -> bool:
-    """True when `text` says little beyond the title: most of its words are the title's words."""
-    words, head = _words(text), _words(bare_title(title))
+def echoes(text_: str, title: str) -> bool:
+    """True when `text_` says little beyond the title: most of its words are the title's words."""
+    words, head = _words(text_), _words(bare_title(title))
     if not words:
         return True
     return len(words - head) <= max(2, len(words) // 4)
@@ -52,23 +48,19 @@ def echoes(text: str, title: str) -> bool:
 def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     """The identifiers the description is about: the most mentioned first, then by first mention."""
     explained = explain_body(ai.item.body)
-    text = " ".join(t for _, t in explained.mechanism + explained.motivation)
-    found = identifiers(text)
+    found = identifiers(" ".join(t for _, t in explained.mechanism + explained.motivation))
     if not found:
         return []
-    counts = Counter()
     body = ai.item.body[:20000]
-    for ident in found:
-        counts[ident] = body.count(ident)
+    counts = Counter({ident: body.count(ident) for ident in found})
     order = {ident: i for i, ident in enumerate(found)}
-    # a dotted or code-span name that contains a shorter one already listed says the same thing
+
     def weight(x: str) -> int:  # env vars, Class.attr and key=value name the change more exactly
         exact = bool(_ENV.match(x)) or "=" in x
         return min(counts[x], 5) + (2 if exact else 1 if "." in x[1:] else 0)
 
-    ranked = sorted(found, key=lambda x: (-weight(x), order[x]))
     picked: list[str] = []
-    for ident in ranked:
+    for ident in sorted(found, key=lambda x: (-weight(x), order[x])):
         inside = next((i for i, p in enumerate(picked) if p in ident), None)
         if inside is not None:  # the longer name says more: `forced_max_seqlen` over `forced_max`
             picked[inside] = ident
@@ -81,83 +73,333 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     return sorted(picked, key=lambda x: x.lower() in title)[:limit]
 
 
-def headline_claim(claims: list[PerfClaim]) -> PerfClaim | None:
-    """The figure to quote: the author's first one when it moved ≥ 10%, else the largest relative change."""
-    usable = [c for c in claims if c.change_pct is not None or c.ratio is not None]
-    if not usable:
-        return claims[0] if claims else None
-    if usable[0].change_pct is not None and abs(usable[0].change_pct) >= 10:
-        return usable[0]
-    return max(usable, key=lambda c: abs(c.change_pct or 0))
+# --- the figure ------------------------------------------------------------------------------------
 
 
-def claim_text(c: PerfClaim, t: dict[str, Any]) -> str:
-    """A figure with direction and condition: "Total Step Time 534.13 s → 397.71 s(−25.5%,Qwen3.5-35B-A3B)"."""
+def headline_claim(claims: list[PerfClaim], goal: set[str] | None = None) -> PerfClaim | None:
+    """The figure to quote: the author's first figure when it is a clear win (≥ 10%: the author's own
+    headline), else the largest improvement on the change's goal, a slowdown only when nothing improved (then
+    written as one), the first figure when no direction is known (analyse.summary)."""
+    if not claims:
+        return None
+    first = claims[0]
+    if first.ratio is not None and first.ratio >= 1.1 and first.before is not None and first.after is not None:
+        return first
+    return _best_claim(claims, goal)
+
+
+def _signed_pct(c: PerfClaim) -> str:
+    return signed(c.change_pct, 1, "%") if c.change_pct is not None else ""
+
+
+_TIME_UNITS = {"s", "ms", "μs", "us", "ns", "min", "h"}
+_MEMORY_UNITS = {"B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"}
+
+
+def _worse(unit: str) -> str:
+    """Which word says a figure got worse: slower (a time), more memory, else worse."""
+    return "slower" if unit in _TIME_UNITS else "more_memory" if unit in _MEMORY_UNITS else "worse"
+
+
+def claim_text(c: PerfClaim, t: dict[str, Any], flat: bool = False, condition: bool = True) -> Md:
+    """A figure with its direction and condition: "Qwen3.5-35B-A3B 上 Total Step Time 534.13 s → 397.71 s
+    （−25.5%）"; a slowdown says so, as does a result its author calls unchanged. Percent and factor are the
+    claim's own (computed from its before and after)."""
+    f = t["figure"]
+    metric = text(c.metric)
     if c.before is not None and c.after is not None:
-        body = f"{c.metric} {with_unit(c.before, c.unit)} → {with_unit(c.after, c.unit)}"
+        body = f"{metric} {with_unit(c.before, c.unit)} → {with_unit(c.after, c.unit)}"
+        notes = [_signed_pct(c)] if c.change_pct is not None else []
+        if c.ratio is not None and c.ratio >= 2:
+            notes.append(f"{c.ratio:g}×" if c.ratio < 100 else f"{c.ratio:.0f}×")
+        if flat:
+            notes.append(f["flat"])
+        elif c.ratio is not None and c.ratio < 1:
+            notes.append(f[_worse(c.unit)])
     elif c.after is not None:
-        body = f"{c.metric} {with_unit(c.after, c.unit)}"
+        body, notes = f"{metric} {with_unit(c.after, c.unit)}", []
     else:
-        body = c.metric
-    extra = [change_text(c)] if change_text(c) != "—" else []
-    context = context_text(c.context, t)
-    extra += [context] if context else []
-    return body + (t["common"]["paren"].format(t["common"]["comma"].join(extra)) if extra else "")
+        body, notes = f"{metric} {change_text(c)}", [f["flat"]] if flat else []
+    notes = [n for n in notes if n]
+    if notes:
+        body += t["common"]["paren"].format(t["common"]["comma"].join(notes))
+    cond = context_text({k: v for k, v in c.context.items() if k in ("model", "hardware", "concurrency", "batch")},
+                        t) if condition else ""
+    if cond:
+        cond = t["common"]["sep"].join(cond.split(t["context"]["joiner"])[:2])
+    return Md(tidy(f["on"].format(cond=text(cond), figure=body)) if cond and t["lang"] == "zh"
+              else f["on"].format(cond=text(cond), figure=body) if cond else body)
 
 
-def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]) -> Md:
-    """One line: mechanism (identifiers), where, headline number, what to do."""
-    what, rest = conclusion_parts(ai, t, porting)
-    return join(what + rest, t["common"]["semi"])
+# --- the consequence -------------------------------------------------------------------------------
 
 
-def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied],
-                     short: bool = False) -> tuple[list[Md], list[Md]]:
-    """The conclusion's parts: (what changed: the author's sentence and identifiers, or the kind; the rest:
-    where, headline number, what to do). Model prose may say the first better; the rest are the rules' facts.
-    `short`, for the short table's one-line note: a shorter quote, no module and no porting caveat."""
-    c, e = t["common"], t["explain"]
-    limits = dict(explain_rules()["limits"])
-    if short:
-        limits["conclusion_mechanism"] = limits.get("short_mechanism", 80)
-    item, a = ai.item, ai.analysis
-    parts: list[Md] = []
-    ids = central_identifiers(ai, int(limits["identifiers"]))
-    doing = doing_sentence(item.body, item.title)
-    if doing and not echoes(doing, item.title):
-        quote = clip(doing, int(limits["conclusion_mechanism"]))
-        parts.append(fmt(e["what_quote"], text=quote))
-        extra = [i for i in ids if i not in quote][: 2 if identifiers(quote) else 3]
-        if extra:
-            parts.append(fmt(e["what_ids"], ids=join([code(i) for i in extra], c["sep"])))
-    elif ids:
-        parts.append(fmt(e["what_ids"], ids=join([code(i) for i in ids], c["sep"])))
-    else:
-        lead = next((s for _, block in explain_body(item.body).mechanism for s in sentences(block)
-                     if not echoes(s, item.title) and not DEBRIS.search(s)), "")
-        if lead:
-            parts.append(fmt(e["what_quote"], text=clip(lead, int(limits["conclusion_mechanism"]))))
-        else:  # no description: the files it changes say what it touches
-            code_files = [f for f in item.files if file_role(f.path) not in ("tests", "docs", "config")]
-            names = [f.path.rsplit("/", 1)[-1] for f in sorted(  # a version bump touches only config: name it
-                code_files or item.files, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))[:3]]
-            if names:
-                parts.append(fmt(e["what_ids"], ids=join([code(n) for n in names], c["sep"])))
-    what = len(parts)
-    module = code_module(item.files) if item.files and not short else ""
-    if module:
-        parts.append(fmt(e["where"], module=module))
-    claim = headline_claim(a.perf_claims)
-    if claim:
-        parts.append(fmt(e["number"], claim=claim_text(claim, t)))
+def target_short(target: str, lang: str) -> str:
+    """The target's name in a conclusion ("NPU")."""
+    names = rules().data.get("targets", {}).get(target, {})
+    return names.get(lang) or names.get("en") or target
+
+
+def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool) -> set[str]:
+    a, item = ai.analysis, ai.item
+    state = "open" if item.draft else item.state
     gpu = [p for p in porting if p.entry.id != "npu-native"]
-    action = fmt(e["action"], decision=name(t, "decisions", a.decision))
-    if gpu and not a.native and not short:  # a change already made for the target has no GPU mechanism left
-        caveat = pick(gpu[0].caveat, t["lang"])
-        first = re.split(r"[;；]", caveat, maxsplit=1)[0]
-        action = Md(action + fmt(c["paren"], f"{pick(gpu[0].entry.name, t['lang'])}{c['colon']}{first}"))
-    parts.append(action)
-    if len(parts) == 1:  # nothing of its own to say: name the kind and what kind of files
-        parts.insert(0, fmt(e["kind_only"], kind=name(t, "kinds", a.item_kind)))
-        what = 1
-    return parts[:what], parts[what:]
+    flags = {f"kind:{a.item_kind}", f"grade:{a.grade}", f"state:{state}", f"decision:{a.decision}",
+             *(f"topic:{x}" for x in a.topics)}
+    if a.native:
+        flags.add("native")
+    if gpu and not a.native:
+        flags.add("porting")
+    if figure:
+        flags.add("figure")
+    if no_gain(a.perf_claims, item.body):
+        flags.add("no-gain")
+    return flags
+
+
+def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], target: str, short: bool = False,
+                figure: bool = False) -> Md:
+    """What the change means for the target, from the first [[consequence]] rule whose flags hold."""
+    lang, flags = t["lang"], _flags(ai, porting, figure)
+    gpu = [p for p in porting if p.entry.id != "npu-native"]
+    values = {"target": target_short(target, lang),
+              "brief": pick(gpu[0].brief, lang) if gpu else "",
+              "entry": pick(gpu[0].entry.name, lang) if gpu else ""}
+    for rule in rules().data.get("consequence", []):
+        if all(f in flags for f in rule.get("when", [])) and not any(f in flags for f in rule.get("unless", [])):
+            chosen = rule["short" if short and "short" in rule else "text"]
+            return fmt(pick(chosen, lang), **values)  # our phrase (conclusions.toml); its values as text
+    return Md(text(name(t, "decisions", ai.analysis.decision)))
+
+
+# --- the mechanism ---------------------------------------------------------------------------------
+
+_SUBJECT = re.compile(r"^(?:this (?:pr|patch|change|commit|fix)|we|it)\s+(?:now\s+|also\s+|mainly\s+)?", re.I)
+
+
+def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods: int | None = None,
+              count: int | None = None) -> Md:
+    """What the item changes, in one clause: its title read, else the description's "This PR adds ..."
+    sentence read, else the kind with the description's identifiers; framed by the kind (RFC, bug report)."""
+    r, lang = rules().data, t["lang"]
+    kind = ai.analysis.item_kind
+    kind_verb = r["kinds"]["verbs"].get(kind, "")
+    actions, chinese = read(ai.item.title, kind_verb)
+    if chinese:
+        clause = Md(text(chinese))
+    else:
+        if not actions:
+            doing = doing_sentence(ai.item.body, ai.item.title)
+            actions, _ = read(_SUBJECT.sub("", doing), kind_verb) if doing else ([], "")
+        clause = say(actions, lang, most, mods, count) if actions else Md("")
+    if not clause:
+        ids = central_identifiers(ai, 2) or _code_files(ai)
+        kind_name = name(t, "kinds", kind)
+        if ids:
+            sep = "、" if lang == "zh" else ", "
+            clause = Md(f"{kind_name}{'，涉及' if lang == 'zh' else ' touching'} {sep.join(code(i) for i in ids)}")
+        else:
+            clause = Md(r["kinds"]["bare"][lang].format(kind=kind_name))
+        return Md(tidy(clause) if lang == "zh" else clause)
+    frame = r["kinds"]["frame"].get(kind)
+    if frame:
+        clause = Md(frame[lang].replace("{x}", clause))
+    return Md(tidy(clause) if lang == "zh" else clause)
+
+
+def _models_and_hardware(ai: AnalysedItem) -> list[str]:
+    """The models and hardware the item's figures or description name (checklists.toml families)."""
+    from .checklist import checklist_rules
+
+    r = checklist_rules()
+    text = f"{ai.item.title}\n{ai.item.body[:20000]}"
+    models = [c.context["model"] for c in ai.analysis.perf_claims if c.context.get("model")]
+    models += [m.rstrip(".-") for m in r["_model"].findall(text)]
+    return list(dict.fromkeys([*models, *r["_hardware"].findall(text)]))
+
+
+def _code_files(ai: AnalysedItem, most: int = 2) -> list[str]:
+    """The names of the code files an item changes most (a version bump touches only config: name it)."""
+    from .explain import file_role
+
+    files = ai.item.files
+    code_ = [f for f in files if file_role(f.path) not in ("tests", "docs", "config")] or files
+    ordered = sorted(code_, key=lambda f: (-((f.additions or 0) + (f.deletions or 0)), f.path))
+    return list(dict.fromkeys(f.path.rsplit("/", 1)[-1] for f in ordered))[:most]
+
+
+# --- the sentence ----------------------------------------------------------------------------------
+
+_CODE_OR_LINK = re.compile(r"`+[^`]*`+|\]\([^)]*\)")
+_LATIN_WORD = re.compile(r"[A-Za-z][\w.+/-]*")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def width(md: str) -> int:
+    """Display width of built Markdown as a reader sees it: a CJK character counts two, code fences, link
+    targets and escapes nothing."""
+    shown = re.sub(r"\]\([^)]*\)", "]", plain(Md(md))).replace("`", "")
+    return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in shown)
+
+
+def chinese_main(md: str, margin: float = 1.0) -> bool:
+    """Whether Chinese is the main language of `md` outside code spans and links: at least `margin` CJK
+    characters per Latin word."""
+    rest = _CODE_OR_LINK.sub(" ", plain(Md(md)))
+    return len(_CJK.findall(rest)) >= margin * len(_LATIN_WORD.findall(rest))
+
+
+def _goal(ai: AnalysedItem) -> set[str]:
+    return _words(ai.item.title)
+
+
+def _figure(ai: AnalysedItem, t: dict[str, Any], condition: bool) -> Md:
+    claims = ai.analysis.perf_claims
+    best = headline_claim(claims, _goal(ai))
+    if best is None:
+        return Md("")
+    flat = calls_flat(ai.item.body) and no_gain(claims, ai.item.body) and (best.ratio or 0) <= 1.2
+    return claim_text(best, t, flat=flat, condition=condition)
+
+
+def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
+    """The item's own names a conclusion adds to its title: its switches and environment variables first,
+    then the identifiers its description is about, then (with none of those) the code files it changes; none
+    already in `said` or in the title."""
+    from .checklist import item_switches
+
+    switches, envs = item_switches(ai)
+    short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
+    short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
+    ids = sorted(central_identifiers(ai, most + 3), key=lambda x: len(x) > 28)  # short names say as much in less
+    found = list(dict.fromkeys([*short, *envs, *ids]))
+    if len(found) < most:  # few names of its own: the code files it changes, then the models and hardware
+        found += _code_files(ai, most)
+        if len(found) < most:
+            found += _models_and_hardware(ai)
+    title, said = ai.item.title, plain(Md(said))  # what a reader sees of the built clause
+    out: list[str] = []
+    for ident in found:
+        key = ident.split("=")[0]
+        if key in said or key in title or any(key in o or o.split("=")[0] in ident for o in out):
+            continue
+        if key.lower().rstrip("()") in _frame_words() or "…" in ident:  # a generic name (`torch.compile`) says nothing of its own
+            continue
+        out.append(ident)
+    return out[:most]
+
+
+def _variants(short: bool) -> list[dict[str, Any]]:
+    """From the richest sentence to the plainest: the title's words go before the item's own names (the title
+    stands next to the conclusion), then the figure's condition, then the figure."""
+    if short:
+        return [dict(ids=3, module=True, cond=False, count=1, mods=1, most=5, figure=True),
+                dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+                dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=3, module=False, cond=False, count=1, mods=0, most=2, figure=False),
+                dict(ids=2, module=False, cond=False, count=1, mods=1, most=5, figure=True),
+                dict(ids=2, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=1, module=False, cond=False, count=1, mods=0, most=4, figure=False),
+                dict(ids=0, module=False, cond=False, count=1, mods=0, most=3, figure=False)]
+    return [dict(ids=3, module=True, cond=True, count=None, mods=None, most=None, figure=True),
+            dict(ids=3, module=True, cond=True, count=1, mods=1, most=5, figure=True),
+            dict(ids=3, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+            dict(ids=2, module=True, cond=True, count=1, mods=1, most=5, figure=True),
+            dict(ids=2, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+            dict(ids=1, module=False, cond=False, count=1, mods=0, most=4, figure=True),
+            dict(ids=1, module=False, cond=False, count=1, mods=0, most=3, figure=False),
+            dict(ids=0, module=False, cond=False, count=1, mods=0, most=3, figure=False)]
+
+
+def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
+    """"mechanism（`a`、`b`，位于 `dir/`）"."""
+    c = t["common"]
+    inner = c["sep"].join(code(i) if is_identifier(i) or not i.replace("-", "").replace(" ", "").isalnum()
+                          or i[:1].islower() else text(i) for i in ids)
+    if module:
+        place = t["figure"]["where"].format(module=code(module))
+        inner = f"{inner}{c['comma']}{place}" if inner else place
+    if not inner:
+        return what
+    close = c["paren"].format("")[-1:]
+    if what.endswith(close):  # "…（配合 X）" goes on inside its own parenthesis: "…（配合 X；`a`、`b`）"
+        return Md(f"{what[:-len(close)]}{c['semi']}{inner}{close}")
+    return Md(f"{what}{c['paren'].format(inner)}")
+
+
+def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
+                     target: str = "ascend") -> tuple[list[Md], list[Md]]:
+    """The conclusion's parts: ([what changes], [the figure if any, the consequence]). Model prose may say
+    the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence).
+    The richest variant that fits the width (and, in zh, keeps Chinese the main language) is taken."""
+    from .explain import code_module
+
+    lang = t["lang"]
+    key = ("note_width" if short else "row_width") + ("_en" if lang == "en" else "")
+    limits = rules().data["limits"]
+    limit = int(limits.get(key, limits["note_width" if short else "row_width"]))
+    module = code_module(ai.item.files) if ai.item.files else ""
+    fitting: list[tuple[list[Md], list[Md]]] = []
+    last: tuple[list[Md], list[Md]] | None = None
+    for v in _variants(short):
+        what = mechanism(ai, t, v["most"], v["mods"], v["count"])
+        ids = own_identifiers(ai, v["ids"], what) if v["ids"] else []
+        what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
+        figure = _figure(ai, t, v["cond"]) if v["figure"] else Md("")
+        rest = [p for p in (figure, consequence(ai, t, porting, target, short, bool(figure))) if p]
+        last = ([what], rest)
+        sentence = join_sentence(last, t)
+        if width(sentence) <= limit and (lang != "zh" or chinese_main(sentence, 1.2)):
+            if beyond_title(sentence, ai.item.title) >= 3:
+                return last
+            fitting.append(last)
+    assert last is not None
+    # none names three things of its own beyond the title (the title stands beside it): the richest that fits
+    return fitting[0] if fitting else last
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{2,}")
+
+
+def beyond_title(sentence: str, title: str) -> int:
+    """How many names (Latin words, identifiers, figures' metrics and models) a sentence says that its
+    title does not: what a reader learns from the row beyond the title beside it."""
+    said = {w.lower() for w in _NAME.findall(plain(Md(sentence)))}
+    return len(said - {w.lower() for w in _NAME.findall(title)} - _frame_words())
+
+
+def _frame_words() -> set[str]:
+    """Latin words of our own fixed strings (i18n, the porting map, the conclusion rules): not news about
+    the item."""
+    if not _FRAME:
+        from importlib import resources
+
+        base = resources.files("infra_radar") / "defaults"
+        for name in ("i18n.toml", "rules/porting.toml", "rules/conclusions.toml"):
+            _FRAME.update(w.lower() for w in _NAME.findall((base / name).read_text(encoding="utf-8")))
+    return _FRAME
+
+
+_FRAME: set[str] = set()
+
+
+def join_sentence(parts: tuple[list[Md], list[Md]], t: dict[str, Any]) -> Md:
+    """One sentence: "what，figure；consequence。" (en: "what, figure; consequence.")."""
+    what, rest = parts
+    head = what[0] if what else Md("")
+    if len(rest) == 2:
+        head = Md(f"{head}{t['common']['comma']}{rest[0]}")
+        rest = rest[1:]
+    body = t["common"]["semi"].join([head, *rest]) if head else t["common"]["semi"].join(rest)
+    end = "。" if t["lang"] == "zh" else "."
+    body = body.rstrip("。.；; ")
+    if (len(body) - len(body.rstrip("\\"))) % 2:  # an escape left without the character it escaped
+        body = body[:-1]
+    if t["lang"] == "en" and body:
+        body = body[0].upper() + body[1:]
+    return start(Md(f"{body}{end}"))  # its words were escaped as words inside a line: it may open one
+
+
+def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], target: str = "ascend") -> Md:
+    """One sentence: what changes, the headline figure, and what it means for the target."""
+    return join_sentence(conclusion_parts(ai, t, porting, target=target), t)

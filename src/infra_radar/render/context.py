@@ -37,7 +37,9 @@ from .base import (  # noqa: F401
     with_unit,
 )
 from .card import adapted_views, card_context  # noqa: F401
-from .daily import daily_context, deep_view, short_note, watch_view  # noqa: F401
+from .daily import daily_context, short_note  # noqa: F401
+from .deepdive import deep_view  # noqa: F401
 from .explain import mechanism  # noqa: F401
-from .inputs import CardInput, DailyInput, WatchRecheck, WeeklyInput  # noqa: F401
+from .inputs import CardInput, DailyInput, SinceLast, WatchRecheck, WeeklyInput  # noqa: F401
+from .recheck import recheck_views, since_last_line  # noqa: F401
 from .weekly import weekly_context  # noqa: F401

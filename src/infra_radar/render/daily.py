@@ -1,4 +1,10 @@
-"""The daily radar's template context."""
+"""The daily radar's template context.
+
+Upstream items (the projects the team follows) fill the P0/P1 table, the deep dives and the short table;
+items of downstream repositories (role "downstream": the team's own target repository) get a short section of
+their own, tied to the upstream PRs they adapt. Every part is capped (rows, notes, links, P2 items), so the
+radar's size comes from its design, not from the day: what is left out is counted, never cut.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +18,9 @@ from .base import (
     PRIORITY_ORDER,
     TOP,
     day,
+    grade_shown,
     iso,
     link_url,
-    link_views,
     name,
     rank,
     ref_url,
@@ -22,45 +28,80 @@ from .base import (
     shown_url,
 )
 from .checklist import checklist_options, spread_out
-from .conclusion import conclusion_parts
-from .deepdive import deep_view, grade_with_porting
-from .escape import Md, fmt, join
+from .conclusion import conclusion_parts, join_sentence
+from .deepdive import dive, grade_with_porting
+from .escape import Md, fmt, join, link
 from .explain import clickable, described
-from .inputs import DailyInput, WatchRecheck
+from .inputs import DailyInput
+from .mechanism import title_head
+from .recheck import recheck_views, since_last_line
 
-# --- daily -----------------------------------------------------------------------------------------
+CHECK_LINES = 6  # checklist lines at most: the deep dives' and the P0 items', in table order
+
+# --- labels ----------------------------------------------------------------------------------------
+
+
+def labels(repos: list[str]) -> dict[str, str]:
+    """Short names of repositories ("verl" for verl-project/verl) where the name alone is unique."""
+    names = Counter(r.split("/")[-1].lower() for r in repos)
+    return {r.lower(): (r.split("/")[-1] if names[r.split("/")[-1].lower()] == 1 else r) for r in repos}
+
+
+def ref_label(ref: str, short: dict[str, str]) -> str:
+    """The link text of an item: its full reference ("verl-project/verl#6901"), the form every report, card
+    and search uses (`short` names repositories in counts only)."""
+    return ref
+
+
+# --- rows ------------------------------------------------------------------------------------------
+
 
 def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
     return applied(ai.item, target, text=described(ai.item.body))
 
 
-def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> Md:
-    """One-line note of the short table: grade letter and the item's conclusion, short (a clipped quote, the
-    headline figure and the decision; the module and porting caveat are the P0/P1 table's)."""
-    what, rest = conclusion_parts(ai, t, _porting(ai, target), short=True)
-    return Md(f"{ai.analysis.grade}{t['common']['colon']}" + join(what + rest, t["common"]["semi"]))
+def state_text(ai: AnalysedItem, t: dict[str, Any]) -> str:
+    """The state as it stood in the window, with a state known only from a later page marked as later."""
+    state = name(t, "states", "draft" if ai.item.draft else ai.item.state)
+    later = t["daily"]["later"].get(ai.later_state, "") if ai.later_state else ""
+    return state + (t["common"]["paren"].format(later) if later else "")
 
 
-def _row(ai: AnalysedItem, t: dict[str, Any], target: str, target_name: str) -> dict[str, Any]:
-    porting = _porting(ai, target)
+def _base(ai: AnalysedItem, t: dict[str, Any], short: dict[str, str]) -> dict[str, Any]:
     view = row(ai, t)
-    what, rest = conclusion_parts(ai, t, porting)
-    view["summary"] = join(what + rest, t["common"]["semi"])
-    view["summary_rest"] = rest  # where, figure, decision: the rules' facts, kept beside model prose
-    view["grade_reason"] = grade_with_porting(ai, t, porting)
-    view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], target_name, porting)
+    view["label"] = ref_label(ai.item.ref, short)
+    view["head"] = title_head(view["title"])
+    view["state"] = state_text(ai, t)
     return view
 
 
-def watch_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
-    """A rechecked watch item with translated states and linked new references."""
-    return {
-        "ref": w.ref, "url": w.url, "title": w.title,
-        "before": name(t, "states", w.state_before) if w.state_before else None,
-        "now": name(t, "states", w.state_now), "sha": (w.merge_commit or "")[:10],
-        "files_moved": w.files_moved, "new_refs": [{"ref": r, "url": ref_url(r)} for r in w.new_refs],
-        "risks": [name(t, "risks", r) for r in w.risks],
-    }
+def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> Md:
+    """One-line note of the short table: what changes and what it means for the target, in one sentence (a grade
+    the team labelled leads it, with the team's mark: the short table has no grade column)."""
+    note = join_sentence(conclusion_parts(ai, t, _porting(ai, target), short=True, target=target), t)
+    if (ai.analysis.label or {}).get("grade"):
+        return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
+    return note
+
+
+def downstream_note(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
+    """What landed downstream, in one short sentence: the change in a few words and the short consequence
+    (the target's own repository needs no porting view; its identifiers are in its card)."""
+    from .conclusion import consequence, mechanism
+
+    what = mechanism(ai, t, 4, 0, 1)
+    return join_sentence(([what], [consequence(ai, t, _porting(ai, target), target, short=True)]), t)
+
+
+def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: dict[str, str]) -> dict[str, Any]:
+    porting = _porting(ai, target)
+    view = _base(ai, t, short)
+    parts = conclusion_parts(ai, t, porting, target=target)
+    view["summary"] = join_sentence(parts, t)
+    view["summary_rest"] = parts[1]  # the figure and the consequence: the rules' facts, kept beside model prose
+    view["grade_reason"] = grade_with_porting(ai, t, porting)
+    view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], tname, porting)
+    return view
 
 
 def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
@@ -70,15 +111,20 @@ def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
     return [fmt(entry, repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
-def _references(views: list[dict[str, Any]], deep: list[AnalysedItem], watch: list[dict[str, Any]],
-                related: dict[str, list[Link]] | None = None) -> list:
+def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, list[Link]],
+                short: dict[str, str], most: int = 4) -> list[dict[str, str]]:
+    """What the deep dives point at that the report does not already link: the references a reader follows
+    to understand the mechanism (an upstream issue, a library PR), at most `most`. An item is linked to the
+    page the radar builds from its repository and number (`shown_url`); an address quoted in a description is
+    shown as text, never as a link."""
     refs: dict[str, dict[str, str]] = {}
-    for v in views + watch:
-        refs.setdefault(v["ref"], {"ref": v["ref"], "url": v["url"], "title": v["title"]})
-    for ai in deep:  # what the deep-dive items point at, so a reader can follow the mechanism
-        for link in [*ai.analysis.links, *(related or {}).get(ai.item.ref, [])]:
-            if link.ref and link_url(link) and clickable(link_url(link)):
-                refs.setdefault(link.ref, {"ref": link.ref, "url": shown_url(link), "title": link.detail})
+    for ai in deep:
+        for lk in [*ai.analysis.links, *related.get(ai.item.ref, [])]:
+            url = link_url(lk)
+            if lk.ref and lk.ref not in shown and url and clickable(url) and len(refs) < most:
+                label = ref_label(lk.ref, short) if lk.repo else lk.ref
+                refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": shown_url(lk),
+                                         "title": title_head(lk.detail) if lk.detail != url else ""})
     return list(refs.values())
 
 
@@ -99,24 +145,90 @@ def _together(ranked: list[AnalysedItem], inp: DailyInput) -> list[AnalysedItem]
     return out
 
 
-def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any]) -> Md | str:
+def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any], short: dict[str, str]) -> Md:
     """"one change: #6886 original (main), #6881 backport (release/v0.8.0)" for a story member, else ""."""
     story = inp.stories.get(ai.item.ref)
     if story is None:
-        return ""
+        return Md("")
     d = t["daily"]
     members = []
-    for ref in story.refs:
+    listed, more = story.listed()
+    for ref in listed:
         branches = story.branches.get(ref) or []
-        short = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref
-        members.append(fmt(d["story_member"], ref=short, role=d["story_roles"].get(story.roles[ref], ""),
+        label = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref_label(ref, short)
+        members.append(fmt(d["story_member"], ref=label, role=d["story_roles"].get(story.roles[ref], ""),
                            branches=fmt(d["story_branches"], branches=join(branches, ", ")) if branches else ""))
+    if more:
+        members.append(fmt(d["story_more"], n=more))
     return fmt(d["story"], members=join(members, t["common"]["sep"]))
+
+
+def _more_line(rest: list[AnalysedItem], t: dict[str, Any], short: dict[str, str]) -> Md:
+    """"另有 P1 2 项、P2 7 项未列出（verl 5、vllm 4）": what the short table leaves out, counted."""
+    if not rest:
+        return Md("")
+    d, c = t["daily"], t["common"]
+    by_p = Counter(ai.analysis.priority for ai in rest)
+    counts = c["sep"].join(d["short_more_count"].format(p=p, n=by_p[p]) for p in ("P0", "P1", "P2") if by_p[p])
+    by_repo = Counter(short.get(ai.item.repo.lower(), ai.item.repo) for ai in rest)
+    repos = join([fmt("{r} {n}", r=r, n=n) for r, n in sorted(by_repo.items(), key=lambda kv: (-kv[1], kv[0]))],
+                 c["sep"])
+    return fmt(d["short_more"], counts=Md(counts), repos=repos)
+
+
+# --- downstream ------------------------------------------------------------------------------------
+
+
+def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], short: dict[str, str],
+                weights: dict[str, float] | None) -> dict[str, Any]:
+    """What landed in the downstream repositories: counts, the first items with a short note and the
+    upstream PRs each adapts (the ledger), and how many more."""
+    d, c = t["daily"], t["common"]
+    adapts: dict[str, list[str]] = {}
+    for e in inp.adapted:
+        adapts.setdefault(e.down_ref.lower(), [])
+        if e.up_ref not in adapts[e.down_ref.lower()]:
+            adapts[e.down_ref.lower()].append(e.up_ref)
+    counts = []
+    for repo in inp.downstream:
+        mine = [ai for ai in items if ai.item.repo.lower() == repo.lower() and ai.item.kind != RELEASE]
+        if not mine:
+            continue
+        by_p = Counter(ai.analysis.priority for ai in mine)
+        counts.append(fmt(d["downstream_counts"],
+            repo=short.get(repo.lower(), repo), merged=sum(ai.item.state == "merged" for ai in mine),
+            open=sum(ai.item.state == "open" for ai in mine),
+            by_priority=" · ".join(f"{p} {by_p[p]}" for p in ("P0", "P1", "P2") if by_p[p]) or c["none"]))
+    ranked = rank((ai for ai in items if ai.analysis.priority in ("P0", "P1", "P2") and ai.item.kind != RELEASE),
+                  weights)
+    # the highest-ranked first, then the adaptation PRs the ledger knows
+    chosen = ranked[: max(inp.downstream_limit, 0)]
+    chosen += [ai for ai in ranked if ai.item.ref.lower() in adapts and ai not in chosen][:1]
+    lines = []
+    for ai in chosen:
+        ups = adapts.get(ai.item.ref.lower(), [])
+        note = downstream_note(ai, t, inp.target)
+        if ups:
+            shown = join([link(ref_label(u, short), ref_url(u)) for u in ups[:3]], c["sep"])
+            more = c["more"].format(n=len(ups)) if len(ups) > 3 else ""
+            note = Md(f"{note.rstrip('。.')}{c['semi']}{d['adapts'].format(refs=shown + more)}"
+                      f"{'。' if t['lang'] == 'zh' else '.'}")
+        lines.append({"ref": ai.item.ref, "label": ref_label(ai.item.ref, short), "url": ai.item.url,
+                      "head": title_head(ai.item.title), "priority": ai.analysis.priority, "note": note})
+    left = len([ai for ai in items if ai.item.kind != RELEASE]) - len(lines)
+    return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
+
+
+# --- the context -----------------------------------------------------------------------------------
 
 
 def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] | None = None) -> dict:
     """The daily radar's facts, in section order."""
-    ranked = rank((ai for ai in inp.items if ai.analysis.priority in PRIORITY_ORDER
+    down = {r.lower() for r in inp.downstream}
+    upstream = [ai for ai in inp.items if ai.item.repo.lower() not in down]
+    downstream = [ai for ai in inp.items if ai.item.repo.lower() in down]
+    short = labels(sorted({*inp.repos, *(ai.item.repo for ai in inp.items)}))
+    ranked = rank((ai for ai in upstream if ai.analysis.priority in PRIORITY_ORDER
                    and ai.analysis.priority != "none"), weights)
     counts = Counter(ai.analysis.priority for ai in ranked)
     n_ranked = len(ranked)
@@ -124,43 +236,72 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     every_top = [ai for ai in ranked if ai.analysis.priority in TOP]
     # the P0/P1 table holds the highest-ranked items (the deep dives first); the short table the rest, so no
     # item is listed twice
-    top = every_top[:inp.top_table_limit] if inp.top_table_limit > 0 else every_top
-    deep = top[: max(inp.deep_dive_limit, 0)]
+    # a story's other members (a backport, a same-title PR) are named in its lead's row, not given rows of
+    # their own in the P0/P1 table: they go to the short table
+    seen: set[int] = set()
+    leads = []
+    for ai in every_top:
+        story = inp.stories.get(ai.item.ref)
+        if story is None or id(story) not in seen:
+            leads.append(ai)
+            if story is not None:
+                seen.add(id(story))
+    top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
+    # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
+    deep = [ai for ai in top if ai.item.ref.lower() not in inp.no_deep][: max(inp.deep_dive_limit, 0)]
     tabled = {id(ai) for ai in top}
-    short = [ai for ai in ranked if id(ai) not in tabled]
-    watch = [watch_view(w, t) for w in inp.watch]
+    watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
-    top_rows = [{**_row(ai, t, target, tname), "story": _story_text(ai, inp, t)} for ai in top]
-    spread = spread_out([r["checklist"] for r in top_rows], [r.pop("alternates") for r in top_rows])
-    for r, steps in zip(top_rows, spread, strict=True):
-        r["checklist"] = steps
-    # the short table: the P0/P1 rows the table left out and the first P2 rows in full; further P2 items by
-    # reference only
-    p2 = [ai for ai in short if ai.analysis.priority == "P2"]
-    rest = p2[max(inp.short_p2_limit, 0):]
-    folded = {id(ai) for ai in rest}
-    short_rows = [{**row(ai, t), "note": short_note(ai, t, target), "story": _story_text(ai, inp, t)}
-                  for ai in short if id(ai) not in folded]
-    short_rest = [row(ai, t) for ai in rest]
-    deep_views = [{**deep_view(ai, t, _porting(ai, target), tname),
-                   "related": link_views(inp.related.get(ai.item.ref, []))} for ai in deep]
+    top_rows = [{**_row(ai, t, target, tname, short), "story": _story_text(ai, inp, t, short)} for ai in top]
+    # the short table: the P0/P1 items the table left out, then the first P2 items, at most short_table_limit
+    leftover = [ai for ai in ranked if id(ai) not in tabled]
+    p2 = [ai for ai in leftover if ai.analysis.priority == "P2"]
+    listed = [ai for ai in leftover if ai.analysis.priority in TOP] + p2[: max(inp.short_p2_limit, 0)]
+    listed = listed[: max(inp.short_table_limit, 0)]
+    listed_ids = {id(ai) for ai in listed}
+    rest = [ai for ai in leftover if id(ai) not in listed_ids]
+    short_rows = [{**_base(ai, t, short), "note": short_note(ai, t, target), "story": _story_text(ai, inp, t, short)}
+                  for ai in listed]
+    more_top = [ai for ai in every_top if id(ai) not in tabled and id(ai) in listed_ids]
+    # the checklist: one line per deep-dived or P0 item, on the item's own switches, models and metrics
+    checked = deep + [ai for ai in top + listed if ai.analysis.priority == "P0" and ai not in deep]
+    check_rows = [_row(ai, t, target, tname, short) for ai in checked]
+    spread = spread_out([r["checklist"] for r in check_rows], [r.pop("alternates") for r in check_rows], most=2)
+    checks = []
+    for r, steps in zip(check_rows, spread, strict=True):
+        if steps and len(checks) < CHECK_LINES:
+            checks.append({**r, "checklist": steps[:2]})
+    for r in top_rows:
+        r.pop("alternates", None)
+    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=r["summary"]),
+                   "label": ref_label(ai.item.ref, short),
+                   "head": title_head(ai.item.title, 100), "state": state_text(ai, t)}
+                  for ai, r in zip(deep, top_rows, strict=False)]
+    shown = {ai.item.ref for ai in top + listed} | {w.ref for w in inp.watch}
     with_data = {ai.item.repo.lower() for ai in inp.items}
+    scope_repos = [r for r in inp.repos if r.lower() not in down]
     return {
         # the date of the window's last instant: [D 00:00Z, D+1) is D, and a morning run ending 02:12Z is that day
-        "date": day(inp.window.until - timedelta(microseconds=1)), "calendar_day": inp.calendar_day, "since": iso(inp.window.since), "until": iso(inp.window.until),
+        "date": day(inp.window.until - timedelta(microseconds=1)), "calendar_day": inp.calendar_day,
+        "since": iso(inp.window.since), "until": iso(inp.window.until),
         "hours": round((inp.window.until - inp.window.since) / timedelta(hours=1)),
         "first_run": inp.first_run, "explicit": inp.explicit, "generated": iso(inp.generated_at),
         # the scope line names the repositories with items in the window, and apart those with none
-        "repos": [r for r in inp.repos if r.lower() in with_data],
-        "repos_no_data": [r for r in inp.repos if r.lower() not in with_data],
-        "releases": _releases(inp.items, t), "scanned": len(inp.items), "ranked": n_ranked,
+        "repos": [r for r in scope_repos if r.lower() in with_data],
+        "repos_no_data": [r for r in scope_repos if r.lower() not in with_data],
+        "repos_down": [r for r in inp.repos if r.lower() in down],
+        "releases": _releases(inp.items, t), "scanned": len(upstream), "ranked": n_ranked,
+        "scanned_down": len(downstream), "since_last": since_last_line(inp, t),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
-        # the P0/P1 items the table left out, in full (the model stage writes their line too; the short
-        # table shows it in their note)
-        "more_top": [{**_row(ai, t, target, tname),  # the rules' rest of a short-table note, beside model prose
-                      "short_rest": conclusion_parts(ai, t, _porting(ai, target), short=True)[1]}
-                     for ai in every_top[len(top):]],
-        "watch": watch, "short": short_rows, "short_rest": short_rest, "checks": [r for r in top_rows if r["checklist"]],
-        "refs": _references(top_rows + short_rows, deep, watch, inp.related),
+        # the P0/P1 items the table left out (the model stage writes their line too; the short table shows it
+        # in their note)
+        "more_top": [{**_row(ai, t, target, tname, short),
+                      "short_rest": conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)[1]}
+                     for ai in more_top],
+        "watch": watch, "short": short_rows,
+        "short_more": _more_line(rest, t, short), "checks": checks,
+        "downstream": _downstream(inp, downstream, t, short, weights) if inp.downstream else None,
+        "refs": _references(deep, shown, inp.related, short),
     }
+

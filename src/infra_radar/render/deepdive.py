@@ -9,7 +9,7 @@ from typing import Any
 
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
-from .base import claim_rows, files_total, pick, row
+from .base import claim_rows, files_total, name, pick, row
 from .escape import Md, fmt
 from .explain import clip, explain_body, explain_rules, files_by_role, sentences
 
@@ -19,12 +19,15 @@ def _blocks(blocks: list[tuple[str, str]], limits: dict[str, Any]) -> list[dict[
     for kind, text in blocks:
         if kind in ("b", "b1"):
             bullets += 1
-            if bullets > int(limits["deep_bullets"]):
+            shown = clip(text, int(limits["deep_sentence"]))
+            if bullets > int(limits["deep_bullets"]) or not shown:
                 continue
-            out.append({"bullet": True, "nested": kind == "b1", "text": clip(text, int(limits["deep_sentence"]))})
+            out.append({"bullet": True, "nested": kind == "b1", "text": shown})
         else:
-            kept = " ".join(sentences(text)[: int(limits["deep_paragraph_sentences"])])
-            out.append({"bullet": False, "nested": False, "text": clip(kept, int(limits["deep_sentence"]) * 2)})
+            kept = clip(" ".join(sentences(text)[: int(limits["deep_paragraph_sentences"])]),
+                        int(limits["deep_sentence"]) * 2)
+            if kept:
+                out.append({"bullet": False, "nested": False, "text": kept})
         if len(out) >= int(limits["deep_bullets"]) + 3:
             break
     return out
@@ -58,7 +61,7 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
     motivation = [b for b in explained.motivation if b not in mech]
     view["motivation"] = clip(" ".join(t_ for _, t_ in motivation[:2]), int(limits["motivation"])) if motivation else ""
     view["mech_blocks"] = _blocks(mech, limits)
-    view["tests"] = [clip(b, int(limits["deep_sentence"])) for _, b in explained.tests[:2]]
+    view["tests"] = [x for x in (clip(b, int(limits["deep_sentence"])) for _, b in explained.tests[:2]) if x]
     # the model stage may put its own mechanism here; the template shows it only when it differs
     view["mechanism"] = view["mechanism_rule"] = " ".join(b["text"] for b in view["mech_blocks"][:2])
     view["roles"] = files_by_role(ai.item.files, t["lang"])
@@ -68,4 +71,108 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
     view["porting"] = porting_views(porting, t)
     view["target"] = target
     view["grade_reason"] = grade_with_porting(ai, t, porting)
+    return view
+
+
+# --- the daily radar's deep dive: one paragraph of our own -----------------------------------------
+
+def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
+    """What the description says went wrong, as the rules name it (conclusions.toml [motivation])."""
+    from .explain import sections
+    from .mechanism import rules as conclusion_rules
+
+    # only a section the author headed as the motivation ("Motivation", "Why", "Problem", "Root cause")
+    blocks = [b for s in sections(ai.item.body) if s.role == "motivation" for b in s.blocks]
+    low = " ".join(t_ for _, t_ in blocks).lower()[:4000]
+    if not low:
+        return []
+    found = []
+    for cue in conclusion_rules().data["motivation"]["cues"]:
+        if any(w in low for w in cue["words"]):
+            found.append(cue[lang] if lang in cue else cue["en"])
+        if len(found) >= most:
+            break
+    return found
+
+
+def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
+    """What the author's validation covered, as the rules name it (conclusions.toml [validation])."""
+    from .mechanism import rules as conclusion_rules
+
+    low = " ".join(t_ for _, t_ in explain_body(ai.item.body).tests).lower()[:6000]
+    if not low:
+        return []
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]
+
+
+def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: str, shown: str = "") -> dict[str, Any]:
+    """The parts of one deep dive of the daily radar, in reading order (motivation, mechanism, evidence,
+    target boundary, decision), each our own sentence; the author's text is reached by the item's link.
+    `mechanism` is the part model prose may replace (`mechanism_rule` keeps the rules' one)."""
+    from .checklist import checklist_rules
+    from .conclusion import (
+        central_identifiers,
+        claim_text,
+        consequence,
+        headline_claim,
+        mechanism,
+        target_short,
+    )
+    from .escape import code, join, plain, text
+    from .explain import code_module, file_role
+    from .mechanism import is_identifier
+
+    d, c, lang = t["daily"], t["common"], t["lang"]
+    item, a = ai.item, ai.analysis
+    view = row(ai, t)
+    cues = motivation_cues(ai, lang)
+    view["why"] = fmt(d["dive_why"], text=c["sep"].join(cues)) if cues else Md("")
+    what = mechanism(ai, t)
+    # identifiers the table row did not already name (`shown`: the row's conclusion)
+    what_said = plain(what)
+    ids = [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown and is_identifier(i)][:2]
+    if ids:
+        what = Md(f"{what}{c['paren'].format(join([code(i) for i in ids], c['sep']))}")
+    view["mechanism"] = view["mechanism_rule"] = what
+    module = code_module(item.files) if item.files else ""
+    view["where"] = fmt(d["dive_where"], module=code(module), files=files_total(item.files, t)) if module else Md("")
+    claims = a.perf_claims
+    evidence: list[Md] = []
+    best = headline_claim(claims, set(item.title.lower().split()))
+    if best is not None:
+        evidence.append(claim_text(best, t))
+        if len(claims) >= 3:
+            evidence.append(fmt(d["dive_figures_more"], n=len(claims)))
+        elif len(claims) == 2:
+            evidence.append(claim_text(next(x for x in claims if x is not best), t))
+    else:
+        evidence.append(Md(d["dive_no_figures"]))
+    checked = validation_cues(ai, lang)
+    if checked:
+        evidence.append(fmt(d["dive_checked"], what=c["sep"].join(checked)))
+    hardware = list(dict.fromkeys(checklist_rules()["_hardware"].findall(item.body[:20000])))[:2]
+    if hardware:
+        evidence.append(fmt(d["dive_hardware"], hardware=join(hardware, c["sep"])))
+    if item.files:
+        evidence.append(Md(d["dive_tests"] if any(file_role(f.path) == "tests" for f in item.files)
+                           else d["dive_no_tests"]))
+    view["evidence"] = fmt(d["dive_evidence"], text=join(evidence, c["comma"]))
+    # the boundary in full: the porting caveat of the mechanism it rests on, else the row's consequence
+    gpu = [p for p in porting if p.entry.id != "npu-native"]
+    caveat = pick(gpu[0].caveat, lang) if gpu and not a.native and a.grade != "S" else ""
+    said = consequence(ai, t, porting, profile)
+    # the row above already says the consequence: the dive adds the boundary only when it says more
+    view["boundary"] = (fmt(d["dive_boundary"], target=target_short(profile, lang), text=text(caveat))
+                        if caveat and caveat not in plain(shown) else Md("") if said in shown else
+                        fmt(d["dive_boundary"], target=target_short(profile, lang), text=said))
+    # the decision's reason is the rules' text naming the item's paths and words: text, escaped once
+    view["decide"] = fmt(d["dive_decide"], decision=name(t, "decisions", a.decision),
+                         reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
+    rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
+    # one condition for every row: said once under the table, not in a column
+    same = {r["context"] for r in rows}
+    view["claims_context"] = same.pop() if len(same) == 1 and rows and rows[0]["context"] != "—" else ""
+    view["claims"] = rows
     return view

@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["Md", "cell", "code", "fill", "fmt", "href", "join", "link", "plain", "text"]
+__all__ = ["Md", "cell", "code", "fill", "fmt", "href", "join", "link", "plain", "plain_line", "start", "text"]
 
 _SPACE = re.compile(r"\s+")
 _TICKS = re.compile(r"`+")
@@ -124,10 +124,10 @@ def _pair(runs: list[tuple[int, int]]) -> tuple[list[tuple[int, int, int]], set[
     return spans, lone
 
 
-def _escape(s: str, pattern: re.Pattern[str] = _MARKUP) -> str:
+def _escape(s: str, pattern: re.Pattern[str] = _MARKUP, lead: bool = True) -> str:
     """`s` (one line of author text) with everything CommonMark/GFM would read as markup escaped; the code
-    spans the author closed kept."""
-    if pattern is _MARKUP and not _MAYBE.search(s) and not _LEAD.match(s):
+    spans the author closed kept. `lead`: what a line may start with too (the piece may open a line)."""
+    if pattern is _MARKUP and not _MAYBE.search(s) and not (lead and _LEAD.match(s)):
         return s  # most titles: nothing to escape (one scan for the characters that could need it)
     spans: list[tuple[int, int, int]] = []
     if "`" in s:
@@ -143,6 +143,12 @@ def _escape(s: str, pattern: re.Pattern[str] = _MARKUP) -> str:
         return "\\" + m.group(0) if m.group(0) != "`" else "\\`"
 
     out = pattern.sub(escape, s)
+    return _lead(s, out, spans) if lead else out
+
+
+def _lead(s: str, out: str, spans: list[tuple[int, int, int]] | None = None) -> str:
+    """`out` (`s` escaped) with a line-start marker `s` opens with escaped too: a heading, a quote, a list
+    item, an underline or rule, a reference definition."""
     lead = _LEAD.match(s)
     if lead and not (spans and spans[0][0] == 0):
         at = lead.start(next(g for g in range(1, 7) if lead.group(g) is not None))
@@ -163,14 +169,24 @@ def _cell_pipes(s: str) -> str:
 
 # --- the public functions -------------------------------------------------------------------------
 
-def text(value: object) -> Md:
+def text(value: object, inside: bool = False) -> Md:
     """Author text as inline Markdown text on one line, shown exactly as written (see the module docstring
-    for what is escaped)."""
+    for what is escaped). `inside`: the piece goes inside a line the radar builds, never at its start (a word
+    of a sentence after our own first word): what only a line's start makes markup (`>`, `#`, `-`, `1.`) is
+    left as it is; a sentence that may open a line goes through `start`."""
     if isinstance(value, Md):
         return value
     raw = _one_line(value)
-    shown = _escape(raw)
+    shown = _escape(raw, lead=not inside)
     return Md(raw) if shown is raw else _escaped(shown, raw, False)  # nothing escaped: the text is its own raw
+
+
+def start(value: Md) -> Md:
+    """A sentence the radar built (its pieces escaped with `inside`) made safe to open a line: a line-start
+    marker at its very beginning escaped (`> 1` -> `\\> 1`)."""
+    if not _LEAD.match(value):
+        return value
+    return Md(_lead(value, value))
 
 
 def cell(value: object) -> Md:
@@ -321,6 +337,18 @@ def plain(value: object) -> str:
         i = b
     out.append(_UNESCAPE.sub(r"\1", s[i:]))
     return "".join(out)
+
+
+# a link the radar built: `[label](url)`, its `[` not escaped, its label's own brackets escaped by `link`
+_OUR_LINK = re.compile(r"(?<!\\)\[((?:[^\]\\\n]|\\.)*)\]\([^)\s]*\)")
+
+
+def plain_line(value: object) -> str:
+    """`plain` on one line, for a chat line or a prompt: the radar's own links by their label and its bold
+    markers dropped; a value that is not `Md` (author text) as it is."""
+    if not isinstance(value, Md) or isinstance(value, _Text):
+        return plain(value)
+    return plain(Md(_OUR_LINK.sub(r"\1", value).replace("**", ""))).replace("\n", " ")
 
 
 def _markdown_spans(s: str) -> list[tuple[int, int, int]]:

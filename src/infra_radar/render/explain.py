@@ -62,50 +62,45 @@ def sentences(text: str) -> list[str]:
 
 
 def clip(text: str, limit: int, hard: int | None = None) -> str:
-    """`text` shortened to about `limit` characters at a sentence or clause boundary, never inside one.
-
-    Whole sentences are kept while they fit; when even the first does not, it is cut after its last
-    clause (comma, semicolon, colon, dash, parenthesis) that fits, else kept whole up to `hard` (2 × limit)
-    and shortened at a clause boundary past that. A shortened text ends with "…" after a whole clause.
-    """
+    """`text` made to about `limit` characters of whole sentences or clauses, never cut inside one and never
+    ended with "…": whole sentences are kept while they fit; when even the first does not, its first whole
+    clauses (comma, semicolon, colon, dash, parenthesis) that fit, else the whole first sentence up to `hard`
+    (2 × limit), else its clauses up to `hard`; a text with no such boundary at all gives "" (a quote is
+    better left out than cut)."""
     text = text.strip()
     if len(text) <= limit:
         return text
     kept: list[str] = []
     size = 0
-    for sentence in sentences(text):
+    parts = sentences(text)
+    for sentence in parts:
         if size + len(sentence) + (1 if kept else 0) > limit:
             break
         kept.append(sentence)
         size += len(sentence) + (1 if kept else 0)
     if kept:
         return " ".join(kept)
-    first = sentences(text)[0] if sentences(text) else text
+    first = parts[0] if parts else text
     hard = hard or 2 * limit
-    if len(first) <= hard and first != text and len(first) <= limit * 1.5:
-        return first
     cut = _clause_cut(first, limit)
     if cut:
-        return cut + "…"
-    return first if len(first) <= hard else (_clause_cut(first, hard) or first) + ("…" if len(first) > hard else "")
+        return cut
+    if len(first) <= hard:
+        return first
+    return _clause_cut(first, hard)
 
 
 def whole(text: str) -> str:
-    """A text someone else shortened with "…", taken back to its last sentence or clause boundary (or, failing
-    both, its last whole word), so no word or clause is left cut."""
+    """A text someone else shortened with "…", taken back to its last sentence or clause boundary, without
+    the "…": what is left ends with a whole sentence or clause, or is "" when there is none."""
     text = text.strip()
-    if not text.endswith("…"):
+    if not text.endswith(("…", "...")):
         return text
-    body = text[:-1].rstrip()
+    body = text.rstrip(".…").rstrip()
     done = sentences(body)
     if len(done) > 1:
         return " ".join(done[:-1])
-    cut = _clause_cut(body, len(body), min_head=8)
-    if cut:
-        return cut + "…"
-    head = body.rsplit(" ", 1)[0] if " " in body else ""
-    head = head.rstrip(" ,;:-(") if head.count("`") % 2 == 0 else head[: head.rfind("`")].rstrip()
-    return head + "…" if head else ""
+    return _clause_cut(body, len(body), min_head=8)
 
 
 def _clause_cut(sentence: str, limit: int, min_head: int | None = None) -> str:

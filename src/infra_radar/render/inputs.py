@@ -2,26 +2,54 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from ..models import AnalysedItem, Link, Window
+from ..models import AnalysedItem, FileChange, Link, PerfClaim, Window
 
 
 @dataclass
 class WatchRecheck:
-    """One watched item as rechecked this run."""
+    """One tracked item as rechecked this run: carried on from an earlier published radar, or added by hand."""
 
     ref: str
     url: str
     title: str
-    state_before: str | None
-    state_now: str
+    state_before: str | None  # as the radar that last showed it showed it; None: never shown
+    state_now: str  # at the window's end
     merge_commit: str | None
-    files_moved: bool | None  # None = unknown (first recheck)
-    new_refs: list[str]  # refs of items that newly reference it ("owner/name#N")
+    files_moved: bool | None  # None = unknown (never shown, or its files were not known then)
+    new_refs: list[str]  # refs of items that reference it since it was last shown ("owner/name#N")
     risks: list[str] = field(default_factory=list)  # risk labels of the item, still open while it is not merged
+    kind: str = "pr"
+    origin_day: str | None = None  # the day of the radar whose carry it is on; None: not carried
+    reasons: list[str] = field(default_factory=list)  # why it is carried: deep, p0, validate-first, track-only
+    hand: str | None = None  # on the watch list by hand, with this reason ("" for none); None: not by hand
+    last_day: str | None = None  # the day of the radar that last showed it
+    commit_before: str | None = None  # the merge commit that radar showed
+    files: list[FileChange] = field(default_factory=list)  # its changed files at the window's end
+    files_added: list[str] = field(default_factory=list)  # paths since last shown
+    files_removed: list[str] = field(default_factory=list)
+    lines_moved: bool = False  # the same files, other line counts: new commits since last shown
+    new_claims: list[PerfClaim] = field(default_factory=list)  # figures not shown before
+    related: list[tuple[str, str]] = field(default_factory=list)  # (ref, role) of follow-ups since last shown
+    new_comments: int = 0
+    last_recheck: bool = False  # its carry ends with this radar (closed, or its merge reported)
+    rechecks_before: int = 0  # radars that rechecked it since its carry began
+
+
+@dataclass
+class SinceLast:
+    """What changed since the last published radar: new items, tracked items that changed state, items no
+    longer tracked. `day` is None when no earlier radar was published."""
+
+    day: str | None
+    new: int
+    changed: int = 0
+    stopped: int = 0
 
 
 @dataclass
@@ -40,8 +68,14 @@ class DailyInput:
     related: dict[str, list[Link]] = field(default_factory=dict)  # by item ref: duplicates, parts, elsewhere
     stories: dict[str, Any] = field(default_factory=dict)  # by item ref: analyse.stories.Story (one change)
     target: str = "ascend"  # the target platform profile (settings.target)
-    short_p2_limit: int = 10  # P2 rows the short table shows in full; the rest are listed by reference
+    short_p2_limit: int = 2  # P2 rows the short table shows; the rest are counted by repository
     top_table_limit: int = 8  # P0/P1 rows of the P0/P1 table; further P0/P1 items go to the short table (0: all)
+    short_table_limit: int = 12  # rows of the short table at most (P0/P1 first); the rest are counted
+    downstream: list[str] = field(default_factory=list)  # repositories of role "downstream" (reported apart)
+    downstream_limit: int = 4  # downstream items named in their section
+    adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry of downstream PRs in the window
+    no_deep: set[str] = field(default_factory=set)  # lower-cased refs an earlier radar follows: never deep-dived
+    since_last: SinceLast | None = None  # None: the radar has no memory (a test, a prompt preview)
 
 
 @dataclass
@@ -56,6 +90,9 @@ class WeeklyInput:
     key_prs: int  # quick-view size (settings.weekly_key_prs)
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: upstream PRs adapted in the window
     target: str = "ascend"  # the target platform profile (settings.target)
+    data_end: datetime | None = None  # the repository's newest stored item: a week ending later is partial
+    is_bot: Callable[[str], bool] | None = None  # the rules' bot test (bots.toml); None: GitHub's `[bot]` suffix
+    rules_dir: Path | None = None  # the user's rules directory (weekly.toml overrides)
 
 
 @dataclass
@@ -70,3 +107,4 @@ class CardInput:
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry: where this upstream PR was adapted
     known: bool = True  # False: an upstream ref known only through the ledger (no item, no analysis)
     target: str = "ascend"  # the target platform profile (settings.target)
+    more: dict[str, int] = field(default_factory=dict)  # link kind -> related items beyond the listed ones

@@ -154,4 +154,13 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
         "labels": list(item.labels), "checklist": _checklist_json(inp),
+        # the team's judgment: `priority` and `grade` above are the effective ones (the team's label, else the
+        # calibration's, else the rules'); `label` is the team's own label (who, when, note), `learned` the
+        # calibration's move and the flags that made it, `rules` what the rules alone said
+        "label": dict(a.label) if a.label else None,
+        "learned": dict(a.learned) if a.learned else None,
+        "rules": {k: a.rules[k] for k in ("priority", "grade", "decision") if k in a.rules} if a.rules else None,
+        # how many related items of each link kind were left out (only when some were): at most
+        # links.toml [related] max_per_kind of one kind are listed, the nearest
+        **({"links_omitted": dict(sorted(inp.more.items()))} if inp.more else {}),
     }

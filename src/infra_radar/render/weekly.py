@@ -1,40 +1,41 @@
-"""The weekly report's template context."""
+"""The weekly report's template context: the period (and where its data ends), the executive summary's
+movements, themes named after what their PRs share, trends against the week before, argued risks, key PRs
+one line each, recommendations from the week's facts, and the upstream changes adapted in the week.
+
+The report is built to a length: at most `factor` times the team's own weekly for a week of the same size
+(defaults/rules/weekly.toml [budget]). It starts from the most it would show and shows less (fewer themes,
+key PRs, adaptation lines) until it fits; nothing is ever cut inside a sentence.
+"""
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, timedelta
 from typing import Any
 
 from ..analyse.porting import applied
 from ..models import COMMIT, MERGED, PR, AnalysedItem
-from .base import (
-    CHANGE_KINDS,
-    TOP,
-    claim_phrase,
-    day,
-    delta,
-    mean,
-    name,
-    names,
-    pick,
-    rank,
-    row,
-    short_ref,
-    signed,
-)
-from .card import adapted_views
-from .clusters import clusters
-from .conclusion import claim_text, conclusion, headline_claim
-from .deepdive import grade_with_porting
-from .escape import Md, fmt, join
-from .escape import code as code_span
-from .explain import clip, described, explain_body, explain_rules, file_role, sentences
+from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, row
+from .clusters import Theme, themes, weekly_rules
+from .conclusion import headline_claim
+from .escape import Md, code, fmt, link, plain, text
+from .explain import described
 from .inputs import WeeklyInput
+from .weekly_risks import Found, chains, find, recommendations, risk_lines
+from .weekly_story import (
+    areas_line,
+    mix_line,
+    movements,
+    people_line,
+    quality_line,
+    summary_head,
+    takeaway,
+    theme_text,
+)
+from .weekly_words import Refs, figure, gist, theme_name, title_phrase
 
-# --- weekly ----------------------------------------------------------------------------------------
 
 def _changes(items: list[AnalysedItem]) -> list[AnalysedItem]:
     return [ai for ai in items if ai.item.kind in CHANGE_KINDS]
@@ -44,217 +45,322 @@ def _merged(items: list[AnalysedItem]) -> int:
     return sum(1 for ai in items if ai.item.kind == PR and ai.item.state == MERGED)
 
 
-def _top_counts(counter: Counter, n: int) -> list[tuple[str, int]]:
-    return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+def _default_is_bot(login: str) -> bool:
+    return login.lower().endswith("[bot]")
 
 
-def _directory(path: str) -> str:
-    parts = path.split("/")[:-1]
-    return "/".join(parts[:2]) + "/" if parts else ""
+# --- the period ------------------------------------------------------------------------------------
 
 
-def _per_item(changes: list[AnalysedItem], keys: Callable[[AnalysedItem], Iterable[str]]) -> Counter:
-    """How many items each key occurs in (an item counts once per key)."""
-    return Counter(k for ai in changes for k in set(keys(ai)) if k)
-
-
-def _theme_name(cluster: dict[str, Any], t: dict[str, Any], ubiquitous: set[str]) -> Md:
+def _period(inp: WeeklyInput, t: dict[str, Any]) -> dict[str, Any]:
+    """Title and headline facts; a week whose data ends before its last day says where it ends."""
     w = t["weekly"]
-    topics = Counter(topic for ai in cluster["members"] for topic in ai.analysis.topics if topic not in ubiquitous)
-    topic = name(t, "topics", topics.most_common(1)[0][0]) if topics else ""
-    label = cluster["label"] if cluster["kind"] != "ref" else cluster["label"].rsplit("/", 1)[-1]
-    return fmt(w[f"theme_{cluster['kind']}"], label=label, topic=topic)
-
-
-def _themes(ranked: list[AnalysedItem], t: dict[str, Any], target: str, cap: int = 5) -> list[dict]:
-    """Items grouped by mechanism (shared identifiers, modules, linked PRs); each item in one theme."""
-    out = []
-    found = clusters(ranked)
-    # the week's main movements first: the themes holding the key PRs and the most importance
-    found.sort(key=lambda c: (-sum(ai.analysis.priority in TOP for ai in c["members"]),
-                              -sum(ai.analysis.importance for ai in c["members"]), -len(c["members"])))
-    share = float(explain_rules().get("weekly", {}).get("max_topic_share", 0.4))
-    per_topic = Counter(topic for ai in ranked for topic in set(ai.analysis.topics))
-    ubiquitous = {topic for topic, n in per_topic.items() if n > share * len(ranked)}
-    for cluster in found:
-        members = cluster["members"]
-        figure = next(((short_ref(ai), headline_claim(ai.analysis.perf_claims)) for ai in members
-                       if ai.analysis.perf_claims), None)
-        out.append({"name": _theme_name(cluster, t, ubiquitous), "count": len(members), "total": len(members), "above": 0,
-                    "refs": [short_ref(ai) for ai in members[:3]], "all": [short_ref(ai) for ai in members],
-                    "figure": f"{figure[0]} {claim_text(figure[1], t)}" if figure and figure[1] else "",
-                    "shared": join([code_span(x) for x in cluster["shared"]], t["common"]["sep"]),
-                    "members": [_listed(ai, t, target) for ai in members[:cap]], "more": max(len(members) - cap, 0)})
-    return out
-
-
-def _listed(ai: AnalysedItem, t: dict[str, Any], target: str) -> dict[str, Any]:
-    view = row(ai, t)
-    porting = applied(ai.item, target, text=described(ai.item.body))
-    view["summary"] = conclusion(ai, t, porting)
-    view["grade_reason"] = grade_with_porting(ai, t, porting)
-    return view
-
-
-def _kind_trend(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
-    cur = Counter(ai.analysis.item_kind for ai in now)
-    prev = Counter(ai.analysis.item_kind for ai in before)
-    line = t["weekly"]["kind_count"]
-    kinds = sorted(set(cur) | set(prev), key=lambda k: (-cur[k], -prev[k], k))
-    return [line.format(kind=name(t, "kinds", k), n=cur[k], delta=signed(cur[k] - prev[k])) for k in kinds]
-
-
-def _risk_why(code: str, ai: AnalysedItem, t: dict[str, Any]) -> Md:
-    """Why an item carries a risk label, from its own facts."""
-    why = t["weekly"]["risk_why"]
-    files = ai.item.files
-    code_files = [f for f in files if file_role(f.path) not in ("tests", "docs", "config")] or files
-    top = max(code_files, key=lambda f: ((f.additions or 0) + (f.deletions or 0), f.path), default=None)
-    lines = sum((f.additions or 0) + (f.deletions or 0) for f in files)
-    if code in ("core-path", "platform-specific") and top is not None:
-        return fmt(why["file"], file=top.path)
-    if code == "no-test":
-        return fmt(why["no_test"], lines=lines, n=len(files))
-    if code == "large-change":
-        return fmt(why["large"], lines=lines, n=len(files))
-    if code in ("silent-accuracy", "breaking"):
-        hit = next((s for _, b in explain_body(ai.item.body).motivation + explain_body(ai.item.body).mechanism
-                    for s in sentences(b) if _RISK_WORDS[code].search(s)), "")
-        if hit:
-            return fmt(why["quote"], text=clip(hit, 100))
-    return fmt(why["title"], title=ai.item.title)
-
-
-_RISK_WORDS = {
-    "silent-accuracy": re.compile(r"accura|precision|nan\b|wrong|incorrect|mismatch|garbage|drop", re.I),
-    "breaking": re.compile(r"break|remov|renam|deprecat|incompatib|no longer|drop", re.I),
-}
-
-
-def _risk_rows(ranked: list[AnalysedItem], t: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for code in t["codes"]["weekly_risks"]:
-        hits = [ai for ai in ranked if code in ai.analysis.risk_labels]
-        rows.append({"label": name(t, "risks", code), "n": len(hits),
-                     "meaning": t["weekly"]["risk_meaning"].get(code, ""),
-                     "refs": [{"ref": short_ref(ai), "url": ai.item.url} for ai in hits[:3]],
-                     "examples": [{"ref": short_ref(ai), "url": ai.item.url, "why": _risk_why(code, ai, t)}
-                                  for ai in hits[:3]]})
-    return rows
-
-
-def _quick_view(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> dict[str, Any]:
-    view = _listed(ai, t, target)
-    view["claims"] = t["common"]["semi"].join(claim_phrase(c) for c in ai.analysis.perf_claims[:2])
-    return view
-
-
-def _recommendations(ranked: list[AnalysedItem], t: dict[str, Any], topics: list[str]) -> list[Md]:
-    w, lang = t["weekly"], t["lang"]
-    phrases = {"adapt-now": w["rec_adapt"], "validate-first": w["rec_validate"], "track-only": w["rec_track"]}
-    lines = []
-    for ai in [ai for ai in ranked if ai.analysis.priority == "P0"][:3]:
-        reason = pick(ai.analysis.decision_reason, lang) or pick(ai.analysis.grade_reason, lang)
-        template = phrases.get(ai.analysis.decision, w["rec_track"])
-        lines.append(fmt(template, ref=short_ref(ai), title=ai.item.title, reason=reason or "—"))
-    rules = [("rec_accuracy", lambda a: "silent-accuracy" in a.risk_labels),
-             ("rec_breaking", lambda a: "breaking" in a.risk_labels),
-             ("rec_untested", lambda a: {"core-path", "no-test"} <= set(a.risk_labels)),
-             ("rec_reuse", lambda a: a.grade == "S" and a.priority in ("P0", "P1", "P2"))]
-    for key, test in rules:
-        hits = [ai for ai in ranked if test(ai.analysis)]
-        if hits:
-            refs = join([short_ref(ai) for ai in hits[:3]], t["common"]["sep"])
-            lines.append(fmt(w[key], n=len(hits), refs=refs))
-    if not any(ai.analysis.priority == "P0" for ai in ranked):
-        lines.append(fmt(w["rec_default"], topics=names(t, "topics", topics[:3])))
-    return lines[:5]
-
-
-def _week_title(inp: WeeklyInput, t: dict[str, Any], start: datetime, end: datetime) -> Md:
-    w = t["weekly"]
+    start = inp.window.since.astimezone(UTC)
+    end = (inp.window.until - timedelta(microseconds=1)).astimezone(UTC)
+    data_end = inp.data_end.astimezone(UTC) if inp.data_end else None
+    partial = data_end is not None and day(data_end) < day(end)
+    note = ""
+    if partial and data_end is not None and data_end < start:
+        note = w["partial_none"].format(date=day(data_end))
+    elif partial and data_end is not None:
+        note = w["partial"].format(date=day(data_end), days=(data_end.date() - start.date()).days + 1)
     match = re.fullmatch(r"(\d{4})-W(\d{1,2})", inp.week_label or "")
+    mark = w["title_partial"].format(date=data_end.strftime("%m/%d")) if partial and data_end else ""
     if match:
-        return fmt(w["title_week"], repo=inp.repo, year=match[1], week=int(match[2]),
-                   start=start.strftime("%m/%d"), end=end.strftime("%m/%d"))
-    return fmt(w["title_range"], repo=inp.repo, start=day(start), end=day(end))
+        title = fmt(w["title_week"], repo=inp.repo, year=match[1], week=int(match[2]), start=start.strftime("%m/%d"),
+                    end=end.strftime("%m/%d"), partial=mark)
+    else:
+        title = fmt(w["title_range"], repo=inp.repo, start=day(start), end=day(end), partial=mark)
+    return {"title": title, "start": day(start), "end": day(end), "partial": partial, "partial_note": note,
+            "data_end": day(data_end) if data_end else ""}
 
 
-def _summary(ctx: dict[str, Any], ranked: list[AnalysedItem], t: dict[str, Any]) -> Md:
-    """The week's movements: counts with what they count, the main themes with PR numbers and figures, and
-    where the risk concentrates."""
-    w, c, sep = t["weekly"], t["common"], t["weekly"]["exec_sep"]
-    if not ctx["merged"] and not ctx["commits"]:
-        return fmt(w["exec_empty"], this=ctx["this"])
-    head = fmt(w["exec_merged"], this=ctx["this"], merged=ctx["merged"])
-    if ctx["has_previous"]:
-        head += fmt(c["paren"], fmt(w["exec_vs"], previous=ctx["previous_word"], before=ctx["merged_before"],
-                                    change=ctx["merged_delta"]))
-    else:
-        head += fmt(c["paren"], fmt(w["exec_no_previous"], previous=ctx["previous_word"]))
-    head += fmt(w["exec_key"], key=ctx["key"], previous=ctx["previous_word"], key_before=ctx["key_before"])
-    parts = [Md(head)]
-    moves = []
-    for th in ctx["themes"][:3]:
-        refs = join(th["refs"], c["sep"])
-        figure = fmt(w["exec_figure"], figure=th["figure"]) if th["figure"] else ""
-        moves.append(fmt(w["exec_move"], name=th["name"], n=th["count"], refs=refs, figure=figure))
-    if moves:
-        parts.append(fmt(w["exec_moves"], items=join(moves, c["semi"])))
-    else:
-        notable = [fmt("{} {}", short_ref(ai), ai.item.title) for ai in ranked if ai.analysis.priority != "none"][:3]
-        if notable:
-            parts.append(fmt(w["exec_notable"], items=join(notable, c["semi"])))
-    risky = max((r for r in ctx["risks"] if r["n"]), key=lambda r: r["n"], default=None)
-    if risky:
-        parts.append(fmt(w["exec_risk"], label=risky["label"], n=risky["n"],
-                         refs=join([r["ref"] for r in risky["refs"]], c["sep"])))
-    end = "。" if t["lang"] == "zh" else "."
-    return Md(join(parts, sep) + end)
+# --- key PRs and the adaptation section ------------------------------------------------------------
+
+
+def _porting_note(ai: AnalysedItem, target: str, t: dict[str, Any]) -> str:
+    """The porting map's entry for this PR, only when its own changed files match it (a scheduler PR that
+    mentions FP8 in passing gets none) and the PR is not already written for the target."""
+    if ai.analysis.native:
+        return ""
+    for p in applied(ai.item, target, text=described(ai.item.body)):
+        paths = p.entry.paths
+        if p.entry.id != "npu-native" and paths is not None and any(paths.match(f.path) for f in ai.item.files):
+            return t["weekly"]["quick_porting"].format(name=p.entry.name.get(t["lang"]) or p.entry.name["en"])
+    return ""
+
+
+def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict[str, Any]:
+    """A key PR in one line: what it does, its headline figure, grade and decision, a risk or porting note
+    that applies to it; built shorter (not cut) when it runs past `limit` characters."""
+    w, c = t["weekly"], t["common"]
+    view = row(ai, t)
+    claim = headline_claim(ai.analysis.perf_claims)
+    grade = w["quick_grade"].format(grade=grade_shown(ai.analysis, t), decision=name(t, "decisions", ai.analysis.decision))
+    # a priority the team labelled says so (the key PRs are chosen by it)
+    team = [f"{ai.analysis.priority}{c['team_mark']}"] if (ai.analysis.label or {}).get("priority") else []
+    risks = [name(t, "risks", r) for r in ai.analysis.risk_labels if r in ("silent-accuracy", "breaking",
+                                                                           "new-default")]
+    extras = [x for x in (w["quick_risk"].format(risk=risks[0]) if risks else "", _porting_note(ai, target, t)) if x]
+    link_len = len(f"[#{ai.item.number}]({ai.item.url}) ")
+    for size, with_context, keep in ((70, True, 2), (70, False, 1), (70, False, 0), (50, False, 0), (35, False, 0)):
+        what = gist(ai, t, size)
+        rest = [str(figure(claim, t, with_context))] if claim else []
+        rest += [*team, grade, *extras[:keep]]
+        line = f"{plain(what)}{c['colon']}{c['semi'].join(plain(Md(x)) for x in rest)}"  # as a reader sees it
+        if link_len + len(line) <= limit:
+            break
+    view.update({"summary": what, "rest": Md(c["semi"].join(rest)), "claims": figure(claim, t) if claim else Md("")})
+    return view
+
+
+def _adapted(entries: list, t: dict[str, Any], limit: int) -> list[Md]:
+    """One line per downstream PR: the upstream changes it adapts to (the first few linked), the files, and
+    one of its own notes on how; shorter when the line would run past `limit`."""
+    w, c = t["weekly"], t["common"]
+    by_down: dict[str, list] = {}
+    for e in entries:
+        by_down.setdefault(e.down_ref, []).append(e)
+    lines = []
+    for down, group in by_down.items():
+        first = group[0]
+        ups = list(dict.fromkeys(e.up_ref for e in group))
+        files = list(dict.fromkeys(f for e in group for f in e.files))
+        hows = [h for h in dict.fromkeys(" ".join(e.how.split()) for e in group) if h and not h.endswith("…")]
+        title = title_phrase(first.down_title, 70)
+        head = link(f"#{first.down_number}", _pr_url(down))
+        for n_up, n_files, n_how in ((3, 2, 1), (2, 1, 1), (2, 1, 0), (1, 0, 0)):
+            shown = c["sep"].join(link(u, _pr_url(u)) for u in ups[:n_up])
+            more = w["and_more"].format(n=len(ups) - n_up) if len(ups) > n_up else ""
+            parts = [w["adapted_ups"].format(n=len(ups), ups=shown + more)]
+            if files[:n_files]:
+                parts.append(w["adapted_files"].format(files=c["sep"].join(code(f) for f in files[:n_files])))
+            how = next((h for h in hows if len(h) <= 140), "") if n_how else ""
+            if how:
+                parts.append(w["adapted_how"].format(how=text(how)))
+            line = Md(w["adapted_line"].format(down=head, title=text(title) if title else "",
+                                               parts=c["semi"].join(parts)))
+            if len(plain(line)) <= limit:  # its length as a reader sees it (escapes apart)
+                break
+        lines.append(line)
+    return lines
+
+
+def _pr_url(ref: str) -> str:
+    from ..models import github_url
+
+    repo, _, number = ref.partition("#")
+    return github_url(repo, int(number), PR)
+
+
+# --- size ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Shape:
+    """How much the report shows; shrunk step by step until it fits its budget."""
+
+    themes: int
+    quick: int
+    adapted: int
+    risk_items: int
+    trends: int
+    recommendations: int = 5
+    more: bool = True  # the line listing further key PRs
+
+
+def budget(merged: int, rules: dict[str, Any]) -> tuple[int, int]:
+    """(lines, bytes) the report may take for a week of `merged` PRs."""
+    b = rules.get("budget", {})
+    scale = float(b.get("factor", 2.0)) * merged / max(int(b.get("team_prs", 200)), 1)
+    return (max(int(b.get("floor_lines", 34)), int(scale * int(b.get("team_lines", 95)))),
+            max(int(b.get("floor_bytes", 3600)), int(scale * int(b.get("team_bytes", 9000)))))
+
+
+def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
+    """(lines, bytes) of the report the packaged template makes of `ctx`, counted without rendering: its
+    layout is a heading, a blank line, the section's lines and a blank line, in the template's order."""
+    w, c = t["weekly"], t["common"]
+    commits = w["direct_commits"].format(n=ctx["commits"]) if ctx["commits"] else ""
+    head = ctx["headline_text"].format(start=ctx["start"], end=ctx["end"], merged=ctx["merged"], commits=commits,
+                                       key=ctx["key"], importance=ctx["importance"], insight=ctx["insight"])
+    lines: list[str] = [f"# {ctx['title']}", "", f"{head}{ctx['partial_note']}", "", f"## {w['summary']}", "",
+                        str(ctx["summary"])]
+    if ctx["movements"]:
+        lines += ["", *(f"- {x}" for x in ctx["movements"])]
+    lines += ["", f"## {w['changes']}", ""]
+    for i, th in enumerate(ctx["themes"], 1):
+        lines += [f"### {i}. {th['name']}{c['paren'].format(th['count'])}", "", *str(th["text"]).split("\n"), ""]
+    if not ctx["themes"]:
+        lines += [w["no_changes"], ""]
+    for key, title, empty in (("trends", "trends", "no_trends"), ("risk_lines", "risks", "no_risks")):
+        lines += [f"## {w[title]}", "", *(f"- {x}" for x in ctx[key] or [w[empty]]), ""]
+    lines += [f"## {w['key_prs']}", ""]
+    lines += [f"{i}. [{q['short']}]({q['url']}) {q['summary']}{c['colon']}{q['rest']}"
+              for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
+    if ctx["quick_more"]:
+        more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
+        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more"].format(n=ctx["quick_more_n"], links=more)]
+    lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
+                                                       [w["no_recommendations"]])]
+    if ctx["adapted"]:
+        lines += ["", f"## {w['adapted']}", "", *(f"- {x}" for x in ctx["adapted"])]
+        lines += ["- " + w["adapted_more"].format(n=ctx["adapted_more"])] if ctx["adapted_more"] else []
+    # bytes as a reader sees them: the escapes of author text do not make the report show less
+    return len(lines), sum(len(plain(Md(x)).encode("utf-8")) + 1 for x in lines)
+
+
+# --- the context -----------------------------------------------------------------------------------
 
 
 def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float] | None = None) -> dict:
-    """The weekly report's facts: counts, themes, trends, risks, key PRs and recommendations."""
+    """The weekly report's facts and prose (see the module docstring)."""
+    rules = weekly_rules(inp.rules_dir)
     w = t["weekly"]
     changes, before = _changes(inp.items), _changes(inp.previous)
-    ranked = rank(changes, weights)
-    start, end = inp.window.since.astimezone(UTC), (inp.window.until - timedelta(microseconds=1)).astimezone(UTC)
-    is_week = inp.week_label is not None
-    # themes come from the items that matter to the team, not from the noise
+    ranked, ranked_before = rank(changes, weights), rank(before, weights)
     relevant = [ai for ai in ranked if ai.analysis.priority != "none"]
-    topic_counts = _top_counts(_per_item(relevant, lambda ai: ai.analysis.topics), 5)
     merged, merged_before = _merged(changes), _merged(before)
+    is_week = inp.week_label is not None
     ctx: dict[str, Any] = {
-        "title": _week_title(inp, t, start, end), "start": day(start), "end": day(end),
-        "merged": merged, "commits": sum(1 for ai in changes if ai.item.kind == COMMIT),
+        **_period(inp, t), "repo": inp.repo, "merged": merged, "commits": sum(1 for ai in changes if ai.item.kind == COMMIT),
         "key": sum(1 for ai in changes if ai.analysis.priority in TOP),
         "importance": mean([ai.analysis.importance for ai in changes]),
         "insight": mean([ai.analysis.insight for ai in changes]),
-        "importance_before": mean([ai.analysis.importance for ai in before]),
-        "insight_before": mean([ai.analysis.insight for ai in before]),
         "this": w["this"] if is_week else w["this_range"],
         "previous_word": w["previous"] if is_week else w["previous_range"],
         "has_previous": bool(inp.previous), "merged_before": merged_before,
         "key_before": sum(1 for ai in before if ai.analysis.priority in TOP),
         "merged_delta": delta(merged, merged_before),
-        "top_topics": [w["topic_count"].format(topic=name(t, "topics", k), n=n) for k, n in topic_counts],
     }
-    ctx["themes"] = _themes(relevant, t, inp.target)
-    themed = {r for th in ctx["themes"] for r in th["all"]}
-    ctx["unthemed"] = [{"short": short_ref(ai), "url": ai.item.url} for ai in relevant if short_ref(ai) not in themed]
-    ctx["risks"] = _risk_rows(ranked, t)
-    ctx["summary"] = _summary(ctx, ranked, t)
-    ctx["categories"] = _kind_trend(changes, before, t)
-    files = _per_item(changes, lambda ai: (f.path for f in ai.item.files))
-    dirs = _per_item(changes, lambda ai: (_directory(f.path) for f in ai.item.files))
-    ctx["hot_files"] = [fmt(w["path_count"], path=p, n=n) for p, n in _top_counts(files, 10)]
-    ctx["hot_dirs"] = [fmt(w["path_count"], path=p, n=n) for p, n in _top_counts(dirs, 5)]
-    authors = _top_counts(_per_item(changes, lambda ai: [ai.item.author]), 5)
-    ctx["authors"] = [fmt(w["author_count"], author=a, n=n) for a, n in authors]
-    keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or \
-        [ai for ai in ranked if ai.analysis.priority != "none"]
-    ctx["quick"] = [_quick_view(ai, t, inp.target) for ai in keyed[: inp.key_prs]]
-    ctx["quick_more"] = [{"short": short_ref(ai), "url": ai.item.url} for ai in keyed[inp.key_prs:]]
-    ctx["recommendations"] = _recommendations(ranked, t, [k for k, _ in topic_counts])
-    ctx["adapted"] = adapted_views(inp.adapted, t, full_up=True)
+    topics = {}
+    for ai in relevant:
+        for x in set(ai.analysis.topics):
+            topics[x] = topics.get(x, 0) + 1
+    ctx["top_topics"] = [w["topic_count"].format(topic=name(t, "topics", k), n=n)
+                         for k, n in sorted(topics.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
+    native = sum(ai.analysis.native for ai in relevant) >= 0.6 * len(relevant) if relevant else False
+    found = find(ranked, inp.rules_dir)
+    found_before = find(ranked_before, inp.rules_dir)
+    found_themes = themes(relevant, merged, [ai for ai in ranked_before if ai.analysis.priority != "none"]
+                          if inp.previous else None, inp.rules_dir)
+    found_themes.sort(key=lambda th: (-sum(ai.analysis.priority in TOP for ai in th.members),
+                                      -sum(ai.analysis.importance for ai in th.members), -len(th.members)))
+    is_bot = inp.is_bot or _default_is_bot
+    limit = int(rules.get("budget", {}).get("line_chars", 400))
+    key_limit = int(rules.get("budget", {}).get("key_pr_chars", 200))
+    keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or relevant
+    lines_max, bytes_max = budget(merged, rules)
+    shape = _Shape(len(found_themes), min(inp.key_prs, len(keyed)), len(inp.adapted), 3, 4)
+    quick = [_quick(ai, t, inp.target, key_limit) for ai in keyed[: shape.quick]]  # the same in every round
+    adapted = _adapted(inp.adapted, t, limit)
+    while True:
+        _build(ctx, inp, t, shape, found_themes, found, found_before, relevant, ranked, changes, before,
+               keyed, native, is_bot, limit, (quick, adapted))
+        if _fits(ctx, t, lines_max, bytes_max) or not _shrink(shape):
+            break
     return ctx
+
+
+def _fits(ctx: dict[str, Any], t: dict[str, Any], lines_max: int, bytes_max: int) -> bool:
+    lines, size_bytes = size(ctx, t)
+    return lines <= lines_max and size_bytes <= bytes_max
+
+
+def _shrink(shape: _Shape) -> bool:
+    """Show one thing less, the least telling first; False when nothing is left to drop."""
+    if shape.quick > 5:
+        shape.quick -= 1
+    elif shape.themes > 4:
+        shape.themes -= 1
+    elif shape.adapted > 4:
+        shape.adapted -= 1
+    elif shape.themes > 3:
+        shape.themes -= 1
+    elif shape.risk_items > 2:
+        shape.risk_items -= 1
+    elif shape.trends > 2:
+        shape.trends -= 1
+    elif shape.quick > 3:
+        shape.quick -= 1
+    elif shape.adapted > 1:
+        shape.adapted -= 1
+    elif shape.themes > 2:
+        shape.themes -= 1
+    elif shape.recommendations > 3:
+        shape.recommendations -= 1
+    elif shape.risk_items > 1:
+        shape.risk_items -= 1
+    elif shape.trends > 1:
+        shape.trends -= 1
+    elif shape.more:
+        shape.more = False
+    elif shape.quick > 2:
+        shape.quick -= 1
+    elif shape.themes > 1:
+        shape.themes -= 1
+    else:
+        return False
+    return True
+
+
+def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Shape, found_themes: list[Theme],
+           found: Found, found_before: Found, relevant: list[AnalysedItem], ranked: list[AnalysedItem],
+           changes: list[AnalysedItem], before: list[AnalysedItem], keyed: list[AnalysedItem], native: bool,
+           is_bot: Callable[[str], bool], limit: int, built: tuple[list[dict[str, Any]], list[Md]]) -> None:
+    """Every section of `ctx` at `shape`, in the order the template shows them (a PR is linked where it is
+    first mentioned)."""
+    w = t["weekly"]
+    refs = Refs()
+    shown = found_themes[: shape.themes]
+    # a topic most of the week carries (RL training in an RL repository) glosses no theme
+    counts: dict[str, int] = {}
+    for ai in relevant:
+        for x in set(ai.analysis.topics):
+            counts[x] = counts.get(x, 0) + 1
+    common = frozenset(k for k, n in counts.items() if n > 0.4 * len(relevant))
+    names = [theme_name(th, t, inp.rules_dir, common) for th in shown]
+    named = [(th, short) for th, (short, _) in zip(shown, names, strict=True)]
+    ctx["headline_text"] = w["headline"]
+    ctx["summary"] = summary_head(ctx, t)
+    moves = movements(named, found, refs, t, native)
+    themed = {id(ai) for th in shown for ai in th.members}
+    for ai in [x for x in relevant if id(x) not in themed][: max(0, 3 - len(moves))]:
+        moves.append(_single_movement(ai, found, refs, t, native))
+    ctx["movements"] = moves
+    ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit),
+                      "count": len(th.members), "term": th.label, "key": th.key,
+                      "refs": [f"#{ai.item.number}" for ai in th.members],
+                      "members": [row(ai, t) for ai in th.members[:5]]} for th, (_, full) in zip(shown, names,
+                                                                                                 strict=True)]
+    trends = [mix_line(changes, before, t) if changes else None, areas_line(changes, before, t),
+              quality_line(found, found_before, t, bool(before)), people_line(changes, shown, is_bot, t)]
+    ctx["trends"] = [x for x in trends if x][: shape.trends]
+    ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit)
+    ctx["quick"] = built[0][: shape.quick]
+    ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
+                         for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
+    ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
+    ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
+    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations)
+    ctx["adapted"] = built[1][: shape.adapted]
+    ctx["adapted_more"] = max(len({e.down_ref for e in inp.adapted}) - shape.adapted, 0)
+
+
+def _ongoing(members: list[AnalysedItem]) -> bool:
+    from .weekly_risks import series
+
+    last = series(members[-1])
+    return last is not None and (last[1] == "N" or last[0] < int(last[1]))
+
+
+def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, Any], native: bool) -> Md:
+    """A movement of one PR, for a week with fewer themes than movements."""
+    w = t["weekly"]
+    solo = Theme(f"r:{ai.item.ref}", ai.item.ref, [ai])
+    claim = headline_claim(ai.analysis.perf_claims)
+    evidence = w["move_figure"].format(ref=refs(ai), figure=figure(claim, t)) if claim else \
+        w["move_single"].format(ref=refs(ai), kind=name(t, "kinds", ai.analysis.item_kind),
+                                grade=ai.analysis.grade, decision=name(t, "decisions", ai.analysis.decision))
+    return Md(w["movement_one"].format(what=gist(ai, t, 80), evidence=evidence,
+                                       take=takeaway(solo, found, t, native)))

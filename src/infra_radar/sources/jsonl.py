@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, SourceError
-from ..models import Item
+from ..models import Item, repo_problem
 from . import records
 from .history import BodyCleaner, commit_item, tag_item
 from .records import RecordError, check_item
 
 DEFAULT_BRANCH = "main"
+MAX_LINE_BYTES = 32 << 20  # the longest line read (RADAR_MAX_LINE_BYTES): the longest real commit line is ~150 KB
+MAX_LINE_ENV = "RADAR_MAX_LINE_BYTES"
+_CHUNK = 1 << 20  # an over-long line is passed over in pieces of this size, never held whole
+
+
+def max_line_bytes() -> int:
+    """The line cap: RADAR_MAX_LINE_BYTES (checked by config.check_env before any command runs), else 32 MiB."""
+    raw = os.environ.get(MAX_LINE_ENV, "").strip()
+    return int(float(raw)) if raw else MAX_LINE_BYTES
 
 
 @dataclass(slots=True)
@@ -27,6 +37,7 @@ class JsonlReport:
     commits: int = 0
     tags: int = 0
     skipped: list[str] = field(default_factory=list)  # "file:line: reason"
+    line: int = 0  # the line the item last yielded came from (file:line of a record dated later than now)
 
 
 def _open(path: Path):
@@ -36,8 +47,25 @@ def _open(path: Path):
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
     if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _lines(fh, cap: int) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of each line, read at most `cap` bytes at a time: a longer line is passed over in
+    pieces and given as (number, None), so one 2 GiB line costs a chunk of memory, not the line."""
+    lineno = 0
+    while True:
+        lineno += 1
+        raw = fh.readline(cap + 1)
+        if not raw:
+            return
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(_CHUNK)
+            yield lineno, None
+            continue
+        yield lineno, raw.decode("utf-8", errors="replace")
 
 
 def _header(line: str, path: Path) -> tuple[str, str]:
@@ -47,19 +75,30 @@ def _header(line: str, path: Path) -> tuple[str, str]:
         head = None
     if not isinstance(head, dict) or head.get("kind") != "repo" or "/" not in str(head.get("full_name", "")):
         raise InputError(f"{path}:1: first line must be {{\"kind\": \"repo\", \"full_name\": \"OWNER/NAME\", ...}}")
+    if repo_problem(head["full_name"]):
+        raise InputError(f"{path}:1: full_name {str(head['full_name'])[:80]!r} is {repo_problem(head['full_name'])}")
     ref = str(head.get("ref") or "HEAD")
     return head["full_name"], DEFAULT_BRANCH if ref == "HEAD" else ref.removeprefix("refs/heads/")
 
 
 def read_jsonl(path: Path, clean: BodyCleaner, report: JsonlReport) -> Iterator[Item]:
     """Yield the items of one export; malformed lines are skipped and recorded in `report`."""
+    cap = max_line_bytes()
+    too_long = f"line longer than {cap:,} bytes (the line cap, {MAX_LINE_ENV}): skipped"
     with _open(path) as fh:
+        lines = _lines(fh, cap)
         try:
-            first = fh.readline()
+            _, first = next(lines, (1, ""))
         except (OSError, EOFError) as exc:
             raise SourceError(f"{path}: cannot read: {exc}") from None
+        if first is None:
+            raise InputError(f"{path}:1: {too_long.removesuffix(': skipped')}; the first line must be "
+                             "{\"kind\": \"repo\", \"full_name\": \"OWNER/NAME\", ...}")
         report.repo, report.branch = _header(first, path)
-        for lineno, line in enumerate(fh, start=2):
+        for lineno, line in lines:
+            if line is None:
+                report.skipped.append(f"{path}:{lineno}: {too_long}")
+                continue
             if not line.strip():
                 continue
             try:
@@ -81,6 +120,7 @@ def read_jsonl(path: Path, clean: BodyCleaner, report: JsonlReport) -> Iterator[
             except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
                 report.skipped.append(f"{path}:{lineno}: {type(exc).__name__}: {exc}"[:300])
                 continue
+            report.line = lineno
             yield item
 
 

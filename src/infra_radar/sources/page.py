@@ -20,6 +20,7 @@ and an empty file fail.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SourceError
-from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, Comment, Item
+from ..models import CLOSED, ISSUE, MERGED, OPEN, PR, Comment, Item, check_repo
 from .page_copies import _description_group, _format_score, _groups, _tidy, _unflatten
 from .page_meta import _Block, _date, _Meta, _meta
 from .page_rules import PageRules, _any, compile_page_rules, load_page_rules
@@ -54,6 +55,7 @@ class PageReport:
     stats: Any = None  # store.save.SaveStats of the import
     shape: str = "browser copy"  # or gh-plain | gh-json | thread
     review_paths: list[str] = field(default_factory=list)  # files review comments are on (named paths)
+    later: str = ""  # the note when the page's dates lie later than now (windows.LaterDates)
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -76,12 +78,28 @@ def decode_page(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+MAX_PAGE_BYTES = 16 << 20  # the largest page read (RADAR_MAX_PAGE_BYTES): a copied thread of a thousand comments
+MAX_PAGE_ENV = "RADAR_MAX_PAGE_BYTES"  # is a few MB, and reading one costs several times its size
+
+
+def max_page_bytes() -> int:
+    """The page cap: RADAR_MAX_PAGE_BYTES (checked by config.check_env before any command runs), else 16 MiB."""
+    raw = os.environ.get(MAX_PAGE_ENV, "").strip()
+    return int(float(raw)) if raw else MAX_PAGE_BYTES
+
+
 def read_page(path: Path) -> str:
-    """The text of a saved page, line endings and invisible characters normalised."""
+    """The text of a saved page, line endings and invisible characters normalised; a page larger than the
+    cap is refused with one line naming the file and the cap (a pipe is read only up to the cap)."""
+    cap = max_page_bytes()
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            raw = fh.read(cap + 1)
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > cap:
+        raise SourceError(f"{path}: larger than {cap:,} bytes, the page size cap ({MAX_PAGE_ENV}): not a page "
+                          "copied from a browser; split it or raise the cap")
     nul = raw.find(b"\x00", 0, 65536)
     if nul >= 0 and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text holds NULs; binary does too
         raise SourceError(f"{path}: binary file (NUL byte at offset {nul}), not a saved page")
@@ -273,8 +291,7 @@ def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int
     meta.repo, meta.number = repo or meta.repo, number if number is not None else meta.number
     if not meta.repo:
         raise ConfigError(f"{report.path or 'page'}: no repository found in the page; pass --repo OWNER/NAME")
-    if meta.repo.count("/") != 1:
-        raise ConfigError(f"repository {meta.repo!r} is not OWNER/NAME")
+    meta.repo = check_repo(meta.repo)
     no_description = any(rules.re["no_description"].match(line.strip()) for line in lines)
     blocks = _clean_blocks(_split(_strip_text_noise(text, rules, report.dropped), rules, meta, report.dropped),
                            rules, report.dropped, report.review_paths)
@@ -304,8 +321,7 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
                                                        (int(named["number"]) if named else None))
     if not shaped.repo:
         raise ConfigError(f"{report.path or 'page'}: no repository found in the page; pass --repo OWNER/NAME")
-    if shaped.repo.count("/") != 1:
-        raise ConfigError(f"repository {shaped.repo!r} is not OWNER/NAME")
+    shaped.repo = check_repo(shaped.repo)
     report.shape = shaped.shape
     report.state_found, report.number_found = shaped.state is not None, shaped.number is not None
     body = shaped.body

@@ -170,11 +170,11 @@ def item_id(store, repo: str, number: int) -> int | None:
 
 
 def pr_titles(store, repo: str) -> list[tuple[int, str]]:
-    """(number, title) of every PR of `repo`."""
+    """(number, title) of every PR of `repo`, in the store's order (by row id)."""
     with reading(store) as db:
         return [(n, t) for n, t in db.rows(
             f"SELECT items.number, items.title FROM items WHERE {IN_REPO} AND items.kind = 'pr' "
-            "AND items.number IS NOT NULL", {"repo": repo.lower()})]
+            "AND items.number IS NOT NULL ORDER BY items.id", {"repo": repo.lower()})]
 
 
 def files_of(store, repo: str, numbers: list[int] | None) -> dict[int, frozenset[str]]:

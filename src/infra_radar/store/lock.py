@@ -8,8 +8,12 @@ and otherwise show what is already analysed, so they never wait for a writer.
 
 The lock dies with its holder, so a killed run never leaves a stale lock:
 
-- SQLite: `flock` on `<database>.lock` beside the database file; the file holds the holder's command, pid,
-  host and start time (JSON), rewritten by every new holder and emptied on release.
+- SQLite: `flock` on the database file itself, so the lock is keyed on the file's identity (device and
+  inode): one store reached through two paths or hard links has one writer. And `flock` on `<database>.lock`
+  beside the path used, which holds the holder's command, pid, host and start time (JSON), rewritten by
+  every new holder and emptied on release. (flock and SQLite's own POSIX locks do not meet on a local file
+  system. The database file's descriptor is opened once per process and never closed: closing any descriptor
+  of a file drops every POSIX lock the process holds on it, SQLite's included.)
 - PostgreSQL: a session-level `pg_advisory_lock` on a dedicated connection, keyed by database and schema
   (so stores in different schemas of one database do not block each other); the holder is described in
   that session's `application_name`, which `pg_stat_activity` shows next to the lock in `pg_locks`.
@@ -89,11 +93,64 @@ class _NoLock:
         return None
 
 
-class _FileLock:
-    """flock on a file beside the SQLite database; the file's content describes the holder."""
+_DATABASE_FDS: dict[tuple[int, int], int] = {}  # (device, inode) -> a descriptor of that database, never closed
 
-    def __init__(self, path: Path):
+
+def database_identity(database: Path) -> tuple[tuple[int, int], int]:
+    """(device, inode) of the SQLite database file and this process's descriptor of it (created empty when
+    missing: an empty file is an empty SQLite database), opened once per file and kept open (see above)."""
+    try:
+        st = os.stat(database)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise StoreError(f"cannot read the store's file {database}: {exc.strerror}") from None
+    if st is not None and (st.st_dev, st.st_ino) in _DATABASE_FDS:
+        key = (st.st_dev, st.st_ino)
+        return key, _DATABASE_FDS[key]
+    try:  # first look at this file in this process: no lock of ours on it can be lost by the open
+        fd = os.open(database, (os.O_RDONLY if st is not None else os.O_RDWR | os.O_CREAT) | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot open the store's file {database}: {exc.strerror}") from None
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    if key in _DATABASE_FDS:  # pragma: no cover - created between the two looks: keep the first descriptor
+        return key, _DATABASE_FDS[key]
+    _DATABASE_FDS[key] = fd
+    return key, fd
+
+
+def forget_database(database: Path) -> None:
+    """Close this process's descriptor of the database file: only once no connection of the process has the
+    file open any more (the command's engine disposed), and the writer lock is not held through it. The CLI
+    does this as a command ends, so a process running many commands (a test session) keeps no descriptor."""
+    try:
+        st = os.stat(database)
+    except OSError:
+        return
+    key = (st.st_dev, st.st_ino)
+    for lock in _LOCKS.values():
+        backend = getattr(lock, "_backend", None)
+        if lock.held and getattr(backend, "identity", None) == key:
+            return
+    fd = _DATABASE_FDS.pop(key, None)
+    if fd is not None:
+        for lock in _LOCKS.values():  # a later lock of this file opens it again
+            backend = getattr(lock, "_backend", None)
+            if getattr(backend, "database_fd", None) == fd:
+                backend.database_fd, backend.identity = None, None
+        os.close(fd)
+
+
+class _FileLock:
+    """flock on the SQLite database file (its identity) and on a file beside the path used to reach it; that
+    file's content describes the holder."""
+
+    def __init__(self, path: Path, database: Path | None = None):
         self.path, self.fd = path, None
+        self.database = database  # flocked too: the same file through another path or hard link waits
+        self.database_fd: int | None = None
+        self.identity: tuple[int, int] | None = None
 
     def try_lock(self, me: Holder) -> bool:
         if self.fd is None:
@@ -111,6 +168,18 @@ class _FileLock:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
+        if self.database is not None and self.database_fd is None:
+            try:
+                self.identity, self.database_fd = database_identity(self.database)
+            except StoreError:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                raise
+        if self.database_fd is not None:
+            try:
+                fcntl.flock(self.database_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # the same database, reached through another path, has a writer
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                return False
         info = {"command": me.command, "pid": me.pid, "host": me.host, "since": me.since.isoformat()}
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, (json.dumps(info) + "\n").encode(), 0)
@@ -120,6 +189,8 @@ class _FileLock:
         if self.fd is not None:
             try:
                 os.ftruncate(self.fd, 0)  # released cleanly: no holder to describe
+                if self.database_fd is not None:
+                    fcntl.flock(self.database_fd, fcntl.LOCK_UN)  # the descriptor itself stays open
                 fcntl.flock(self.fd, fcntl.LOCK_UN)  # even if a forked child still has the descriptor
             finally:
                 os.close(self.fd)
@@ -233,7 +304,7 @@ def _backend(engine: Engine):
 
 def _sqlite_lock(database: Path) -> _FileLock:
     path = database.expanduser().resolve()
-    return _FileLock(path.with_name(path.name + ".lock"))
+    return _FileLock(path.with_name(path.name + ".lock"), path)
 
 
 @contextmanager
@@ -279,6 +350,9 @@ class WriterLock:
         if self.depth == 0 and not self._backend.try_lock(_me(command or COMMAND)):
             return False
         self.depth += 1
+        identity = getattr(self._backend, "identity", None)
+        if identity is not None:  # found by the file's identity from now on, whatever path reaches it
+            _LOCKS.setdefault(f"sqlite:{identity[0]}:{identity[1]}", self)
         return True
 
     def acquire(self, wait: float | None = None, command: str | None = None,
@@ -345,8 +419,14 @@ _LOCKS: dict[str, WriterLock] = {}
 def writer_lock(engine: Engine) -> WriterLock:
     """The writer lock of the store `engine` points at (one object per store and process)."""
     key = engine.url.render_as_string(hide_password=False)  # in memory only, never shown
-    if engine.url.get_backend_name() == "sqlite" and engine.url.database not in (None, "", ":memory:"):
-        key = "sqlite:" + str(Path(engine.url.database).expanduser().resolve())
+    database = engine.url.database
+    if engine.url.get_backend_name() == "sqlite" and database not in (None, "", ":memory:"):
+        path = Path(database).expanduser().resolve()
+        try:
+            st = os.stat(path)
+            key = f"sqlite:{st.st_dev}:{st.st_ino}"  # the file itself, however it is reached
+        except OSError:  # not made yet: by its path until it is (try_acquire adds its identity)
+            key = "sqlite:" + str(path)
     if key not in _LOCKS:
         _LOCKS[key] = WriterLock(engine)
     return _LOCKS[key]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window
+from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window, github_url
 from ..windows import date_only, day_start, touches
 from .reader import Reader, reading
 from .rows import data_analysis
@@ -32,10 +32,23 @@ def repo_names(store) -> list[str]:
         return db.column("SELECT repos.name FROM repos ORDER BY repos.name")
 
 
+def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, datetime | None]]:
+    """(repository, time of its newest item: merge time, else last update) by name; None for one with no
+    dated item. What an empty report window says the store holds."""
+    where, params = "", {}
+    if names:
+        where, params = "WHERE lower(repos.name) IN :repos ", {"repos": [n.lower() for n in names]}
+    with reading(store) as db:
+        rows = db.rows("SELECT repos.name, MAX(items.when_at) FROM repos LEFT JOIN items ON items.repo_id = repos.id "
+                       f"{where}GROUP BY repos.name ORDER BY repos.name", params)
+        return [(name, db.time(newest)) for name, newest in rows]
+
+
 # The schema's migrations in order. store/schema.py pairs each name with its step (and refuses to load when the two
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
-                   "006_created_index")
+                   "006_created_index", "007_published_radars", "008_labels",
+                   "009_push_deliveries")
 
 
 def applied_migrations(store) -> set[str]:
@@ -162,6 +175,17 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     return found
 
 
+def newest_time(store, repo: str, limit: datetime | None = None) -> datetime | None:
+    """The time of the repository's newest stored item (merge time, else last update): where its data ends; with
+    `limit` (now plus the clock skew), a record dated later than it is not where the data ends."""
+    with reading(store) as db:
+        if limit is None:
+            return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO}",
+                                     {"repo": repo.lower()}))
+        return db.time(db.scalar(f"SELECT max(items.when_at) FROM items WHERE {IN_REPO} AND items.when_at <= :limit",
+                                 {"repo": repo.lower(), "limit": limit}))
+
+
 def opened_at(item: Item) -> datetime | None:
     """When a PR or issue was opened, when that is known: from GitHub or a page (a date); not from git, whose
     `created_at` is the commit's authored time (often days before the PR, or after a rebase)."""
@@ -199,29 +223,28 @@ def referenced_by_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str
     rows = []
     with reading(store) as db:
         for start in range(0, len(numbers), CHUNK):
-            rows += [(*r[:6], db.time(r[6]), r[7]) for r in db.rows(
+            rows += [(*r[:6], db.time(r[6]), r[7], r[8]) for r in db.rows(
                 "SELECT links.dst_repo, links.dst_number, links.kind, repos.name, items.number, items.title, "
-                "items.when_at, items.id FROM links JOIN items ON items.id = links.item_id "
+                "items.when_at, items.id, items.kind FROM links JOIN items ON items.id = links.item_id "
                 "JOIN repos ON repos.id = items.repo_id WHERE links.dst_number IN :numbers",
                 {"numbers": numbers[start:start + CHUNK]})]
     rows.sort(key=lambda r: (r[6] is None, r[6] or "", r[7]))
     out: dict[tuple[str, int], dict[tuple[str, int], Link]] = {}
-    for dst_repo, dst_number, kind, src_repo, src_number, title, _when, _id in rows:
+    for dst_repo, dst_number, kind, src_repo, src_number, title, _when, _id, src_kind in rows:
         key = ((dst_repo or "").lower(), dst_number)
-        if key in wanted and src_number is not None:
+        if key in wanted and src_number is not None:  # the referencing item's kind is known: its page's URL
             out.setdefault(key, {}).setdefault((src_repo, src_number), Link(
-                kind=f"referenced-by:{kind}", repo=src_repo, number=src_number, detail=title))
+                kind=f"referenced-by:{kind}", repo=src_repo, number=src_number,
+                url=github_url(src_repo, src_number, src_kind), detail=title))
     return {key: list(found.values()) for key, found in out.items()}
 
 
-def referencing_in_window(store, repo: str, number: int, window: Window) -> list[str]:
-    """Refs of items in the window that link to repo#number (new follow-ups of a watched item)."""
+def analysed_referencing(store, repo: str, number: int) -> list[AnalysedItem]:
+    """The analysed items whose links point at repo#number (follow-ups, backports, reverts), any time."""
+    sql = (_ANALYSED + "WHERE items.id IN (SELECT links.item_id FROM links WHERE lower(links.dst_repo) = :repo "
+           "AND links.dst_number = :number) ORDER BY items.id")
     with reading(store) as db:
-        rows = db.rows("SELECT DISTINCT repos.name, items.number FROM links JOIN items ON items.id = links.item_id "
-                       "JOIN repos ON repos.id = items.repo_id WHERE lower(links.dst_repo) = :repo "
-                       "AND links.dst_number = :number AND items.when_at >= :since AND items.when_at < :until",
-                       {"repo": repo.lower(), "number": number, "since": window.since, "until": window.until})
-    return [f"{name}#{n}" for name, n in rows if n is not None]
+        return _analysed(db, sql, {"repo": repo.lower(), "number": number})
 
 
 # --- titles --------------------------------------------------------------------------------------
@@ -285,12 +308,17 @@ def duplicates_of(index: dict, item: Item) -> list[Link]:
 # --- runs and the watch list ---------------------------------------------------------------------
 
 def last_success(store, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
-    """(since, until) of the last successful run of `kind` over `scope`, or None."""
+    """(since, until) of the last successful run of `kind` over `scope`, or None. A run cannot have seen past
+    the time it started: a window that ended later (a stored `--until 8999-01-01`) counts as ending then."""
     with reading(store) as db:
-        found = db.rows("SELECT runs.since, runs.until FROM runs WHERE runs.kind = :kind AND runs.scope = :scope "
-                        "AND runs.status = 'ok' ORDER BY runs.until DESC, runs.id DESC LIMIT 1",
-                        {"kind": kind, "scope": scope})
-        return (db.time(found[0][0]), db.time(found[0][1])) if found else None
+        seen = "CASE WHEN runs.until < runs.started_at THEN runs.until ELSE runs.started_at END"
+        found = db.rows("SELECT runs.since, runs.until, runs.started_at FROM runs WHERE runs.kind = :kind "
+                        f"AND runs.scope = :scope AND runs.status = 'ok' ORDER BY {seen} DESC, runs.id DESC "
+                        "LIMIT 1", {"kind": kind, "scope": scope})
+        if not found:
+            return None
+        since, until, started = (db.time(v) for v in found[0])
+        return since, min(until, started) if until and started else until
 
 
 @dataclass(slots=True)

@@ -52,7 +52,8 @@ def item_row(item: Item, repo_id: int) -> dict:
     }
 
 
-_ANALYSIS_FIELDS = [f.name for f in fields(Analysis)]
+_READ_TIME = ("label", "rules", "learned")  # the team's judgment, laid over an analysis when it is read
+_ANALYSIS_FIELDS = [f.name for f in fields(Analysis) if f.name not in _READ_TIME]
 _CLAIM_FIELDS = [f.name for f in fields(PerfClaim)]
 _LINK_FIELDS = [f.name for f in fields(Link)]
 
@@ -73,13 +74,8 @@ def analysis_data(analysis: Analysis) -> dict:
 
 def data_analysis(data: dict) -> Analysis:
     """An Analysis from its JSON dict."""
-    data = dict(data)
+    data = {k: v for k, v in data.items() if k not in _READ_TIME}
     data["perf_claims"] = [PerfClaim(**{**c, "span": tuple(c.get("span", (0, 0)))}) for c in data.get("perf_claims", [])]
     data["links"] = [Link(**link) for link in data.get("links", [])]
     return Analysis(**data)
 
-
-def files_digest(item: Item) -> str:
-    """A digest of an item's changed files and line counts, to tell whether they moved."""
-    payload = sorted((f.path, f.additions, f.deletions) for f in item.files)
-    return hashlib.sha1(json.dumps(payload).encode()).hexdigest()

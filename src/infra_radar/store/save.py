@@ -294,10 +294,3 @@ def watch_remove(engine: Engine, repo: str, number: int) -> bool:
     """Remove an item from the watch list; False if it was not there."""
     with engine.begin() as conn:
         return conn.execute(watch.delete().where(watch.c.repo == repo, watch.c.number == number)).rowcount > 0
-
-
-def watch_checked(engine: Engine, repo: str, number: int, state: str, files_digest: str) -> None:
-    """Remember what a recheck saw, for the next recheck to compare with."""
-    with engine.begin() as conn:
-        conn.execute(watch.update().where(watch.c.repo == repo, watch.c.number == number).values(
-            last_state=state, last_files=files_digest, last_checked_at=to_db_time(datetime.now(UTC))))

@@ -287,9 +287,146 @@ def m006_created_index(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+# 007: what every published daily radar showed (its window, the items with their judgment and what was deep-
+# dived, the files, figures and state shown, and which items it carries on), and the carries dropped by hand
+def _v7_columns() -> dict[str, list]:
+    return {
+        "published_radars": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            _time("since", nullable=False),
+            _time("until", nullable=False),  # one radar per end of window: a rerun replaces its record
+            sa.Column("repos", sa.JSON, nullable=False),
+            _time("published_at", nullable=False),
+            sa.UniqueConstraint("until", name="uq_published_radars_until"),
+        ],
+        "published_items": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("radar_id", sa.Integer, sa.ForeignKey("published_radars.id", ondelete="CASCADE"),
+                      nullable=False),
+            sa.Column("repo", sa.String(200), nullable=False),
+            sa.Column("number", _BIG64, nullable=False),
+            sa.Column("kind", sa.String(16), nullable=False),
+            sa.Column("title", sa.Text, nullable=False),
+            sa.Column("state", sa.String(16), nullable=False),  # as shown: at the window's end
+            sa.Column("priority", sa.String(8), nullable=False),
+            sa.Column("grade", sa.String(4), nullable=False),
+            sa.Column("decision", sa.String(32), nullable=False),
+            sa.Column("in_table", sa.Boolean, nullable=False),  # a row of the P0/P1 or short table
+            sa.Column("rechecked", sa.Boolean, nullable=False),  # a line of the tracked-item recheck
+            sa.Column("deep", sa.Boolean, nullable=False),
+            sa.Column("reasons", sa.JSON, nullable=False),  # why this radar starts carrying it: deep, p0, decision
+            _time("origin_until"),  # the end of the radar whose carry it is on (None: not carried)
+            sa.Column("carry", sa.Boolean, nullable=False),  # carried on to the next radar
+            sa.Column("merge_commit", sa.String(64)),
+            sa.Column("files", sa.JSON),  # changed paths shown; None: not known as of the window's end
+            sa.Column("files_digest", sa.String(40)),  # of the paths with their line counts (new commits move it)
+            sa.Column("figures", sa.JSON),  # [metric, before, after, unit] of the figures shown; None: not known
+            sa.Column("comments", sa.Integer, nullable=False),  # comments made by the window's end
+            sa.UniqueConstraint("radar_id", "repo", "number", name="uq_published_items_radar_ref"),
+        ],
+        "carry_dropped": [  # `radar watch remove` of a carried item: the carry begun at origin_until ends
+            sa.Column("repo", sa.String(200), primary_key=True),
+            sa.Column("number", _BIG64, primary_key=True),
+            _time("origin_until", primary_key=True),
+            _time("dropped_at", nullable=False),
+        ],
+    }
+
+
+def _v8_columns() -> dict[str, list]:
+    """The team's labels (008), apart from the analyses so they survive re-analysis and new rule versions: one
+    current label per item (repo as given, matched case-insensitively, and number), the windows of the team's
+    radars they came with, and the calibration fitted from them (cached by the digest of what it was fitted on).
+    No foreign keys: a label may name an item the store does not hold yet."""
+    return {
+        "labels": [
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("repo", sa.String(200), nullable=False),
+            sa.Column("number", _BIG64, nullable=False),
+            sa.Column("priority", sa.String(8)),  # P0 | P1 | P2 | none; NULL: the grade only
+            sa.Column("grade", sa.String(4)),  # S | M | L; NULL: the priority only
+            sa.Column("note", sa.Text, nullable=False),
+            sa.Column("labelled_by", sa.String(200), nullable=False),
+            _time("labelled_at", nullable=False),
+            sa.Column("source", sa.Text, nullable=False),  # "cli" or the imported file
+            sa.Column("part", sa.String(64), nullable=False),  # the team radar's day it came from, or ""
+            sa.UniqueConstraint("repo", "number", name="uq_labels_repo_number"),
+        ],
+        "label_windows": [
+            sa.Column("part", sa.String(64), primary_key=True),
+            _time("since", nullable=False), _time("until", nullable=False),
+            sa.Column("repos", sa.JSON, nullable=False),
+            _time("labelled_at", nullable=False),
+        ],
+        "label_models": [
+            sa.Column("digest", sa.String(64), primary_key=True),
+            sa.Column("data", sa.JSON, nullable=False),
+            _time("fitted_at", nullable=False),
+        ],
+    }
+
+
+_V7_INDEXES = [("ix_published_items_ref", "published_items", ["repo", "number"]),
+               ("ix_published_items_radar", "published_items", ["radar_id"])]
+for _name, _cols in _v7_columns().items():
+    sa.Table(_name, metadata, *_cols)
+for _ix, _table, _cols in _V7_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+published_radars, published_items, carry_dropped = (
+    metadata.tables[n] for n in ("published_radars", "published_items", "carry_dropped"))
+
+
+def m007_published_radars(op: Operations) -> None:
+    """Records of the published daily radars and the carries dropped by hand."""
+    for name, cols in _v7_columns().items():
+        op.create_table(name, *cols)
+    for ix, table, cols in _V7_INDEXES:
+        op.create_index(ix, table, cols)
+
+
+for _name, _cols in _v8_columns().items():
+    sa.Table(_name, metadata, *_cols)
+labels, label_windows, label_models = (metadata.tables[n] for n in ("labels", "label_windows", "label_models"))
+
+
+def m008_labels(op: Operations) -> None:
+    """The team's labels, their radars' windows and the calibration fitted from them (no table of 007 used)."""
+    for name, cols in _v8_columns().items():
+        op.create_table(name, *cols)
+
+
+# 009: what `radar push` delivered, so a push that failed part-way resumes with the first message not delivered
+def _v9_columns() -> list[sa.Column]:
+    return [
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("target", sa.String(64), nullable=False),  # sha256 of platform and webhook URL (a secret)
+        sa.Column("report", sa.String(200), nullable=False),  # "daily 2026-07-02", "weekly OWNER/NAME 2026-W27"
+        sa.Column("part", sa.Integer, nullable=False),  # message `part` of `parts`
+        sa.Column("parts", sa.Integer, nullable=False),
+        sa.Column("content_sha", sa.String(64), nullable=False),  # sha256 of the message, signature left out
+        _time("delivered_at", nullable=False),
+    ]
+
+
+_V9_INDEXES = [("ix_push_deliveries_key", "push_deliveries", ["target", "report", "content_sha"])]
+push_deliveries = sa.Table("push_deliveries", metadata, *_v9_columns())
+for _ix, _table, _cols in _V9_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+
+
+def m009_push_deliveries(op: Operations) -> None:
+    """Messages a push delivered, by webhook (hashed), report, part and content."""
+    op.create_table("push_deliveries", *_v9_columns())
+    for ix, table, cols in _V9_INDEXES:
+        op.create_index(ix, table, cols)
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
+    m007_published_radars,
+    m008_labels,
+    m009_push_deliveries,
 ], strict=True))
 
 

@@ -1,0 +1,136 @@
+"""`radar label`: the team's own judgment of items, shown at once in every output and learnt from."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+
+import click
+
+from ..errors import InputError, RadarError
+from .common import Context, pass_ctx
+
+BY_ENV = "RADAR_LABEL_BY"  # who labels, when --by is not given (else the OS user)
+
+
+def _who(by: str | None) -> str:
+    if by:
+        return by.strip()
+    if os.environ.get(BY_ENV, "").strip():
+        return os.environ[BY_ENV].strip()
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name known to the system
+        return "unknown"
+
+
+@click.command("label")
+@click.argument("ref", required=False)
+@click.option("--priority", type=click.Choice(["P0", "P1", "P2", "none"]), help="The team's priority.")
+@click.option("--grade", type=click.Choice(["S", "M", "L"]), help="The team's adaptation grade.")
+@click.option("--note", default="", help="Why (shown with the label).")
+@click.option("--by", help=f"Who labels (default: ${BY_ENV}, else the OS user).")
+@click.option("--import", "import_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Import labels from a JSON Lines file (the data/labels format: item, priority, grade).")
+@click.option("--list", "list_", is_flag=True, help="List the team's labels.")
+@click.option("--remove", is_flag=True, help="Remove REF's label.")
+@pass_ctx
+def label(obj: Context, ref: str | None, priority: str | None, grade: str | None, note: str, by: str | None,
+          import_file: Path | None, list_: bool, remove: bool) -> None:
+    """Label OWNER/NAME#N with the team's priority (and grade): every output shows the team's label, marked as
+    the team's, and the labels calibrate the rules for the items the team did not label.
+
+    \b
+      radar label acme/infer#42 --priority P0 --grade M --note "hot path for us"
+      radar label --import data/labels/team-2026-07-03.jsonl
+      radar label --list
+      radar label acme/infer#42 --remove
+    """
+    modes = sum(bool(x) for x in (import_file, list_, remove))
+    if modes > 1 or (modes and (priority or grade) and not remove) or (remove and (priority or grade)):
+        raise click.UsageError("use one of: REF --priority/--grade, --import FILE, --list, REF --remove")
+    if list_:
+        if ref:
+            raise click.UsageError("--list takes no REF")
+        _list(obj)
+        return
+    if import_file is not None:
+        if ref:
+            raise click.UsageError("--import takes no REF")
+        _import(obj, import_file, _who(by))
+        return
+    if not ref:
+        raise click.UsageError("name the item: radar label OWNER/NAME#N --priority P0|P1|P2|none [--grade S|M|L]")
+    from ..models import parse_ref
+
+    repo, number = parse_ref(ref)
+    if remove:
+        _remove(obj, repo, number)
+        return
+    if not priority and not grade:
+        raise click.UsageError("give --priority (and/or --grade), or --remove")
+    _set(obj, repo, number, priority, grade, note, _who(by))
+
+
+def _set(obj: Context, repo: str, number: int, priority: str | None, grade: str | None, note: str, by: str) -> None:
+    from ..pipeline.judgment import refit
+    from ..store import labels, queries
+
+    engine = obj.engine(write=True)
+    done = labels.set_label(engine, labels.TeamLabel(repo, number, priority, grade, note.strip(), by, source="cli"))
+    what = " / ".join(v for v in (priority, grade) if v)
+    click.echo(f"{repo}#{number}: {what} ({done}, by {by})")
+    if not queries.item_exists(engine, repo, number):
+        click.echo(f"note: {repo}#{number} is not in the store yet; its label shows once it is imported", err=True)
+    refit(obj.settings(), engine)
+
+
+def _remove(obj: Context, repo: str, number: int) -> None:
+    from ..pipeline.judgment import refit
+    from ..store import labels
+
+    engine = obj.engine(write=True)
+    if not labels.remove_label(engine, repo, number):
+        raise RadarError(f"{repo}#{number} has no label")
+    click.echo(f"removed the label of {repo}#{number}")
+    refit(obj.settings(), engine)
+
+
+def _list(obj: Context) -> None:
+    from ..store import labels
+
+    for lab in labels.all_labels(obj.engine()):
+        at = lab.at.strftime("%Y-%m-%dT%H:%MZ") if lab.at else "-"
+        click.echo("\t".join([lab.ref, lab.priority or "-", lab.grade or "-", lab.by or "-", at, lab.part or "-",
+                              lab.note]))
+
+
+def _import(obj: Context, path: Path, by: str) -> None:
+    from ..evaluate.labels import TEAM, load_labels
+    from ..pipeline.judgment import refit
+    from ..store import labels
+
+    found = load_labels(path)
+    for problem in found.problems:
+        click.echo(f"warning: {problem}", err=True)
+    usable = [lab for lab in found.labels if lab.values.get("priority") or lab.values.get("grade")]
+    if not usable and not found.windows:
+        raise InputError(f"{path}: no label with a priority or grade")
+    engine = obj.engine(write=True)
+    counts = {"added": 0, "updated": 0, "unchanged": 0}
+    for lab in usable:
+        # a list of acceptable values (two fair readings) is stored as its first one
+        priority = (lab.values.get("priority") or [None])[0]
+        grade = (lab.values.get("grade") or [None])[0]
+        part = lab.split if lab.split == TEAM or lab.split.startswith(TEAM + "-") else ""
+        counts[labels.set_label(engine, labels.TeamLabel(lab.repo, lab.number, priority, grade, lab.note,
+                                                         lab.by or by, source=str(path), part=part))] += 1
+    for part, window in found.windows.items():
+        labels.set_window(engine, part, window["since"], window["until"], window["repos"])
+    click.echo(f"{path}: {counts['added']} added, {counts['updated']} updated, {counts['unchanged']} unchanged"
+               + (f", {len(found.windows)} window(s)" if found.windows else "") + f" (by {by})")
+    refit(obj.settings(), engine)
+
+
+COMMANDS = [label]

@@ -1,0 +1,296 @@
+"""The week's risks, each argued with its PRs and why it matters, and the recommendations that follow from
+the week's own facts (what to adopt first and why, what to measure again, what to watch).
+
+Risks are found from the PRs' own text and files (defaults/rules/weekly.toml [risks]): a removed op, API,
+flag or patch (a title saying so, a description saying it is gone, a code file whose lines were only
+deleted); a fix of output that was wrong without an error; a dependency or toolchain version moved; a new
+default; a large code change that came without a test. A category with no PR is left out, never shown as
+"0": a count is shown only where it says something.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fnmatch import translate
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..models import AnalysedItem
+from .base import context_text, pick
+from .clusters import _identifier, weekly_rules
+from .conclusion import headline_claim
+from .escape import Md, code, text
+from .explain import explain_body, file_role, identifiers, sentences
+from .weekly_words import Refs, bare_title, figure, fitted, gist
+
+_CODE_ROLES = ("tests", "docs", "config")
+_TITLE = 400  # a title is read this far (GitHub's hold 256 characters; a pasted page's may run on)
+_VERSION = re.compile(r"(?P<name>[A-Za-z][\w.+-]{1,30}?)\s*(?:\(|\s)(?:to\s+|==\s*|>=\s*)?v?(?P<v>\d+\.\d+[\w.+-]*)\)?")
+_CLAUSE_END = re.compile(r"[,;:，；：(]|\s(?:and|for|so|because|when|since|after|which)\s")
+_PART = re.compile(r"[\[(]\s*(\d{1,2})\s*/\s*(\d{1,2}|n)\s*[\])]", re.I)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    verbs: frozenset[str]
+    objects: frozenset[str]
+    sentences: re.Pattern[str]
+    accuracy: re.Pattern[str]
+    dependency: frozenset[str]
+    removed_lines: int
+    untested_lines: int
+    manifests: re.Pattern[str]
+
+
+def _alternation(words: list[str]) -> re.Pattern[str]:
+    body = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"\b(?:{body})\b", re.I) if body else re.compile(r"(?!)")
+
+
+@lru_cache(maxsize=4)
+def _rules(rules_dir: Path | None) -> _Rules:
+    r = weekly_rules(rules_dir).get("risks", {})
+    return _Rules(frozenset(r.get("removal_verbs", [])), frozenset(r.get("removal_objects", [])),
+                  _alternation(r.get("removal_sentences", [])), _alternation(r.get("accuracy_words", [])),
+                  frozenset(r.get("dependency_words", [])), int(r.get("removed_file_lines", 30)),
+                  int(r.get("untested_lines", 150)),
+                  re.compile("|".join(translate(p) for p in r.get("dependency_files", [])) or r"(?!)"))
+
+
+def _code(ai: AnalysedItem) -> list:
+    return [f for f in ai.item.files if file_role(f.path) not in _CODE_ROLES]
+
+
+def _lines(files: list) -> int:
+    return sum((f.additions or 0) + (f.deletions or 0) for f in files)
+
+
+def removed(ai: AnalysedItem, rules_dir: Path | None = None) -> Md | None:
+    """What a PR removes (identifiers its title names after the verb, a deleted file, or its title), or None
+    when it removes nothing a downstream could depend on. Changes to tests and docs alone remove nothing."""
+    found = _removal(ai, rules_dir)
+    return found[0] if found else None
+
+
+def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
+    """(what a PR removes, how plainly it says so: 3 its title names what, 2 its title says what kind of
+    thing, 1 a code file was only deleted, 0 a label or its description)."""
+    r = _rules(rules_dir)
+    code_files = _code(ai)
+    if not code_files or ai.analysis.item_kind in ("docs", "test", "ci"):
+        return None
+    title = bare_title(ai.item.title[:_TITLE])
+    for verb in re.finditer(r"[\w-]+", title):
+        if verb[0].lower() not in r.verbs:
+            continue
+        clause = _CLAUSE_END.split(title[verb.end(): verb.end() + 120], maxsplit=1)[0].strip()
+        after = clause.split()[:6]
+        named = [w for w in identifiers(" ".join(after)) if len(w) >= 4]
+        if named:
+            return Md("、".join(code(_identifier(w)) for w in named[:2])), 3
+        if any(w.lower().rstrip("s") in r.objects or w.lower() in r.objects for w in after) and len(clause) <= 60:
+            return text(clause), 2
+    added, deleted = sum(f.additions or 0 for f in code_files), sum(f.deletions or 0 for f in code_files)
+    gone = [f for f in code_files if not f.additions and (f.deletions or 0) >= r.removed_lines]
+    if gone and deleted >= 2 * added:  # files only deleted, not moved: a move adds as much as it deletes
+        return code(max(gone, key=lambda f: f.deletions or 0).path), 1
+    said = explain_body(ai.item.body)
+    if "breaking" in ai.analysis.risk_labels or any(
+            r.sentences.search(s) for _, b in said.mechanism + said.motivation for s in sentences(b)):
+        return (text(title) if len(title) <= 80 else code(_top(ai))), 0
+    return None
+
+
+def accuracy_fix(ai: AnalysedItem, rules_dir: Path | None = None) -> bool:
+    """A change to code that fixes output which was wrong without an error (its label or its title)."""
+    if not _code(ai) or ai.analysis.item_kind in ("docs", "test", "ci", "feature"):
+        return False
+    return "silent-accuracy" in ai.analysis.risk_labels or bool(_rules(rules_dir).accuracy.search(ai.item.title[:_TITLE]))
+
+
+def versions(ai: AnalysedItem, rules_dir: Path | None = None) -> list[str]:
+    """The "name version" pairs a dependency PR's title moves to ("CANN 9.1.0"), runtime ones only: a PR
+    that only touches CI workflow files moves no dependency of ours."""
+    r = _rules(rules_dir)
+    title = ai.item.title[:_TITLE]
+    words = {w.lower() for w in re.findall(r"[a-z]+", title, re.I)}
+    if ai.analysis.item_kind != "deps" and not (words & r.dependency):
+        return []
+    manifests = [f for f in ai.item.files if r.manifests.search(f.path)]
+    if not manifests and "external-dependency" not in ai.analysis.risk_labels:
+        return []  # a title that says "upgrade" but changes no dependency manifest moves no dependency
+    if all(f.path.startswith(".github/") for f in ai.item.files):
+        return []  # CI actions only
+    out = []
+    for m in _VERSION.finditer(title):
+        if m["name"].lower() not in r.dependency and m["name"].lower() not in ("from", "to", "and", "vllm_version_is"):
+            out.append(f"{m['name']} {m['v']}")
+    return out
+
+
+def series(ai: AnalysedItem) -> tuple[int, str] | None:
+    """The step of a split change a title states ("[3/N]" -> (3, "N")), or None."""
+    m = _PART.search(ai.item.title)
+    return (int(m[1]), m[2].upper()) if m else None
+
+
+# --- the risk section ------------------------------------------------------------------------------
+
+
+@dataclass
+class Found:
+    """The week's risk facts, found once and shared by the risk section, the summary and the recommendations."""
+
+    removed: list[tuple[AnalysedItem, Md]] = field(default_factory=list)
+    accuracy: list[AnalysedItem] = field(default_factory=list)
+    deps: list[tuple[AnalysedItem, list[str]]] = field(default_factory=list)
+    defaults: list[AnalysedItem] = field(default_factory=list)
+    untested: list[AnalysedItem] = field(default_factory=list)
+    core: int = 0
+    core_untested: int = 0
+
+
+def find(ranked: list[AnalysedItem], rules_dir: Path | None = None) -> Found:
+    """The risk facts of the week's changes (ranked order kept)."""
+    r, out = _rules(rules_dir), Found()
+    plain: list[tuple[int, int, AnalysedItem, Md]] = []
+    for ai in ranked:
+        labels = ai.analysis.risk_labels
+        gone = _removal(ai, rules_dir)
+        if gone is not None:
+            plain.append((-gone[1], len(plain), ai, gone[0]))
+        if accuracy_fix(ai, rules_dir):
+            out.accuracy.append(ai)
+        moved = versions(ai, rules_dir)
+        if moved:
+            out.deps.append((ai, moved))
+        if "new-default" in labels and _code(ai):
+            out.defaults.append(ai)
+        if "core-path" in labels and _code(ai):
+            out.core += 1
+            if "no-test" in labels:
+                out.core_untested += 1
+                if _lines(_code(ai)) >= r.untested_lines:
+                    out.untested.append(ai)
+    out.untested.sort(key=lambda ai: -_lines(_code(ai)))
+    out.removed = [(ai, what) for _, _, ai, what in sorted(plain, key=lambda x: x[:2])]  # plainest first
+    return out
+
+
+def _listed(pairs: list[tuple[AnalysedItem, Md]], refs: Refs, t: dict[str, Any], most: int) -> Md:
+    w, c = t["weekly"], t["common"]
+    shown = [Md(f"{refs(ai)} {what}") for ai, what in pairs[:most]]
+    more = w["and_more"].format(n=len(pairs) - most) if len(pairs) > most else ""
+    return Md(c["semi"].join(shown) + more)
+
+
+def risk_lines(found: Found, refs: Refs, t: dict[str, Any], most: int = 3, limit: int = 400) -> list[Md]:
+    """One argued line per risk the week holds: its PRs, what each does, and why it matters (fewer PRs
+    named when the line would run past `limit` characters)."""
+    w, c = t["weekly"], t["common"]
+    lines = []
+
+    def line(key: str, pairs: list[tuple[AnalysedItem, Md]]) -> None:
+        if pairs:
+            lines.append(fitted(refs, limit, [
+                lambda r, k=k: Md(w["risk"].format(label=w[f"risk_{key}"], items=_listed(pairs, r, t, k),
+                                                   why=w[f"risk_{key}_why"])) for k in range(most, 0, -1)]))
+
+    line("removed", found.removed)
+    line("accuracy", [(ai, gist(ai, t, 70)) for ai in found.accuracy])
+    line("deps", [(ai, text(c["sep"].join(v))) for ai, v in found.deps])
+    line("defaults", [(ai, gist(ai, t, 70)) for ai in found.defaults])
+    line("untested", [(ai, Md(w["untested_what"].format(lines=_lines(_code(ai)),
+                                                         file=code(_top(ai))))) for ai in found.untested])
+    return lines
+
+
+def _top(ai: AnalysedItem) -> str:
+    return max(_code(ai), key=lambda f: ((f.additions or 0) + (f.deletions or 0), f.path)).path
+
+
+# --- recommendations -------------------------------------------------------------------------------
+
+
+def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple[str, list[AnalysedItem]]],
+                    refs: Refs, t: dict[str, Any], most: int = 5) -> list[Md]:
+    """What to adopt first and why, what to measure again and on what, what to watch: each from the week's
+    own PRs, figures and series; a kind of advice the week gives no fact for is left out."""
+    w, c = t["weekly"], t["common"]
+    out: list[Md] = []
+    key = [ai for ai in ranked if ai.analysis.priority in ("P0", "P1")] or \
+        [ai for ai in ranked if ai.analysis.priority == "P2"]  # a quiet week: its P2 items are what it has
+    fixes = [ai for ai in found.accuracy if ai.analysis.priority in ("P0", "P1")] or found.accuracy
+    if fixes:
+        what = list(dict.fromkeys(gist(ai, t, 70) for ai in fixes[:2]))
+        out.append(Md(w["rec_first_accuracy"].format(refs=refs.many(fixes[:2], c["sep"]), what=c["semi"].join(what))))
+    measured = [ai for ai in key if headline_claim(ai.analysis.perf_claims)]
+    adopt = [ai for ai in key if ai.analysis.decision == "adapt-now" and ai not in fixes]
+    ai_first = None
+    if adopt:
+        ai = ai_first = next((x for x in adopt if x in measured), adopt[0])
+        claim = headline_claim(ai.analysis.perf_claims)
+        why = w["rec_why_figure"].format(figure=figure(claim, t)) if claim else \
+            w["rec_why_grade"].format(grade=ai.analysis.grade) if ai.analysis.grade == "S" else \
+            w["rec_why_reason"].format(reason=text(pick(ai.analysis.decision_reason, t["lang"]) or
+                                                   pick(ai.analysis.grade_reason, t["lang"])))
+        out.append(Md(w["rec_first"].format(ref=refs(ai), what=gist(ai, t, 70), why=why)))
+    for ai in [x for x in measured if not (adopt and x is ai_first)][:2]:
+        claim = headline_claim(ai.analysis.perf_claims)
+        setting = {k: v for k, v in claim.context.items() if v and len(v) <= 40 and
+                   k in ("model", "hardware", "batch", "concurrency")}
+        where = text(context_text(setting, t))
+        out.append(Md(w["rec_measure"].format(ref=refs(ai), figure=figure(claim, t, context=False),
+                                              where=w["rec_where"].format(where=where) if where else "")))
+    for label, members in chains[:1]:
+        steps = sorted(s for s in (series(ai) for ai in members) if s)
+        shared = _shared_file(members)
+        out.append(Md(w["rec_series"].format(name=text(label), step=f"{steps[-1][0]}/{steps[-1][1]}",
+                                             refs=refs.many(members[:4], c["sep"]),
+                                             file=w["rec_series_file"].format(file=code(shared)) if shared else "")))
+    if found.deps:
+        ai, moved = found.deps[0]
+        out.append(Md(w["rec_deps"].format(ref=refs(ai), versions=text(c["sep"].join(moved)))))
+    if found.removed:
+        out.append(Md(w["rec_removed"].format(items=_listed(found.removed, refs, t, 2))))
+    if found.untested:
+        ai = found.untested[0]
+        out.append(Md(w["rec_untested"].format(ref=refs(ai), lines=_lines(_code(ai)), file=code(_top(ai)))))
+    named = {id(x) for x in [*fixes, *adopt[:1], *measured[:3]]}
+    kernels = [ai for ai in key if ai.analysis.grade == "L" and id(ai) not in named]
+    if kernels and len(out) < 3:
+        out.append(Md(w["rec_track"].format(refs=refs.many(kernels[:3], c["sep"]),
+                                            what=c["semi"].join(gist(ai, t, 40) for ai in kernels[:2]))))
+    reuse = [ai for ai in ranked if ai.analysis.grade == "S" and ai.analysis.priority in ("P0", "P1", "P2")
+             and _code(ai) and id(ai) not in named]
+    if reuse and len(out) < 3:
+        out.append(Md(w["rec_reuse"].format(refs=refs.many(reuse[:3], c["sep"]),
+                                            what=c["semi"].join(gist(ai, t, 40) for ai in reuse[:2]))))
+    return out[:most]
+
+
+def _shared_file(members: list[AnalysedItem]) -> str:
+    """The code file most of a series' PRs change, or ""."""
+    counts: dict[str, int] = {}
+    for ai in members:
+        for f in _code(ai):
+            counts[f.path] = counts.get(f.path, 0) + 1
+    best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=("", 0))
+    return best[0] if best[1] >= 2 else ""
+
+
+def chains(ranked: list[AnalysedItem]) -> list[tuple[str, list[AnalysedItem]]]:
+    """Split changes still under way: PRs whose titles state steps of one series ("[DSA][2/N]", "[3/N]"),
+    grouped by the tag or words their titles share, largest first; (the shared word, its PRs by step)."""
+    steps = [(ai, series(ai)) for ai in ranked if series(ai)]
+    groups: dict[str, list[AnalysedItem]] = {}
+    for ai, _ in steps:
+        tags = re.findall(r"\[([^\]/]{2,30})\]", ai.item.title)
+        named = [x for x in tags if not re.fullmatch(r"(?i)feature|bugfix|refactor|misc|doc|test|ci|perf\w*|"
+                                                     r"ops|model|platform|v?\d[\w.]*", x)]
+        key = named[-1] if named else bare_title(ai.item.title).split(" ")[0]
+        groups.setdefault(key, []).append(ai)
+    found = [(k, sorted(v, key=lambda ai: series(ai)[0])) for k, v in groups.items() if len(v) >= 2]
+    return sorted(found, key=lambda kv: -len(kv[1]))

@@ -1,0 +1,287 @@
+"""The weekly report's prose: each theme in two or three sentences (its PRs, what they do, the week's
+figures, what stands out), the executive summary's movements (each with its evidence and what to take from
+it) and the trends (the week's mix, the areas that moved, test coverage, contributors), all from facts of
+the week and the week before. Every sentence names its PRs or numbers, so no two are alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..models import AnalysedItem
+from .base import name, signed
+from .clusters import Theme, subgroups
+from .conclusion import headline_claim
+from .escape import Md, code, plain, text
+from .explain import file_role
+from .weekly_risks import Found, _code, series
+from .weekly_words import Refs, figure, fitted, gist, term_md
+
+_ENGINEERING = ("ci", "test", "docs")
+
+
+def _count(n: int, before: int | None, t: dict[str, Any]) -> str:
+    w = t["weekly"]
+    return w["count_vs"].format(n=n, before=before) if before is not None else w["count"].format(n=n)
+
+
+def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[str, Any], native: bool) -> list[Md]:
+    """What stands out in a theme, most telling first: a precision fix, a removal, a series under way,
+    changes without tests, the grades."""
+    w, c = t["weekly"], t["common"]
+
+    def many(items: list[AnalysedItem]) -> str:
+        return c["sep"].join(ref(ai) for ai in items)
+
+    members = set(id(ai) for ai in th.members)
+    out: list[Md] = []
+    acc = [ai for ai in found.accuracy if id(ai) in members]
+    if acc:
+        out.append(Md(w["fact_accuracy"].format(refs=many(acc[:3]))))
+    gone = [(ai, what) for ai, what in found.removed if id(ai) in members]
+    if gone:
+        out.append(Md(w["fact_removed"].format(items=c["semi"].join(f"{ref(ai)} {what}" for ai, what in gone[:2]))))
+    steps = sorted(((s, ai) for ai in th.members if (s := series(ai))), key=lambda x: x[0][0])
+    if len(steps) >= 2:
+        out.append(Md(w["fact_series"].format(refs=many([ai for _, ai in steps][:4]),
+                                              first=steps[0][0][0], last=steps[-1][0][0], n=steps[-1][0][1])))
+    bare = [ai for ai in th.members if "no-test" in ai.analysis.risk_labels and "core-path" in ai.analysis.risk_labels]
+    if len(bare) >= 2:
+        out.append(Md(w["fact_untested"].format(n=len(bare), refs=many(bare[:3]))))
+    grades = Counter(ai.analysis.grade for ai in th.members)
+    if not native and grades:
+        grade, n = grades.most_common(1)[0]
+        out.append(Md(w[f"fact_grade_{grade}"].format(n=n, total=len(th.members), term=term_md(th))))
+    return out
+
+
+def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int, size: int, links: int) -> Md:
+    """The theme's PRs in one sentence: by subgroup, or the first `named` with their gist and the rest by
+    number; at most `links` of them linked."""
+    w, c = t["weekly"], t["common"]
+    ref = refs.capped(links)
+    head = _count(len(th.members), th.before, t)
+    if groups:
+        shown = [w["group"].format(term=text(label), refs=c["sep"].join(ref(ai) for ai in prs)) for label, prs in groups]
+        rest = [ai for ai in th.members if not any(ai in prs for _, prs in groups)]
+        listing = c["semi"].join(shown)
+        if rest:
+            listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
+        return Md(w["theme_groups"].format(count=head, groups=listing))
+    listing = c["semi"].join(f"{ref(ai)} {gist(ai, t, size)}" for ai in th.members[:named])
+    rest = th.members[named:]
+    if rest:
+        listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
+    return Md(w["theme_items"].format(count=head, items=listing))
+
+
+def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: bool,
+               rules_dir: Path | None = None, limit: int = 400) -> Md:
+    """Two or three sentences, one a line: the PRs (grouped by a second shared term when there are many),
+    the week's figures, and what stands out; each sentence built to fit in `limit` characters."""
+    w, c = t["weekly"], t["common"]
+    groups = subgroups(th, rules_dir) if len(th.members) >= 5 else []
+    tries = [(3, 55, 3), (3, 55, 2), (3, 45, 2), (3, 45, 1), (3, 40, 0), (2, 40, 0), (1, 30, 0)]
+    sentences = [fitted(refs, limit, [lambda r, a=a: _listing(th, groups, r, t, *a) for a in tries])]
+    measured = [(ai, headline_claim(ai.analysis.perf_claims)) for ai in th.members if ai.analysis.perf_claims]
+    measured = [(ai, cl) for ai, cl in measured if cl is not None and (cl.change_pct is not None or cl.ratio)]
+
+    def figures(r: Refs, k: int) -> Md:
+        ref = r.capped(k)
+        said = c["semi"].join(f"{ref(ai)} {figure(cl, t, k > 0)}" for ai, cl in measured[:max(k, 1)])
+        return Md(w["theme_figures"].format(figures=said))
+
+    def facts(r: Refs, k: int, links: int) -> Md:
+        found_facts = _facts(th, found, r.capped(links), t, native)[:k]
+        return Md(w["theme_facts"].format(facts=c["semi"].join(found_facts))) if found_facts else Md("")
+
+    if measured:
+        sentences.append(fitted(refs, limit, [lambda r, k=k: figures(r, k) for k in (2, 1, 0)]))
+    said = fitted(refs, limit, [lambda r, k=k, n=n: facts(r, k, n) for k, n in ((2, 3), (2, 1), (1, 0))])
+    if said:
+        sentences.append(said)
+    # one line when the sentences fit on one, else one sentence a line (a Markdown paragraph either way)
+    one = w["sentence_sep"].join(sentences)
+    return Md(one if len(plain(Md(one))) <= limit else "\n".join(sentences))
+
+
+# --- the executive summary -------------------------------------------------------------------------
+
+
+def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool) -> list[str]:
+    """What the team could take from a theme, most telling first (each from one of its facts)."""
+    w = t["weekly"]
+    ids = set(id(ai) for ai in th.members)
+    out = []
+    if any(id(ai) in ids for ai in found.accuracy):
+        out.append(w["take_accuracy"])
+    if any(id(ai) in ids for ai, _ in found.removed):
+        out.append(w["take_removed"])
+    steps = [s for ai in th.members if (s := series(ai))]
+    if len(steps) >= 2 and (steps[-1][1] == "N" or max(s[0] for s in steps) < int(steps[-1][1])):
+        out.append(w["take_series"])
+    if any(headline_claim(ai.analysis.perf_claims) for ai in th.members):
+        out.append(w["take_figure"])
+    if th.before is not None and len(th.members) >= 2 * max(th.before, 1) and len(th.members) - th.before >= 3:
+        out.append(w["take_rising"])
+    kinds = Counter(ai.analysis.item_kind for ai in th.members)
+    if kinds["docs"] >= 0.6 * len(th.members):
+        out.append(w["take_docs"])
+    grades = Counter(ai.analysis.grade for ai in th.members)
+    out.append(w["take_native"] if native else w[f"take_grade_{grades.most_common(1)[0][0]}"])
+    return out
+
+
+def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set[str] | None = None) -> str:
+    """The most telling takeaway of a theme that an earlier movement has not already given."""
+    options = takeaways(th, found, t, native)
+    fresh = [x for x in options if x not in (used or set())]
+    chosen = (fresh or options)[0]
+    if used is not None:
+        used.add(chosen)
+    return chosen
+
+
+def movements(named: list[tuple[Theme, Md]], found: Found, refs: Refs, t: dict[str, Any], native: bool,
+              most: int = 4) -> list[Md]:
+    """The week's main movements: each theme's name, its size against last week, its lead PR or figure, and
+    what to take from it."""
+    w = t["weekly"]
+    out: list[Md] = []
+    used: set[str] = set()
+    for th, title in named[:most]:
+        lead = th.members[0]
+        claim = next((cl for ai in th.members if (cl := headline_claim(ai.analysis.perf_claims))), None)
+        holder = next((ai for ai in th.members if headline_claim(ai.analysis.perf_claims) is claim), lead)
+        evidence = w["move_figure"].format(ref=refs(holder), figure=figure(claim, t)) if claim else \
+            w["move_lead"].format(ref=refs(lead), what=gist(lead, t, 50))
+        out.append(Md(w["movement"].format(name=title, count=_count(len(th.members), th.before, t),
+                                           evidence=evidence, take=takeaway(th, found, t, native, used))))
+    return out
+
+
+def summary_head(ctx: dict[str, Any], t: dict[str, Any]) -> Md:
+    """The summary's opening: merged and key PRs against the week before, and where the data ends early."""
+    w = t["weekly"]
+    if not ctx["merged"] and not ctx["commits"]:
+        return Md(w["exec_empty"].format(this=ctx["this"]))
+    vs = w["exec_vs"].format(previous=ctx["previous_word"], before=ctx["merged_before"],
+                             change=ctx["merged_delta"]) if ctx["has_previous"] else \
+        w["exec_no_previous"].format(previous=ctx["previous_word"])
+    head = w["exec_head"].format(this=ctx["this"], merged=ctx["merged"], vs=vs, key=ctx["key"],
+                                 key_before=ctx["key_before"], previous=ctx["previous_word"])
+    if ctx.get("partial"):
+        head += w["exec_partial"].format(date=ctx["data_end"])
+    return Md(head)
+
+
+# --- trends ----------------------------------------------------------------------------------------
+
+
+def _share(items: list[AnalysedItem]) -> int:
+    n = sum(1 for ai in items if ai.analysis.item_kind in _ENGINEERING)
+    return round(100 * n / len(items)) if items else 0
+
+
+def mix_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, Any]) -> Md:
+    """The week's kinds of change with their moves against last week, and what the shift says."""
+    w, c = t["weekly"], t["common"]
+    cur, prev = Counter(ai.analysis.item_kind for ai in now), Counter(ai.analysis.item_kind for ai in before)
+    kinds = sorted(set(cur) | set(prev), key=lambda k: (-cur[k], -prev[k], k))[:5]
+    if not before:  # nothing to compare with: the counts alone
+        listed = c["sep"].join(w["kind_alone"].format(kind=name(t, "kinds", k), n=cur[k]) for k in kinds)
+        return Md(w["mix_alone"].format(kinds=listed, eng=_share(now)))
+    listed = c["sep"].join(w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
+                                                  delta=signed(cur[k] - prev[k])) for k in kinds)
+    eng, eng_before = _share(now), _share(before)
+    fix = round(100 * cur["bugfix"] / len(now)) if now else 0
+    if before and eng - eng_before >= 10:
+        reading = w["mix_more_engineering"]
+    elif before and eng_before - eng >= 10:
+        reading = w["mix_less_engineering"]
+    elif fix >= 35:
+        reading = w["mix_fixes"].format(share=fix)
+    else:
+        reading = w["mix_steady"]
+    return Md(w["mix"].format(kinds=listed, eng=eng, eng_before=eng_before if before else "—", reading=reading))
+
+
+def _areas(items: list[AnalysedItem]) -> Counter:
+    """Per code directory (two or three levels deep), how many of the items change it."""
+    found: Counter = Counter()
+    for ai in items:
+        dirs = set()
+        for f in ai.item.files:
+            if file_role(f.path) in ("tests", "docs", "config"):
+                continue
+            parts = f.path.split("/")[:-1]
+            for depth in (2, 3):
+                if len(parts) >= depth:
+                    dirs.add("/".join(parts[:depth]) + "/")
+        found.update(dirs)
+    return found
+
+
+def areas_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, Any]) -> Md | None:
+    """The code areas that gained and lost the most PRs against last week."""
+    w, c = t["weekly"], t["common"]
+    if not before:
+        return None  # every area "gains" against a week with no data
+    cur, prev = _areas(now), _areas(before)
+    moves = sorted(((cur[d] - prev[d], d) for d in set(cur) | set(prev)), key=lambda x: (-x[0], x[1]))
+    # a directory and its parent moving alike say one thing: keep the deeper one
+    up = _distinct([d for delta, d in moves if delta >= 2])[:3]
+    down = _distinct([d for delta, d in reversed(moves) if delta <= -2])[:2]
+    if not up and not down:
+        return None
+    fmt = w["area_count"]
+    rising = c["sep"].join(fmt.format(path=code(d), n=cur[d], before=prev[d]) for d in up) or c["none"]
+    falling = c["sep"].join(fmt.format(path=code(d), n=cur[d], before=prev[d]) for d in down) or c["none"]
+    return Md(w["areas"].format(up=rising, down=falling))
+
+
+def _distinct(dirs: list[str]) -> list[str]:
+    out: list[str] = []
+    for d in dirs:
+        if not any(d.startswith(o) or o.startswith(d) for o in out):
+            out.append(d)
+    return out
+
+
+def quality_line(found: Found, before: Found, t: dict[str, Any], has_before: bool) -> Md | None:
+    """Core-path changes without a test against last week: a count that means something as a comparison."""
+    w = t["weekly"]
+    if not found.core:
+        return None
+    vs = w["quality_vs"].format(core=before.core, bare=before.core_untested) if has_before and before.core else ""
+    return Md(w["quality"].format(core=found.core, bare=found.core_untested, vs=vs))
+
+
+def people_line(now: list[AnalysedItem], themes: list[Theme], is_bot: Any, t: dict[str, Any]) -> Md | None:
+    """Contributors (bots apart), the most active with the theme their PRs fall in, and the bots' share."""
+    w, c = t["weekly"], t["common"]
+    humans = [ai for ai in now if ai.item.author and not is_bot(ai.item.author)]
+    bots = len([ai for ai in now if ai.item.author and is_bot(ai.item.author)])
+    if not humans:
+        return None
+    counts = Counter(ai.item.author for ai in humans)
+    where = {id(ai): term_md(th) for th in themes for ai in th.members}
+    top = []
+    for author, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]:
+        if n < 2:
+            break
+        labels = Counter(where[id(ai)] for ai in humans if ai.item.author == author and id(ai) in where)
+        kinds = Counter(ai.analysis.item_kind for ai in humans if ai.item.author == author)
+        focus = labels.most_common(1)[0][0] if labels else name(t, "kinds", kinds.most_common(1)[0][0])
+        top.append(w["person"].format(author=text(author), n=n, focus=focus))
+    active = w["people_top"].format(items=c["sep"].join(top)) if top else ""
+    robots = w["people_bots"].format(n=bots) if bots else ""
+    return Md(w["people"].format(n=len(counts), active=active, bots=robots))
+
+
+def code_share(items: list[AnalysedItem]) -> int:
+    """How many of the items change code (not only tests, docs or configuration)."""
+    return sum(1 for ai in items if _code(ai))

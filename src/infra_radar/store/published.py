@@ -1,0 +1,183 @@
+"""Records of the published daily radars: what each one showed, read and written whole.
+
+A record is one radar's window, its repositories and the items it showed (table rows and recheck lines), each
+with the judgment, state, merge commit, files, figures and comment count shown, whether it was deep-dived, and
+whether the radar carries it on. There is one record per end of window: a rerun replaces it in one transaction,
+and a rerun that shows the same leaves the stored record untouched (not even its publication time changes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from .. import killpoint
+from .reader import reading
+from .rows import to_db_time
+from .schema import carry_dropped, published_items, published_radars
+
+__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "load_records", "save_records"]
+
+
+@dataclass(slots=True)
+class ShownItem:
+    """One item as a published radar showed it."""
+
+    repo: str
+    number: int
+    kind: str
+    title: str
+    state: str  # at the window's end
+    priority: str
+    grade: str
+    decision: str
+    in_table: bool = False
+    rechecked: bool = False
+    deep: bool = False
+    reasons: list[str] = field(default_factory=list)  # why this radar starts carrying it (deep, p0, a decision)
+    origin_until: datetime | None = None  # the end of the radar whose carry it is on; None: not carried
+    carry: bool = False  # carried on to the next radar
+    merge_commit: str | None = None
+    files: list[str] | None = None  # changed paths; None: not known as of the window's end
+    files_digest: str | None = None  # of the paths with their line counts (store.published.files_digest)
+    figures: list[list] | None = None  # [metric, before, after, unit]; None: not known as of the window's end
+    comments: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.repo.lower(), self.number
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+    def content(self) -> tuple:
+        """Everything shown, comparable: equal contents mean a rerun changes nothing."""
+        return (self.repo, self.number, self.kind, self.title, self.state, self.priority, self.grade, self.decision,
+                self.in_table, self.rechecked, self.deep, tuple(self.reasons), self.origin_until, self.carry,
+                self.merge_commit, None if self.files is None else tuple(self.files), self.files_digest,
+                None if self.figures is None else tuple(tuple(f) for f in self.figures), self.comments)
+
+
+@dataclass(slots=True)
+class RadarRecord:
+    """What one published daily radar showed."""
+
+    since: datetime
+    until: datetime
+    repos: list[str]
+    items: list[ShownItem] = field(default_factory=list)
+    published_at: datetime | None = None
+
+    def content(self) -> tuple:
+        return (self.since, self.until, tuple(self.repos),
+                tuple(sorted((i.content() for i in self.items), key=lambda c: (c[0].lower(), c[1]))))
+
+    def day(self) -> str:
+        """The radar's date: the day of its window's last instant (a morning run ending 02:12Z is that day)."""
+        from datetime import timedelta
+
+        return (self.until - timedelta(microseconds=1)).astimezone(UTC).date().isoformat()
+
+
+def files_digest(files) -> str:
+    """A digest of changed files (FileChange) with their line counts: new commits on a PR move it."""
+    payload = sorted((f.path, f.additions, f.deletions) for f in files)
+    return hashlib.sha1(json.dumps(payload).encode()).hexdigest()
+
+
+def figure(metric: str, before, after, unit: str) -> list:
+    """A figure as a record keeps it: [metric, before, after, unit], a value that is not a finite number None."""
+    def finite(value):
+        return value if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) else None
+    return [metric, finite(before), finite(after), unit]
+
+
+_ITEM_COLUMNS = ("repo", "number", "kind", "title", "state", "priority", "grade", "decision", "in_table", "rechecked",
+                 "deep", "reasons", "origin_until", "carry", "merge_commit", "files", "files_digest", "figures",
+                 "comments")
+
+
+def _load(db, where: str, params: dict) -> dict[int, RadarRecord]:
+    """The records matching `where` (over published_radars), by row id, oldest first, items in stored order."""
+    radars = db.rows("SELECT published_radars.id, published_radars.since, published_radars.until, "
+                     f"published_radars.repos, published_radars.published_at FROM published_radars {where} "
+                     "ORDER BY published_radars.until", params)
+    records = {rid: RadarRecord(db.time(since), db.time(until), list(db.json(repos)), [], db.time(at))
+               for rid, since, until, repos, at in radars}
+    cols = ", ".join(f"published_items.{c}" for c in _ITEM_COLUMNS)
+    rows = db.rows(f"SELECT published_items.radar_id, {cols} FROM published_items JOIN published_radars ON "
+                   f"published_radars.id = published_items.radar_id {where} ORDER BY published_items.radar_id, "
+                   "published_items.id", params)
+    for (rid, repo, number, kind, title, state, priority, grade, decision, in_table, rechecked, deep, reasons,
+         origin, carry, commit, files, digest, figures, comments) in rows:
+        figures = db.json(figures)
+        records[rid].items.append(ShownItem(
+            repo, number, kind, title, state, priority, grade, decision, db.flag(in_table), db.flag(rechecked),
+            db.flag(deep), list(db.json(reasons)), db.time(origin), db.flag(carry), commit,
+            None if files is None else list(db.json(files)), digest,
+            None if figures is None else [list(f) for f in figures], comments))
+    return records
+
+
+def load_records(store, before: datetime | None = None) -> list[RadarRecord]:
+    """The published records whose window ends before `before` (every record without it), oldest first."""
+    where, params = ("WHERE published_radars.until < :before", {"before": before}) if before else ("", {})
+    with reading(store) as db:
+        return list(_load(db, where, params).values())
+
+
+def _item_row(radar_id: int, i: ShownItem) -> dict:
+    return {"radar_id": radar_id, **{c: getattr(i, c) for c in _ITEM_COLUMNS},
+            "reasons": list(i.reasons), "origin_until": to_db_time(i.origin_until),
+            "figures": None if i.figures is None else [figure(*f) for f in i.figures]}
+
+
+def save_records(engine: Engine, records: list[RadarRecord]) -> int:
+    """Store the records in one transaction, each replacing the record of its window's end; a record equal to
+    the stored one is left as it is (its publication time too). Returns how many were written."""
+    written = 0
+    now = to_db_time(datetime.now(UTC).replace(microsecond=0))
+    with engine.begin() as conn:
+        for record in records:
+            with reading(conn) as db:
+                found = _load(db, "WHERE published_radars.until = :until", {"until": record.until})
+            radar_id, old = next(iter(found.items()), (None, None))
+            if old is not None and old.content() == record.content():
+                continue
+            values = {"since": to_db_time(record.since), "until": to_db_time(record.until),
+                      "repos": list(record.repos), "published_at": now}
+            if radar_id is None:
+                radar_id = conn.execute(published_radars.insert().values(values).returning(
+                    published_radars.c.id)).scalar_one()
+            else:
+                conn.execute(published_items.delete().where(published_items.c.radar_id == radar_id))
+                conn.execute(published_radars.update().where(published_radars.c.id == radar_id).values(values))
+            if record.items:
+                conn.execute(published_items.insert(), [_item_row(radar_id, i) for i in record.items])
+            written += 1
+            killpoint.reached("record.written")  # written, not committed: a kill here must leave no trace
+    return written
+
+
+def drop_carry(engine: Engine, repo: str, number: int, origin_until: datetime) -> None:
+    """End the carry of repo#number begun by the radar ending at `origin_until` (`radar watch remove`)."""
+    with engine.begin() as conn:
+        key = {"repo": repo, "number": number, "origin_until": to_db_time(origin_until)}
+        exists = conn.execute(sa.select(carry_dropped.c.repo).where(
+            *(carry_dropped.c[k] == v for k, v in key.items()))).first()
+        if exists is None:
+            conn.execute(carry_dropped.insert().values(**key, dropped_at=to_db_time(datetime.now(UTC))))
+
+
+def dropped_carries(store) -> set[tuple[str, int, datetime]]:
+    """(lower-cased repo, number, origin end) of every carry dropped by hand."""
+    with reading(store) as db:
+        return {(repo.lower(), number, db.time(origin)) for repo, number, origin in db.rows(
+            "SELECT carry_dropped.repo, carry_dropped.number, carry_dropped.origin_until FROM carry_dropped")}
