@@ -321,6 +321,6 @@ def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store
     second = daily(settings, store, datetime(2026, 8, 2, tzinfo=UTC), datetime(2026, 8, 3, tzinfo=UTC))
     section = second.text[second.text.index("## Tracked items"):second.text.index("## Short table")]
     assert "merged (`c0ffee0`)" in section and "state: open → merged" in section, section
-    assert "[acme/infer#1206](https://github.com/acme/infer/issues/1206) follow-up" in section, section
+    assert "[acme/infer#1206](https://github.com/acme/infer/pull/1206) follow-up" in section, section  # a PR: /pull/N
     assert ("update: merged with other files than shown (1 added: `infer/attention/ops/mla_chunk.py`)"
             in section), section
