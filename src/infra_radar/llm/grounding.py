@@ -1,23 +1,31 @@
-"""Grounding of generated prose: a sentence survives only if its numbers and references are known and it
-says something specific.
+"""Grounding of generated prose: a sentence survives only if its figures, numbers, references and code
+names are the source's and it says something specific.
 
-A number counts as grounded when it occurs (after normalisation: 1,048.64 = 1048.64 = 1048.640) in the
-source text the prompt was built from (item bodies, titles, extracted claims, counts). A reference
-`#N` or `owner/name#N` counts when it names an item of the prompt's context. A sentence is *filler*
+Figures are read as claims (llm/figures.py): a value with its unit, a ratio, a percentage or a range, in
+digits, number words or Chinese numerals, with its direction and the conditions it is stated under. Each
+must match a figure of the source the prompt was built from: the same value in the same unit class (ms,
+μs, s convert; ms never matches tok/s), a ratio or percentage the source states or that follows from one
+of its claims' before/after, never a contrary direction; a figure stated with a condition ("16x faster with
+batch 32") only where the source states both together (one sentence, table row or claim). Both ends of a
+range count. A plain number that is no figure (a count, 1,048.64 = 1048.64 = 1048.640) must occur in the
+source. A reference `#N` or `owner/name#N` counts when it names an item of the prompt's context. A code name
+the sentence leans on (a code span, a path or file name, a flag, an environment variable, a snake_case or
+dotted identifier) must occur in the source (its description, title and files). A sentence is *filler*
 when it names nothing of its item: no grounded number or reference, and none of the item's terms
 (identifiers, files, APIs, models and the words of its title, minus the generic words of
-defaults/prompts/grounding.toml). A sentence in the wrong language is dropped too. Each check is one
-regular-expression pass: linear in the text.
+defaults/prompts/grounding.toml). A sentence in the wrong language is dropped too. Each check is a few
+regular-expression passes: linear in the text.
 """
 
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+
+from ..models import PerfClaim
+from .figures import Reading, Segment, claim_segment, grounding_rules, match, read, segments
 
 _REF = re.compile(r"(?<![\w/.-])(?:([A-Za-z0-9][\w.-]*/[\w.-]+))?#(\d+)\b")
 # A number: digits with optional thousands commas and decimals; not part of a longer digit run.
@@ -31,10 +39,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[./:-][A-Za-z0-9_]+)*")
 DROP_REASONS = ("ungrounded", "filler", "language")
 
 
-@lru_cache(maxsize=1)
-def _grounding_rules() -> dict:
-    text = (resources.files("infra_radar") / "defaults" / "prompts" / "grounding.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+_grounding_rules = grounding_rules  # the packaged grounding.toml (read once, in figures.py)
 
 
 @lru_cache(maxsize=1)
@@ -122,14 +127,29 @@ class Grounds:
     default_repo: str
     terms: set[str] = field(default_factory=set)  # lowercase identifiers and title words (see `terms`)
     lang: str = ""  # the prose language ("" = not checked)
+    facts: list[Segment] = field(default_factory=list)  # the source's figures, by what states them together
+    names: str | None = None  # lowercase text a code name must occur in (None: names not checked)
 
     @classmethod
     def of(cls, source: str, item_refs: Iterable[str], default_repo: str,
-           extra_numbers: Iterable[str] = (), names: Iterable[str] = (), lang: str = "") -> Grounds:
-        """Grounds from the prompt's source text, the refs of its items, extra (claim) numbers and the
-        names (titles, files) whose words make a sentence specific."""
+           extra_numbers: Iterable[str] = (), names: Iterable[str] = (), lang: str = "",
+           claims: Iterable[PerfClaim] | None = None) -> Grounds:
+        """Grounds from the prompt's source text, the refs of its items, extra (claim) numbers, the names
+        (titles, files) whose words make a sentence specific and whose names are the item's own, and the
+        items' performance claims (read from the source when not given: the analysis found the same in
+        the descriptions the source holds)."""
+        from ..analyse.claims import extract_claims
+
         allowed = {r.lower() for r in item_refs}
-        return cls(numbers(source) | set(extra_numbers), allowed, default_repo.lower(), terms(source, names), lang)
+        names = list(names)
+        rows: dict[str, set[tuple[str, str]]] = {}
+        counted = numbers(source) | set(extra_numbers) | numbers("\n".join(names))
+        read_from = source[:_figure_limit()]  # what a prompt shows stays far inside; a huge body is cut
+        facts = segments(read_from, rows, counted)
+        found = extract_claims(read_from) if claims is None else list(claims)  # the items' own, when given
+        facts += [claim_segment(c, rows) for c in found]
+        return cls(counted, allowed, default_repo.lower(), terms(source, names), lang, facts,
+                   " ".join(" ".join([source, *names]).split()).lower())
 
 
 def sentences(text: str) -> list[str]:
@@ -137,11 +157,61 @@ def sentences(text: str) -> list[str]:
     return [s for s in (p.strip() for p in _SENTENCE.split(text)) if s]
 
 
+def _figure_limit() -> int:
+    """How much of a source is read for figures (grounding.toml [figures] source_limit)."""
+    return int(_grounding_rules().get("figures", {}).get("source_limit", 100_000))
+
+
 def sentence_ok(sentence: str, grounds: Grounds) -> bool:
-    """True when every number and reference in `sentence` is grounded."""
+    """True when every reference, figure, plain number and code name in `sentence` is grounded."""
     if not refs(sentence, grounds.default_repo) <= grounds.refs:
         return False
-    return numbers(sentence) <= grounds.numbers
+    reading = read(sentence)
+    if not reading.counts <= grounds.numbers or not figures_ok(reading, grounds.facts):
+        return False
+    return grounds.names is None or not foreign_names(sentence, grounds.names)
+
+
+def figures_ok(reading: Reading, facts: list[Segment]) -> bool:
+    """Whether every figure of a sentence (both ends of a range) matches a figure of the source, stated
+    there together with every condition the sentence gives it."""
+    if not reading.claims:
+        return True
+    usable = [s for s in facts if reading.conditions <= s.conditions] if reading.conditions else facts
+    for claim in reading.claims:
+        for end in claim.ends:
+            if not any(match(written, fact) for s in usable for fact in s.figures for written in end):
+                return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _name_patterns() -> tuple[tuple[re.Pattern[str], ...], frozenset[str]]:
+    rules = _grounding_rules().get("names", {})
+    return (tuple(re.compile(p) for p in rules.get("patterns", [])),
+            frozenset(w.lower() for w in rules.get("not_names", [])))
+
+
+_PATHISH = re.compile(r"\.\w{1,5}/?$|_|/.*/|/$")
+
+
+def foreign_names(sentence: str, source: str) -> list[str]:
+    """The code names `sentence` leans on that `source` (lowercase) does not hold: code spans, paths and file
+    names, flags, environment variables, snake_case and dotted identifiers (generic words exempt)."""
+    patterns, not_names = _name_patterns()
+    generic = generic_words()
+    foreign = []
+    for i, pattern in enumerate(patterns):
+        for m in pattern.finditer(sentence):
+            raw = m.group("n") if "n" in pattern.groupindex else m.group(1)
+            name = " ".join(raw.split()).strip(".,:;").lower()
+            if not name or name in generic or name in not_names:
+                continue
+            if i and "/" in name and not _PATHISH.search(name):  # P0/P1, tokens/s, TP/EP: no path
+                continue
+            if name not in source:
+                foreign.append(raw)
+    return foreign
 
 
 def specific(sentence: str, grounds: Grounds) -> bool:

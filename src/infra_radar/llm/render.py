@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
+from ..render.escape import Md, join, plain, text
 from .prompts import use_llm
 from .stage import ITEM_FIELDS, LlmRunSummary, _weekly_ctx, apply_llm
 
@@ -40,8 +41,9 @@ def render_weekly_llm(inp: Any, lang: str, summary: LlmRunSummary,
 
 def merge_recommendations(rules: list[str], model: list[str], extra: int = 3) -> list[str]:
     """The rule recommendations, every one kept, then up to `extra` grounded model recommendations that do not
-    repeat one of them (the model rewords, it never replaces)."""
-    seen = {" ".join(r.lower().split()) for r in rules}
+    repeat one of them (the model rewords, it never replaces). Model text stays `str`: author text to the
+    templates, escaped where it is shown."""
+    seen = {" ".join(plain(r).lower().split()) for r in rules}
     added = []
     for rec in model:
         norm = " ".join(rec.lower().split())
@@ -68,6 +70,15 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
     return _render("daily.md.j2", ctx, t, None)
 
 
+def _unstop(piece: Md) -> Md:
+    """A piece of the radar's Markdown without its closing punctuation (an escape left without the character
+    it escaped goes too)."""
+    kept = piece.rstrip(_PUNCT)
+    if (len(kept) - len(kept.rstrip("\\"))) % 2:
+        kept = kept[:-1]
+    return Md(kept)
+
+
 def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；", colon: str = "：") -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
     that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
@@ -78,13 +89,15 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
     def laid_over(r: dict[str, Any], rest_key: str = "summary_rest") -> str:
         """The model's line with the rules' rest, or "" when the rule text stands."""
         line = conclusions.get(r["ref"], "")
-        if not line or _copies(line, r["summary"]) or not says_more_than_title(line, r["title"]):
+        if not line or _copies(line, plain(r["summary"])) or not says_more_than_title(line, r["title"]):
             return ""
         # the model says what changed; where, the headline figure and the decision stay the rules'
         said = numbers(line)  # a figure the model already gave (its before and after) is not repeated
-        rest = [p for p in r.get(rest_key, []) if len(numbers(p) & said) < min(2, len(numbers(p)) or 1)]
-        joined = semi.join([line.rstrip(_PUNCT), *(p.rstrip(_PUNCT) for p in rest)])
-        return joined + ("。" if semi == "；" else ".")
+        rest = [p for p in r.get(rest_key, [])
+                if len(numbers(plain(p)) & said) < min(2, len(numbers(plain(p))) or 1)]
+        # the model's line is author text; the rules' pieces are Md (text when a piece is a plain str)
+        joined = join([text(line.rstrip(_PUNCT)), *(_unstop(text(p)) for p in rest)], semi)
+        return Md(joined + ("。" if semi == "；" else "."))
 
     for r in ctx["top"]:
         r["summary"] = laid_over(r) or r["summary"]

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 
 from ..config import Settings
 from ..models import AnalysedItem
+from ..render.escape import plain, plain_line
 from ..store import llm_cache
 from ..store.llm_cache import Cached, CacheKey
 from .client import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
@@ -310,33 +311,27 @@ def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[Analy
 
 # --- weekly ----------------------------------------------------------------------------------------
 
-_MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
-
-
-def _plain(markdown: Any) -> str:
-    """The radar's own Markdown as plain prompt text: links by their label, no bold markers."""
-    return _MD_LINK.sub(r"\1", str(markdown)).replace("**", "").replace("\n", " ")
-
-
 def _weekly_job(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str) -> _Job:
     rows = ctx["quick"]
-    summary = " ".join(_plain(x) for x in [ctx["summary"], *ctx.get("movements", [])])
+    summary = " ".join(plain_line(x) for x in [ctx["summary"], *ctx.get("movements", [])])
     values = {"repo": inp.repo, "target": settings.target, "start": ctx["start"], "end": ctx["end"],
               "merged": ctx["merged"], "key": ctx["key"], "merged_before": ctx["merged_before"],
               "topics": ", ".join(ctx["top_topics"]) or "-", "summary": summary,
-              "themes": [{"name": _plain(th["name"]), "count": th["count"], "refs": ", ".join(th["refs"])}
+              "themes": [{"name": plain_line(th["name"]), "count": th["count"], "refs": ", ".join(th["refs"])}
                          for th in ctx["themes"]],
               "items": [{"number": r["short"].lstrip("#"), "priority": r["priority"], "grade": r["grade"],
-                         "title": r["title"], "summary": "; ".join(x for x in (_plain(r["summary"]), _plain(r.get("rest", "")))
+                         "title": r["title"], "summary": "; ".join(x for x in (plain_line(r["summary"]), plain_line(r.get("rest", "")))
                                                                    if x),
-                         "claims": r["claims"]} for r in rows]}
+                         "claims": plain(r["claims"])} for r in rows]}
     prompt = settings_prompt(settings, "weekly")
     messages = render_messages(prompt, lang, values)
     refs = [r["ref"] for r in rows] + [m["ref"] for th in ctx["themes"] for m in th["members"]]
     by_ref = {ai.item.ref: ai.item for ai in inp.items}
     names = [by_ref[r].title for r in refs if r in by_ref] + [f.path for r in refs if r in by_ref
                                                               for f in by_ref[r].files]
-    grounds = Grounds.of(messages[1]["content"], refs, inp.repo, names=names, lang=lang)
+    analysed = {ai.item.ref: ai for ai in inp.items}
+    claims = [c for r in dict.fromkeys(refs) if r in analysed for c in analysed[r].analysis.perf_claims]
+    grounds = Grounds.of(messages[1]["content"], refs, inp.repo, names=names, lang=lang, claims=claims)
     return _Job("report", prompt, messages, grounds, lang)
 
 
@@ -400,7 +395,7 @@ def _daily_item(row: dict[str, Any], ai: AnalysedItem) -> dict[str, str]:
     decision = row["decision"] + (f" ({row['decision_reason']})" if row["decision_reason"] else "")
     # "summary" (the rule conclusion) stays available to a user's prompt file; the packaged one leaves it out
     return {"ref": row["ref"], "priority": row["priority"], "state": row["state"], "grade": row["grade"],
-            "kind": row["kind"], "topics": row["topics"], "title": row["title"], "summary": row["summary"],
+            "kind": row["kind"], "topics": row["topics"], "title": row["title"], "summary": plain(row["summary"]),
             "files": ", ".join(top_files(ai.item.files, 5)) or "-",
             "claims": "; ".join(claim_phrase(c) for c in ai.analysis.perf_claims) or "-",
             "decision": decision, "excerpt": mechanism(ai.item.body, 2, 400) or "-"}
@@ -411,9 +406,9 @@ def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang:
     and sources, and `refs`; its title and files make a sentence specific."""
     claims = ai.analysis.perf_claims
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
-    source = "\n".join([ai.item.body, *shown, *(c.source for c in claims)])
+    source = "\n".join([*shown, *(c.source for c in claims), ai.item.body])  # what the prompt showed first
     names = [ai.item.title, *(f.path for f in ai.item.files)]
-    return Grounds.of(source, refs, ai.item.repo, extra, names, lang)
+    return Grounds.of(source, refs, ai.item.repo, extra, names, lang, claims)
 
 
 def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
@@ -454,7 +449,7 @@ def _headline_job(settings: Settings, prompt: Prompt, by_ref: dict[str, Analysed
     claims = [c for r in refs for c in by_ref[r].analysis.perf_claims]
     extra = claim_numbers(v for c in claims for v in (c.before, c.after, c.change_pct, c.ratio))
     names = [by_ref[r].item.title for r in refs] + [f.path for r in refs for f in by_ref[r].item.files]
-    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang)
+    head = Grounds.of(source, [*refs, *bare], repos.pop() if len(repos) == 1 else "", extra, names, lang, claims)
     return _Job("daily", prompt, messages, head, lang)
 
 

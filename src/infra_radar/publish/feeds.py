@@ -13,7 +13,7 @@ from typing import Any
 
 from feedgen.feed import FeedGenerator
 
-from .markup import markdown_html
+from .markup import markdown_html, markdown_title
 from .writer import xml_safe
 
 FEED_FILES = {"atom": "atom.xml", "rss": "rss.xml"}
@@ -34,7 +34,7 @@ class FeedEntry:
 
 
 def _title(entry: FeedEntry) -> str:
-    return xml_safe(entry.markdown.splitlines()[0].lstrip("# ").strip()) if entry.markdown else entry.rel
+    return xml_safe(markdown_title(entry.markdown)) if entry.markdown else entry.rel
 
 
 def latest(entries: list[FeedEntry], per_kind: int = 20) -> list[FeedEntry]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from ..render.escape import Md, plain
+
 SAFE_SCHEMES = ("http", "https", "mailto")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 # Browsers drop these before reading the scheme, so "java\tscript:" is still javascript:.
@@ -69,6 +71,29 @@ def _parser() -> MarkdownIt:
 def markdown_html(text: str, map_link: LinkMapper | None = None) -> str:
     """HTML of a Markdown report; raw HTML is escaped and only safe links survive."""
     return _parser().render(text, {"map_link": map_link})
+
+
+def markdown_title(text: str) -> str:
+    """The plain text of a Markdown report's first line (its `# heading`): what a reader sees of it, for an
+    HTML <title> or a feed entry's title."""
+    first = text.splitlines()[0] if text else ""
+    return plain(Md(first.lstrip("#").strip()))
+
+
+def shown(value: Any) -> Any:
+    """A value as the HTML pages show it: Markdown the radar built (`Md`, e.g. a conclusion with code spans)
+    becomes the text a reader of the report sees (a list of them: each); the page autoescapes it like any
+    other value."""
+    if isinstance(value, Md):
+        return plain(value)
+    if isinstance(value, list) and value and isinstance(value[0], Md):
+        return [plain(v) for v in value]
+    return value
+
+
+def shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a context (P0/P1 rows, adapted-in entries) with their Markdown values shown as text."""
+    return [{k: shown(v) for k, v in r.items()} for r in rows]
 
 
 def inline_html(text: str, map_link: LinkMapper | None = None) -> str:

@@ -33,6 +33,7 @@ from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, 
 from ..models import Window, check_repo
 from ..pipeline.judgment import judge
 from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
+from ..render.escape import href, plain, plain_line
 from ..store import queries
 from ..store.rows import from_db_time, to_db_time
 from ..store.schema import items as items_table
@@ -108,25 +109,17 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
     if ctx["since_last"]:
-        lines.append(Line(ctx["since_last"]))
+        lines.append(Line(plain(ctx["since_last"])))
     dash = t["common"]["dash"]
-    for r in ctx["top"]:
-        lines.append(Line(f"{r['title']}{dash}{r['summary']}", r["priority"], r["ref"],
+    for r in ctx["top"]:  # chat text is plain text: what a reader of the report sees (the platform escapes it)
+        lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['summary'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     for r in ctx["short"]:
-        lines.append(Line(f"{r['title']}{dash}{r['note']}", r["priority"], r["ref"],
+        lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
     title = t["daily"]["title"].format(date=day.isoformat())
     return Digest(title, lines, site_url + daily_page(day) if site_url else "",
                   f"daily {day.isoformat()} {settings.lang}", lambda: recalled.save(engine, inp, ctx))
-
-
-_MD_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
-
-
-def _plain(markdown: Any) -> str:
-    """The report's own Markdown as a chat line: links by their label, no bold markers."""
-    return _MD_LINK.sub(r"\1", str(markdown)).replace("**", "")
 
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
@@ -146,21 +139,23 @@ def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site
     ctx = weekly_context(inp, t, settings.focus_weights)
     dash = t["common"]["dash"]
     # the summary and its movements as plain lines (a chat message links the items itself)
-    lines = [Line(_plain(x)) for x in [ctx["summary"], *ctx["movements"]]]
+    lines = [Line(plain_line(x)) for x in [ctx["summary"], *ctx["movements"]]]
     lines.append(Line(words["key_prs"], heading=True))
     most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
-    lines += [Line(f"{q['title']}{dash}{_plain(q['rest'])}", q["priority"], q["ref"],
+    lines += [Line(f"{plain(q['title'])}{dash}{plain_line(q['rest'])}", q["priority"], q["ref"],
                    _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
     if len(ctx["quick"]) > most:
         lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
-    lines += [Line(words["recommendations"], heading=True), *(Line(_plain(r)) for r in ctx["recommendations"][:recs])]
-    return Digest(ctx["title"], lines, site_url + weekly_page(repo, week) if site_url else "",
+    lines += [Line(words["recommendations"], heading=True), *(Line(plain_line(r)) for r in ctx["recommendations"][:recs])]
+    return Digest(plain(ctx["title"]), lines, site_url + weekly_page(repo, week) if site_url else "",
                   f"weekly {repo} {week} {settings.lang}")
 
 
 # --- rendering and packing -----------------------------------------------------------------------
 
 _SPACE = re.compile(r"\s+")
+_HEADING = re.compile(r"#{1,6}(?:\s|$)")
+_BARE_URL = re.compile(r"(?<=[A-Za-z0-9]:)(?=//)|(?<=\bwww)(?=\.[A-Za-z0-9])", re.I)
 
 
 @dataclass
@@ -171,14 +166,22 @@ class Style:
     escape: dict[str, str] = field(default_factory=dict)
 
     def clean(self, text: str) -> str:
-        """GitHub text on one line, the platform's markup characters escaped, link syntax broken up."""
-        text = _SPACE.sub(" ", text).strip().replace("](", "] (")
+        """GitHub text on one line, the platform's markup characters escaped, link and image syntax broken up
+        (`[x](u)`, `![x](u)`; autolinks and tags lose their `<`), and a bare address kept from being linked
+        by the chat client (a zero-width space inside its `://` or `www.`: it reads the same)."""
+        text = _BARE_URL.sub("\u200b", _SPACE.sub(" ", text).strip().replace("](", "] ("))
         return "".join(self.escape.get(ch, ch) for ch in text)
+
+    def start(self, text: str) -> str:
+        """Text that opens a line: a Markdown heading marker there is shown as a full-width ＃ (Slack has no
+        headings)."""
+        return "＃" + text[1:] if self.platform != "slack" and _HEADING.match(text) else text
 
     def bold(self, text: str) -> str:
         return f"*{text}*" if self.platform == "slack" else f"**{text}**"
 
     def link(self, text: str, url: str) -> str:
+        url = href(url)  # ours, with a tag name in it for a release: percent-encoded, http(s) only
         if not url:
             return self.clean(text)
         if self.platform == "slack":
@@ -191,7 +194,7 @@ class Style:
             return self.bold(self.clean(ln.text))
         parts = [self.bold(ln.tag) if ln.tag else "", self.link(ln.ref, ln.url) if ln.ref else "",
                  self.clean(ln.text)]
-        return ("- " if ln.ref else "") + " ".join(p for p in parts if p)
+        return ("- " if ln.ref else "") + self.start(" ".join(p for p in parts if p))
 
 
 def utf8_len(text: str) -> int:

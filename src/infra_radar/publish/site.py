@@ -43,12 +43,12 @@ from ..render.context import (
 )
 from ..render.escape import text as author_text
 from ..render.markdown import fmt
-from ..render.template_cache import bytecode_cache
+from ..render.template_cache import bytecode_cache, fingerprint
 from ..store import queries
 from ..windows import horizon
 from . import charts, feeds, inputs, search
 from .data import SiteData, day_window, load_site_data, week_of
-from .markup import inline_html, markdown_html, safe_url
+from .markup import inline_html, markdown_html, markdown_title, safe_url, shown, shown_rows
 from .writer import PageWriter
 
 SITE_TEMPLATES = Path(str(resources.files("infra_radar") / "defaults" / "templates" / "site"))
@@ -115,9 +115,9 @@ def environment() -> Environment:
     """The HTML template environment: autoescaped, strict, packaged templates."""
     env = Environment(loader=PackageLoader("infra_radar", "defaults/templates/site"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      bytecode_cache=bytecode_cache())
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(fmt=fmt, url=safe_url)
+    env.bytecode_cache = bytecode_cache(fingerprint(env))
     return env
 
 
@@ -322,7 +322,7 @@ class Site:
             record = self._recalled.pop(day).record(inp, ctx)
             self.memory.put(record)
             self.records.append(record)
-        title = text.splitlines()[0].lstrip("# ")
+        title = markdown_title(text)
         return rel, self.render("report.html.j2", rel, title=title, content=self.report(text, rel)), text
 
     def weekly(self, repo: str, week: str) -> tuple[str, str, str]:
@@ -330,7 +330,7 @@ class Site:
         rel = weekly_page(repo, week)
         text = self.markdown("weekly.md.j2",
                              weekly_context(self.weekly_input(repo, week), self.t, self.settings.focus_weights))
-        title = text.splitlines()[0].lstrip("# ")
+        title = markdown_title(text)
         page = self.render("report.html.j2", rel, title=title, content=self.report(text, rel),
                            repo_link=root_of(rel) + repo_page(repo), repo=repo)
         return rel, page, text
@@ -365,6 +365,9 @@ class Site:
         rel = item_page(item.repo, item.number)
         card = card_context(given or self.card_input(ai), self.t)
         body = item.body.strip()
+        # the sentences the radar built in Markdown go through md() in the template (code spans rendered);
+        # the team's line is shown as the text a reader sees (HTML escapes it)
+        card["team"] = shown(card["team"])
         return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body,
                                 repo_link=root_of(rel) + repo_page(item.repo))
 
@@ -435,6 +438,8 @@ def _carried(site: Site) -> list[dict[str, Any]]:
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
     latest = days[-1] if days else None
     daily = daily_context(site.daily_input(latest), site.t, site.settings.focus_weights) if latest else None
+    if daily:  # the P0/P1 rows the home page lists, their conclusions as text
+        daily["top"] = shown_rows(daily["top"])
     week = week_of(latest) if latest else None
     weekly = [_weekly_row(site, repo, week) for repo in site.data.repos if (repo, week) in site.data.by_week]
     watch = _carried(site)

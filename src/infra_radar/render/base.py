@@ -120,6 +120,24 @@ def link_url(link: Link) -> str:
     return github_url(link.repo, link.number, PR if link.kind in PR_RELATIONS else None) if link.repo else ""
 
 
+def shown_url(link: Link) -> str:
+    """Where a report links a relation: the GitHub page of the referenced item, built from its repository and
+    number (models.github_url: /pull/N for a relation to a pull request or an address of the author's that
+    names one), or the author's URL when it is exactly that item's page (/pull/N or /issues/N); "" for an
+    address from the text that is no item (a `url` link), which a report shows as text: author text never
+    becomes a link."""
+    if not link.repo or link.number is None:
+        return ""
+    own = f"https://github.com/{link.repo}/"
+    url = link.url or ""
+    rest = url[len(own):] if url.lower().startswith(own.lower()) else ""
+    if rest in (f"pull/{link.number}", f"issues/{link.number}"):
+        return url
+    # a pull request's page, also when the author's address names one (/pull/N/files, /pull/N#issuecomment-…)
+    said_pull = rest.startswith(f"pull/{link.number}") and not rest[len(f"pull/{link.number}"):][:1].isdigit()
+    return github_url(link.repo, link.number, PR if link.kind in PR_RELATIONS or said_pull else None)
+
+
 def ref_url(ref: str, kind: str | None = None) -> str:
     """GitHub URL of an `owner/name#N` reference of item kind `kind` (PR, ISSUE, or None when unknown)."""
     repo, _, number = ref.partition("#")
@@ -247,5 +265,5 @@ def link_views(links: Iterable[Link]) -> list[dict[str, str]]:
     seen: dict[str, dict[str, str]] = {}
     for link in links:
         if link.ref and (not link.url or clickable(link.url)):
-            seen.setdefault(link.ref, {"ref": link.ref, "url": link_url(link), "detail": link.detail})
+            seen.setdefault(link.ref, {"ref": link.ref, "url": shown_url(link), "detail": link.detail})
     return list(seen.values())

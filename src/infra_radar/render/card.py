@@ -11,6 +11,7 @@ from .base import claim_rows, day, files_total, iso, lines, link_views, name, re
 from .checklist import item_checklist
 from .conclusion import conclusion
 from .deepdive import deep_view
+from .escape import code, fmt, join
 from .explain import described, whole
 from .inputs import CardInput
 
@@ -39,8 +40,8 @@ def adapted_views(entries: Iterable[Any], t: dict[str, Any], full_up: bool = Fal
     k, sep = t["card"], t["common"]["sep"]
     views = []
     for e in entries:
-        files = k["adapted_files"].format(files=sep.join(f"`{f}`" for f in e.files[:6])) if e.files else ""
-        how = k["adapted_how"].format(how=whole(e.how)) if e.how and whole(e.how) else ""
+        files = fmt(k["adapted_files"], files=join([code(f) for f in e.files[:6]], sep)) if e.files else ""
+        how = fmt(k["adapted_how"], how=whole(e.how)) if e.how and whole(e.how) else ""
         views.append({"ref": e.down_ref, "url": ref_url(e.down_ref, PR), "title": e.down_title,
                       "up_ref": e.up_ref, "up_url": ref_url(e.up_ref, PR), "date": day(e.when),
                       "short": f"#{e.down_number}", "up_short": e.up_ref if full_up else f"#{e.up_number}",

@@ -16,6 +16,8 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
+from .escape import Md, code, fmt, join
+from .escape import text as escape_text
 from .explain import code_module, explain_body, file_role, identifiers, sentences
 
 
@@ -46,8 +48,8 @@ _SYMPTOM = re.compile(r"\b(error|fail|crash|hang|nan|wrong|incorrect|drop|oom|mi
                       r"regress|broken|accuracy|assert)\w*", re.I)
 
 
-def _code(values: list[str], sep: str) -> str:
-    return sep.join(f"`{v}`" for v in values)
+def _code(values: list[str], sep: str) -> Md:
+    return join([code(v) for v in values], sep)
 
 
 def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
@@ -108,7 +110,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
         "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
         "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
         "versions": sep.join(versions[:3]) if len(versions) >= 1 else "",
-        "modes": _code(modes[:3], sep), "module": f"`{code_module(item.files)}`" if item.files else "",
+        "modes": _code(modes[:3], sep), "module": code(code_module(item.files)) if item.files else "",
         "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
     }
@@ -143,13 +145,13 @@ def _context_names(lang: str) -> dict[str, str]:
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Applied]) -> list[str]:
+def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Applied]) -> list[Md]:
     """The verification steps of one item, specific first; generic fallbacks only when it gives too little."""
     return checklist_options(ai, lang, target, porting)[0]
 
 
 def checklist_options(ai: AnalysedItem, lang: str, target: str,
-                      porting: list[Applied]) -> tuple[list[str], list[str]]:
+                      porting: list[Applied]) -> tuple[list[Md], list[Md]]:
     """(steps, alternates): the item's steps, and the other fallbacks that also fit it (for a report that
     would otherwise repeat one fallback on too many items)."""
     r = checklist_rules()
@@ -166,8 +168,12 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
         needed = set(_PLACEHOLDER.findall(step["text"]["en"])) | set(step.get("needs", []))
         return all(values.get(k) for k in needed)
 
-    def text(step: dict[str, Any]) -> str:
-        return step["text"].get(lang, step["text"]["en"]).format(**values)
+    escaped = {k: escape_text(v) if v else v for k, v in values.items()}  # each value escaped once, not per step
+
+    def text(step: dict[str, Any]) -> Md:
+        phrase = step["text"].get(lang, step["text"]["en"])
+        # every value is escaped already: a phrase with no `{field}` in backticks is put together as it is
+        return fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
 
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]

@@ -17,7 +17,7 @@ from ..analyse.porting import Applied
 from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
-from .escape import Md, code, text
+from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules, say, tidy
 
@@ -168,7 +168,7 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
     for rule in rules().data.get("consequence", []):
         if all(f in flags for f in rule.get("when", [])) and not any(f in flags for f in rule.get("unless", [])):
             chosen = rule["short" if short and "short" in rule else "text"]
-            return Md(text(pick(chosen, lang).format(**values)))
+            return fmt(pick(chosen, lang), **values)  # our phrase (conclusions.toml); its values as text
     return Md(text(name(t, "decisions", ai.analysis.decision)))
 
 
@@ -236,15 +236,16 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def width(md: str) -> int:
-    """Display width of built Markdown: a CJK character counts two, code fences and link targets nothing."""
-    plain = re.sub(r"\]\([^)]*\)", "]", md).replace("`", "")
-    return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in plain)
+    """Display width of built Markdown as a reader sees it: a CJK character counts two, code fences, link
+    targets and escapes nothing."""
+    shown = re.sub(r"\]\([^)]*\)", "]", plain(Md(md))).replace("`", "")
+    return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in shown)
 
 
 def chinese_main(md: str, margin: float = 1.0) -> bool:
     """Whether Chinese is the main language of `md` outside code spans and links: at least `margin` CJK
     characters per Latin word."""
-    rest = _CODE_OR_LINK.sub(" ", md)
+    rest = _CODE_OR_LINK.sub(" ", plain(Md(md)))
     return len(_CJK.findall(rest)) >= margin * len(_LATIN_WORD.findall(rest))
 
 
@@ -276,7 +277,7 @@ def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
         found += _code_files(ai, most)
         if len(found) < most:
             found += _models_and_hardware(ai)
-    title = ai.item.title
+    title, said = ai.item.title, plain(Md(said))  # what a reader sees of the built clause
     out: list[str] = []
     for ident in found:
         key = ident.split("=")[0]
@@ -363,7 +364,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{2,}")
 def beyond_title(sentence: str, title: str) -> int:
     """How many names (Latin words, identifiers, figures' metrics and models) a sentence says that its
     title does not: what a reader learns from the row beyond the title beside it."""
-    said = {w.lower() for w in _NAME.findall(sentence)}
+    said = {w.lower() for w in _NAME.findall(plain(Md(sentence)))}
     return len(said - {w.lower() for w in _NAME.findall(title)} - _frame_words())
 
 
@@ -392,9 +393,11 @@ def join_sentence(parts: tuple[list[Md], list[Md]], t: dict[str, Any]) -> Md:
     body = t["common"]["semi"].join([head, *rest]) if head else t["common"]["semi"].join(rest)
     end = "。" if t["lang"] == "zh" else "."
     body = body.rstrip("。.；; ")
+    if (len(body) - len(body.rstrip("\\"))) % 2:  # an escape left without the character it escaped
+        body = body[:-1]
     if t["lang"] == "en" and body:
         body = body[0].upper() + body[1:]
-    return Md(f"{body}{end}")
+    return start(Md(f"{body}{end}"))  # its words were escaped as words inside a line: it may open one
 
 
 def conclusion(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], target: str = "ascend") -> Md:

@@ -31,6 +31,7 @@ from .base import (  # noqa: F401
     ref_url,
     row,
     short_ref,
+    shown_url,
     signed,
     top_files,
     with_unit,

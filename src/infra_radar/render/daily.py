@@ -25,11 +25,12 @@ from .base import (
     rank,
     ref_url,
     row,
+    shown_url,
 )
 from .checklist import checklist_options, spread_out
 from .conclusion import conclusion_parts, join_sentence
 from .deepdive import dive, grade_with_porting
-from .escape import Md, join, link
+from .escape import Md, fmt, join, link
 from .explain import clickable, described
 from .inputs import DailyInput
 from .mechanism import title_head
@@ -103,39 +104,28 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
     return view
 
 
-def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[str]:
+def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
     rels = sorted((ai.item for ai in items if ai.item.kind == RELEASE),
                   key=lambda i: (i.when or i.created_at or datetime.min.replace(tzinfo=UTC), i.repo))
     entry = t["daily"]["release_entry"]
-    return [entry.format(repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
+    return [fmt(entry, repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
 def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, list[Link]],
                 short: dict[str, str], most: int = 4) -> list[dict[str, str]]:
     """What the deep dives point at that the report does not already link: the references a reader follows
-    to understand the mechanism (an upstream issue, a library PR), at most `most`."""
+    to understand the mechanism (an upstream issue, a library PR), at most `most`. An item is linked to the
+    page the radar builds from its repository and number (`shown_url`); an address quoted in a description is
+    shown as text, never as a link."""
     refs: dict[str, dict[str, str]] = {}
     for ai in deep:
         for lk in [*ai.analysis.links, *related.get(ai.item.ref, [])]:
             url = link_url(lk)
             if lk.ref and lk.ref not in shown and url and clickable(url) and len(refs) < most:
-                label = ref_label(lk.ref, short) if lk.repo else url_label(url)
-                refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": url,
+                label = ref_label(lk.ref, short) if lk.repo else lk.ref
+                refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": shown_url(lk),
                                          "title": title_head(lk.detail) if lk.detail != url else ""})
     return list(refs.values())
-
-
-def url_label(url: str) -> str:
-    """A short label for a URL: "owner/repo: file.py#L63" for a GitHub file, else host and last segment."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    path = [p for p in parts.path.split("/") if p]
-    last = path[-1] if path else ""
-    anchor = f"#{parts.fragment}" if parts.fragment and len(parts.fragment) <= 16 else ""
-    if parts.hostname == "github.com" and len(path) >= 2:
-        return f"{path[0]}/{path[1]}" + (f": {last}{anchor}" if len(path) > 2 else "")
-    return f"{parts.hostname or ''}" + (f": {last}" if last else "")
 
 
 def _together(ranked: list[AnalysedItem], inp: DailyInput) -> list[AnalysedItem]:
@@ -155,35 +145,35 @@ def _together(ranked: list[AnalysedItem], inp: DailyInput) -> list[AnalysedItem]
     return out
 
 
-def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any], short: dict[str, str]) -> str:
+def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any], short: dict[str, str]) -> Md:
     """"one change: #6886 original (main), #6881 backport (release/v0.8.0)" for a story member, else ""."""
     story = inp.stories.get(ai.item.ref)
     if story is None:
-        return ""
+        return Md("")
     d = t["daily"]
     members = []
     listed, more = story.listed()
     for ref in listed:
         branches = story.branches.get(ref) or []
         label = "#" + ref.rsplit("#", 1)[1] if ref.split("#")[0] == ai.item.repo else ref_label(ref, short)
-        members.append(d["story_member"].format(ref=label, role=d["story_roles"].get(story.roles[ref], ""),
-                                                branches=d["story_branches"].format(branches=", ".join(branches))
-                                                if branches else ""))
+        members.append(fmt(d["story_member"], ref=label, role=d["story_roles"].get(story.roles[ref], ""),
+                           branches=fmt(d["story_branches"], branches=join(branches, ", ")) if branches else ""))
     if more:
-        members.append(d["story_more"].format(n=more))
-    return d["story"].format(members=t["common"]["sep"].join(members))
+        members.append(fmt(d["story_more"], n=more))
+    return fmt(d["story"], members=join(members, t["common"]["sep"]))
 
 
-def _more_line(rest: list[AnalysedItem], t: dict[str, Any], short: dict[str, str]) -> str:
+def _more_line(rest: list[AnalysedItem], t: dict[str, Any], short: dict[str, str]) -> Md:
     """"另有 P1 2 项、P2 7 项未列出（verl 5、vllm 4）": what the short table leaves out, counted."""
     if not rest:
-        return ""
+        return Md("")
     d, c = t["daily"], t["common"]
     by_p = Counter(ai.analysis.priority for ai in rest)
     counts = c["sep"].join(d["short_more_count"].format(p=p, n=by_p[p]) for p in ("P0", "P1", "P2") if by_p[p])
     by_repo = Counter(short.get(ai.item.repo.lower(), ai.item.repo) for ai in rest)
-    repos = c["sep"].join(f"{r} {n}" for r, n in sorted(by_repo.items(), key=lambda kv: (-kv[1], kv[0])))
-    return d["short_more"].format(counts=counts, repos=repos)
+    repos = join([fmt("{r} {n}", r=r, n=n) for r, n in sorted(by_repo.items(), key=lambda kv: (-kv[1], kv[0]))],
+                 c["sep"])
+    return fmt(d["short_more"], counts=Md(counts), repos=repos)
 
 
 # --- downstream ------------------------------------------------------------------------------------
@@ -205,7 +195,7 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
         if not mine:
             continue
         by_p = Counter(ai.analysis.priority for ai in mine)
-        counts.append(d["downstream_counts"].format(
+        counts.append(fmt(d["downstream_counts"],
             repo=short.get(repo.lower(), repo), merged=sum(ai.item.state == "merged" for ai in mine),
             open=sum(ai.item.state == "open" for ai in mine),
             by_priority=" · ".join(f"{p} {by_p[p]}" for p in ("P0", "P1", "P2") if by_p[p]) or c["none"]))

@@ -10,6 +10,7 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import claim_rows, files_total, name, pick, row
+from .escape import Md, fmt
 from .explain import clip, explain_body, explain_rules, files_by_role, sentences
 
 
@@ -32,11 +33,11 @@ def _blocks(blocks: list[tuple[str, str]], limits: dict[str, Any]) -> list[dict[
     return out
 
 
-def porting_views(porting: list[Applied], t: dict[str, Any]) -> list[str]:
+def porting_views(porting: list[Applied], t: dict[str, Any]) -> list[Md]:
     """One line per porting-map entry that applied: mechanism → counterpart, and the caveat."""
     e, lang = t["explain"], t["lang"]
-    return [e["porting_line"].format(name=pick(p.entry.name, lang), evidence=p.evidence,
-                                     counterpart=pick(p.counterpart, lang), caveat=pick(p.caveat, lang))
+    return [fmt(e["porting_line"], name=pick(p.entry.name, lang), evidence=p.evidence,
+                counterpart=pick(p.counterpart, lang), caveat=pick(p.caveat, lang))
             for p in porting]
 
 
@@ -119,7 +120,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
         mechanism,
         target_short,
     )
-    from .escape import Md, code, join, text
+    from .escape import code, join, plain, text
     from .explain import code_module, file_role
     from .mechanism import is_identifier
 
@@ -127,45 +128,48 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     item, a = ai.item, ai.analysis
     view = row(ai, t)
     cues = motivation_cues(ai, lang)
-    view["why"] = d["dive_why"].format(text=c["sep"].join(cues)) if cues else ""
+    view["why"] = fmt(d["dive_why"], text=c["sep"].join(cues)) if cues else Md("")
     what = mechanism(ai, t)
     # identifiers the table row did not already name (`shown`: the row's conclusion)
-    ids = [i for i in central_identifiers(ai, 6) if i not in what and f"`{i}`" not in shown and is_identifier(i)][:2]
+    what_said = plain(what)
+    ids = [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown and is_identifier(i)][:2]
     if ids:
         what = Md(f"{what}{c['paren'].format(join([code(i) for i in ids], c['sep']))}")
     view["mechanism"] = view["mechanism_rule"] = what
     module = code_module(item.files) if item.files else ""
-    view["where"] = d["dive_where"].format(module=code(module), files=files_total(item.files, t)) if module else ""
+    view["where"] = fmt(d["dive_where"], module=code(module), files=files_total(item.files, t)) if module else Md("")
     claims = a.perf_claims
-    evidence: list[str] = []
+    evidence: list[Md] = []
     best = headline_claim(claims, set(item.title.lower().split()))
     if best is not None:
         evidence.append(claim_text(best, t))
         if len(claims) >= 3:
-            evidence.append(d["dive_figures_more"].format(n=len(claims)))
+            evidence.append(fmt(d["dive_figures_more"], n=len(claims)))
         elif len(claims) == 2:
             evidence.append(claim_text(next(x for x in claims if x is not best), t))
     else:
-        evidence.append(d["dive_no_figures"])
+        evidence.append(Md(d["dive_no_figures"]))
     checked = validation_cues(ai, lang)
     if checked:
-        evidence.append(d["dive_checked"].format(what=c["sep"].join(checked)))
+        evidence.append(fmt(d["dive_checked"], what=c["sep"].join(checked)))
     hardware = list(dict.fromkeys(checklist_rules()["_hardware"].findall(item.body[:20000])))[:2]
     if hardware:
-        evidence.append(d["dive_hardware"].format(hardware=c["sep"].join(hardware)))
+        evidence.append(fmt(d["dive_hardware"], hardware=join(hardware, c["sep"])))
     if item.files:
-        evidence.append(d["dive_tests"] if any(file_role(f.path) == "tests" for f in item.files) else d["dive_no_tests"])
-    view["evidence"] = Md(d["dive_evidence"].format(text=c["comma"].join(evidence)))
+        evidence.append(Md(d["dive_tests"] if any(file_role(f.path) == "tests" for f in item.files)
+                           else d["dive_no_tests"]))
+    view["evidence"] = fmt(d["dive_evidence"], text=join(evidence, c["comma"]))
     # the boundary in full: the porting caveat of the mechanism it rests on, else the row's consequence
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     caveat = pick(gpu[0].caveat, lang) if gpu and not a.native and a.grade != "S" else ""
     said = consequence(ai, t, porting, profile)
     # the row above already says the consequence: the dive adds the boundary only when it says more
-    view["boundary"] = Md(d["dive_boundary"].format(target=target_short(profile, lang), text=text(caveat))
-                          if caveat and caveat not in shown else "" if said in shown else
-                          d["dive_boundary"].format(target=target_short(profile, lang), text=said))
-    view["decide"] = Md(d["dive_decide"].format(decision=name(t, "decisions", a.decision),
-                                                reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"]))
+    view["boundary"] = (fmt(d["dive_boundary"], target=target_short(profile, lang), text=text(caveat))
+                        if caveat and caveat not in plain(shown) else Md("") if said in shown else
+                        fmt(d["dive_boundary"], target=target_short(profile, lang), text=said))
+    # the decision's reason is the rules' text naming the item's paths and words: text, escaped once
+    view["decide"] = fmt(d["dive_decide"], decision=name(t, "decisions", a.decision),
+                         reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
     rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
     # one condition for every row: said once under the table, not in a column
     same = {r["context"] for r in rows}

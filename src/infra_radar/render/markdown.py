@@ -12,7 +12,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from jinja2 import (
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    PackageLoader,
+    StrictUndefined,
+    pass_eval_context,
+)
 
 from ..models import PerfClaim
 from .context import (
@@ -27,19 +34,39 @@ from .context import (
     pick,
     weekly_context,
 )
-from .escape import cell, code
+from .escape import Md, cell, code, fill, join, link, plain
 from .escape import text as inline
-from .template_cache import bytecode_cache
+from .template_cache import bytecode_cache, fingerprint
 
 __all__ = ["card_json", "render_card", "render_daily", "render_weekly"]
 
 def nostop(text: str) -> str:
-    """Text without its closing full stop, to continue the sentence."""
-    return text.rstrip("。.；; ")
+    """Text without its closing full stop, to continue the sentence (an escape left without the character it
+    escaped goes too)."""
+    kept = text.rstrip("。.；; ")
+    if (len(kept) - len(kept.rstrip("\\"))) % 2:
+        kept = kept[:-1]
+    return Md(kept) if isinstance(text, Md) else kept
+
+
+@pass_eval_context
+def _join(_eval_ctx: Any, value: Any, d: str = "", attribute: str | None = None) -> Md:
+    """Jinja's `join` for Markdown: each piece that is not `Md` is author text and escaped (`escape.join`).
+    (It takes the evaluation context as Jinja's own does, so templates compiled before, in the bytecode
+    cache, call it the same way.)"""
+    items = [getattr(v, attribute, None) if not isinstance(v, dict) else v.get(attribute) for v in value] \
+        if attribute else list(value)
+    return join(items, d)
+
+
+def _link(label: Any, url: str) -> Md:
+    """`[label](url)` of a link the radar builds (`escape.link`)."""
+    return link(label, url)
 
 
 def fmt(template: str, *args: Any, **values: Any) -> str:
-    """str.format for templates: `{{ t.daily.window | fmt(since=a, until=b) }}`."""
+    """str.format for the HTML templates: `{{ t.daily.window | fmt(since=a, until=b) }}` (the Markdown
+    templates' `fmt` is `escape.fill`)."""
     return template.format(*args, **values)
 
 
@@ -49,9 +76,10 @@ def environment(template_dir: Path | None = None) -> Environment:
     loaders = [FileSystemLoader(str(template_dir))] if template_dir else []
     loaders.append(PackageLoader("infra_radar", "defaults/templates"))
     env = Environment(loader=ChoiceLoader(loaders), undefined=StrictUndefined, autoescape=False,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                      bytecode_cache=bytecode_cache())
-    env.filters.update(cell=cell, inline=inline, fmt=fmt, code=code, nostop=nostop)
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    # fmt: our phrase with values the template escaped; a `{field}` in backticks becomes a code span
+    env.filters.update(cell=cell, inline=inline, fmt=fill, code=code, nostop=nostop, join=_join, mdlink=_link)
+    env.bytecode_cache = bytecode_cache(fingerprint(env))
     return env
 
 
@@ -97,14 +125,14 @@ def _links_json(inp: CardInput) -> list[dict[str, Any]]:
 
 
 def _checklist_json(inp: CardInput) -> list[str]:
-    """The item's own verification steps (as its card shows them), in English."""
+    """The item's own verification steps (as its card shows them), in English, as text (the export is data)."""
     from ..analyse.porting import applied, target_name
     from .checklist import item_checklist
     from .explain import described
 
     ai = inp.item
-    return item_checklist(ai, "en", target_name(inp.target, "en"),
-                          applied(ai.item, inp.target, text=described(ai.item.body)))
+    return [plain(step) for step in item_checklist(ai, "en", target_name(inp.target, "en"),
+                                                    applied(ai.item, inp.target, text=described(ai.item.body)))]
 
 
 def card_json(inp: CardInput) -> dict[str, Any]:

@@ -391,7 +391,8 @@ def _trim(words: list[str], most: int) -> list[str]:
 def _word(w: str) -> str:
     if is_identifier(w):
         return code(w.strip("`") if w.startswith("`") else w.strip(_TRAIL))
-    return text(w.strip(_TRAIL) if len(w) > 1 else w)
+    # a word of our sentence, never its first (`conclusion.join_sentence` guards the start)
+    return text(w.strip(_TRAIL) if len(w) > 1 else w, inside=True)
 
 
 def phrase(words: list[str], most: int, lang: str) -> Md:
@@ -484,7 +485,7 @@ def _say_en(a: Action, most: int, mods: int, purpose: bool, base: bool = False) 
     x = phrase(a.obj, most, "en")
     if a.symptom[0]:
         tail = [f"{k} {phrase(v, most, 'en')}" for k, v in a.mods[:1]]
-        return " ".join([x, text(a.symptom[1]), *tail])
+        return " ".join([x, text(a.symptom[1], inside=True), *tail])
     verb = (a.verb if base else r.verbs.get(a.verb, {}).get("en", "")) if a.verb else ""
     parts = [verb, x] if verb and a.verb not in ("report", "request", "propose") else [x]
     if a.negated:

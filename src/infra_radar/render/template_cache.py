@@ -5,16 +5,24 @@ template (packaged or the user's) is compiled again. The cache lives in `$RADAR_
 `$XDG_CACHE_HOME/infra-radar/templates`, else `~/.cache/infra-radar/templates`; a directory that cannot be
 created or written, or that another user owns or can write (compiled templates are code), just means no
 cache (the command works the same, a little slower).
+
+Compiled code also depends on the environment it was compiled for, not only on the source: how each filter
+is called (with or without the evaluation context), whether a `finalize` runs on every value, autoescaping.
+Each environment gets its own entries, named by a fingerprint of those settings (`fingerprint`), so a
+release that changes a filter or adds a finalize never runs code compiled for the old one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
 
-from jinja2 import FileSystemBytecodeCache
+import jinja2
+from jinja2 import Environment, FileSystemBytecodeCache
 from jinja2.bccache import Bucket
+from jinja2.utils import _PassArg
 
 
 class _QuietCache(FileSystemBytecodeCache):
@@ -40,9 +48,24 @@ def _directory() -> Path:
     return Path(base) / "infra-radar" / "templates"
 
 
-@lru_cache(maxsize=1)
-def bytecode_cache() -> FileSystemBytecodeCache | None:
-    """The shared cache of compiled templates, or None when its directory is not usable."""
+def fingerprint(env: Environment) -> str:
+    """What compiled code of `env` depends on beyond the template source: the Jinja version, each filter's and
+    test's calling convention, the finalize and its convention, autoescaping (12 hex digits)."""
+    def way(func: object) -> str:
+        arg = _PassArg.from_obj(func)  # type: ignore[arg-type]
+        return arg.name if arg else "-"
+
+    parts = [jinja2.__version__, repr(env.autoescape if isinstance(env.autoescape, bool) else "select"),
+             f"finalize:{way(env.finalize) if env.finalize else 'none'}",
+             *sorted(f"f:{name}:{way(f)}" for name, f in env.filters.items()),
+             *sorted(f"t:{name}:{way(f)}" for name, f in env.tests.items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+@lru_cache(maxsize=8)
+def bytecode_cache(tag: str = "") -> FileSystemBytecodeCache | None:
+    """The shared cache of compiled templates (entries of one environment `fingerprint` when `tag` is given),
+    or None when its directory is not usable."""
     path = _directory()
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -54,4 +77,4 @@ def bytecode_cache() -> FileSystemBytecodeCache | None:
     # compiled templates are code: only from a folder that is ours and that nobody else can write
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
         return None
-    return _QuietCache(str(path))
+    return _QuietCache(str(path), f"__jinja2_{tag}_%s.cache" if tag else "__jinja2_%s.cache")

@@ -20,7 +20,7 @@ from ..models import COMMIT, MERGED, PR, AnalysedItem
 from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, row
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
-from .escape import Md, code, link, text
+from .escape import Md, code, fmt, link, plain, text
 from .explain import described
 from .inputs import WeeklyInput
 from .weekly_risks import Found, chains, find, recommendations, risk_lines
@@ -67,10 +67,10 @@ def _period(inp: WeeklyInput, t: dict[str, Any]) -> dict[str, Any]:
     match = re.fullmatch(r"(\d{4})-W(\d{1,2})", inp.week_label or "")
     mark = w["title_partial"].format(date=data_end.strftime("%m/%d")) if partial and data_end else ""
     if match:
-        title = w["title_week"].format(repo=inp.repo, year=match[1], week=int(match[2]), start=start.strftime("%m/%d"),
-                                       end=end.strftime("%m/%d"), partial=mark)
+        title = fmt(w["title_week"], repo=inp.repo, year=match[1], week=int(match[2]), start=start.strftime("%m/%d"),
+                    end=end.strftime("%m/%d"), partial=mark)
     else:
-        title = w["title_range"].format(repo=inp.repo, start=day(start), end=day(end), partial=mark)
+        title = fmt(w["title_range"], repo=inp.repo, start=day(start), end=day(end), partial=mark)
     return {"title": title, "start": day(start), "end": day(end), "partial": partial, "partial_note": note,
             "data_end": day(data_end) if data_end else ""}
 
@@ -107,10 +107,10 @@ def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict
         what = gist(ai, t, size)
         rest = [str(figure(claim, t, with_context))] if claim else []
         rest += [*team, grade, *extras[:keep]]
-        line = f"{what}{c['colon']}{c['semi'].join(rest)}"
+        line = f"{plain(what)}{c['colon']}{c['semi'].join(plain(Md(x)) for x in rest)}"  # as a reader sees it
         if link_len + len(line) <= limit:
             break
-    view.update({"summary": what, "rest": Md(c["semi"].join(rest)), "claims": str(figure(claim, t)) if claim else ""})
+    view.update({"summary": what, "rest": Md(c["semi"].join(rest)), "claims": figure(claim, t) if claim else Md("")})
     return view
 
 
@@ -140,7 +140,7 @@ def _adapted(entries: list, t: dict[str, Any], limit: int) -> list[Md]:
                 parts.append(w["adapted_how"].format(how=text(how)))
             line = Md(w["adapted_line"].format(down=head, title=text(title) if title else "",
                                                parts=c["semi"].join(parts)))
-            if len(line) <= limit:
+            if len(plain(line)) <= limit:  # its length as a reader sees it (escapes apart)
                 break
         lines.append(line)
     return lines
@@ -206,7 +206,8 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
     if ctx["adapted"]:
         lines += ["", f"## {w['adapted']}", "", *(f"- {x}" for x in ctx["adapted"])]
         lines += ["- " + w["adapted_more"].format(n=ctx["adapted_more"])] if ctx["adapted_more"] else []
-    return len(lines), sum(len(x.encode("utf-8")) + 1 for x in lines)
+    # bytes as a reader sees them: the escapes of author text do not make the report show less
+    return len(lines), sum(len(plain(Md(x)).encode("utf-8")) + 1 for x in lines)
 
 
 # --- the context -----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from ..models import AnalysedItem
 from .base import name, signed
 from .clusters import Theme, subgroups
 from .conclusion import headline_claim
-from .escape import Md, code, text
+from .escape import Md, code, plain, text
 from .explain import file_role
 from .weekly_risks import Found, _code, series
 from .weekly_words import Refs, figure, fitted, gist, term_md
@@ -105,7 +105,7 @@ def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: b
         sentences.append(said)
     # one line when the sentences fit on one, else one sentence a line (a Markdown paragraph either way)
     one = w["sentence_sep"].join(sentences)
-    return Md(one if len(one) <= limit else "\n".join(sentences))
+    return Md(one if len(plain(Md(one))) <= limit else "\n".join(sentences))
 
 
 # --- the executive summary -------------------------------------------------------------------------

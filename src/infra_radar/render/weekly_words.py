@@ -19,7 +19,7 @@ from ..models import AnalysedItem, PerfClaim
 from .base import change_text, name, with_unit
 from .clusters import Theme, _junk, _title_parts, weekly_rules
 from .conclusion import central_identifiers
-from .escape import Md, code, link, text
+from .escape import Md, code, link, plain, text
 from .explain import code_module
 
 _CLAUSE = re.compile(r"\s*(?:[;；:：,，]|\s-\s|\s—\s|\s\(|\b(?:and|with|for|to avoid|when|caused by|leading to|due to|"
@@ -79,7 +79,7 @@ def fitted(refs: Refs, limit: int, tries: list[Callable[[Refs], Md]]) -> Md:
     for attempt in tries:
         trial = Refs(set(refs.linked))
         made = attempt(trial)
-        if len(made) <= limit:
+        if len(plain(made)) <= limit:  # its length as a reader sees it (escapes apart)
             break
     refs.linked = trial.linked
     return made
