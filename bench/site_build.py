@@ -33,7 +33,7 @@ def main() -> None:
     from infra_radar.pipeline.home import open_store
     from infra_radar.pipeline.imports import import_jsonl
     from infra_radar.publish import charts
-    from infra_radar.publish.site import build_site
+    from infra_radar.publish.build import build_site
 
     if args.no_charts:
         charts.available = lambda: False

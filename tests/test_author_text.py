@@ -272,7 +272,7 @@ def test_a_reference_definition_in_a_body_defines_nothing(outputs):
 
 
 def test_the_title_still_reads_as_written_in_every_report(outputs):
-    from infra_radar.render.mechanism import title_head
+    from infra_radar.render.titles import title_head
 
     md = outputs["md"]
     words = "SECURITY: rotate your tokens here"

@@ -17,7 +17,7 @@ from infra_radar.pipeline.demo import sample_files
 from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.imports import import_jsonl
 from infra_radar.publish import charts
-from infra_radar.publish.site import build_site
+from infra_radar.publish.build import build_site
 from infra_radar.store.save import save_items
 
 from .test_site import hostile_item

@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from infra_radar.publish import charts
+from infra_radar.publish.build import build_site
 from infra_radar.publish.feeds import FeedEntry, build_feeds
-from infra_radar.publish.site import SITE_TEMPLATES, build_site
+from infra_radar.publish.site import SITE_TEMPLATES
 from infra_radar.render.context import load_strings
 
 feedparser = pytest.importorskip("feedparser")

@@ -268,7 +268,7 @@ def _config(home: Path, text: str) -> Path:
 
 def test_push_and_site_record_their_days(store, monkeypatch, tmp_path):
     from infra_radar.publish import push
-    from infra_radar.publish.site import build_site
+    from infra_radar.publish.build import build_site
 
     first_day(store)
     monkeypatch.setenv("RADAR_SLACK_WEBHOOK", "https://hooks.example.com/services/T0/B0/X")

@@ -14,10 +14,11 @@ from infra_radar.models import FileChange, Item
 from infra_radar.pipeline.demo import sample_files
 from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.imports import import_jsonl
+from infra_radar.publish import build as site_module
 from infra_radar.publish import charts
-from infra_radar.publish import site as site_module
+from infra_radar.publish.build import build_site
 from infra_radar.publish.inputs import INPUTS
-from infra_radar.publish.site import Site, build_site
+from infra_radar.publish.site import Site
 from infra_radar.publish.writer import MANIFEST
 from infra_radar.store.save import save_items
 

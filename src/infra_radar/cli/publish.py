@@ -27,7 +27,7 @@ def site() -> None:
 @pass_ctx
 def site_build(obj: Context, out_dir: Path, site_url: str, lang: str | None, record: bool) -> None:
     """Build or incrementally rebuild the site under DIR; only changed pages are rewritten."""
-    from ..publish.site import build_site
+    from ..publish.build import build_site
 
     with _site_progress() as progress:
         r = build_site(obj.settings(lang), obj.engine(), out_dir, site_url, progress, record)
@@ -45,7 +45,7 @@ def _site_progress():
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..publish.site import Progress as SiteProgress
+    from ..publish.build import Progress as SiteProgress
 
     console = Console(stderr=True)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]

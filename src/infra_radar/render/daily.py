@@ -33,8 +33,8 @@ from .deepdive import dive, grade_with_porting
 from .escape import Md, fmt, join, link
 from .explain import clickable, described
 from .inputs import DailyInput
-from .mechanism import title_head
 from .recheck import recheck_views, since_last_line
+from .titles import title_head
 
 CHECK_LINES = 6  # checklist lines at most: the deep dives' and the P0 items', in table order
 

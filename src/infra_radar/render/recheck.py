@@ -15,7 +15,7 @@ from ..models import CLOSED, MERGED, OPEN, FileChange
 from .base import claim_phrase, name, ref_url
 from .escape import Md, code, join, link, text
 from .inputs import DailyInput, WatchRecheck
-from .mechanism import title_head
+from .titles import title_head
 
 __all__ = ["SHOWN_FILES", "recheck_views", "since_last_line"]
 
