@@ -31,7 +31,8 @@ BATCH = 250  # items per worker task and per saved transaction
 NICE = 10  # niceness of the workers analysing beside an import
 
 
-def _no_tick(_n: int) -> None:
+def no_tick(_n: int) -> None:
+    """A progress callback that tells nobody."""
     return None
 
 
@@ -100,8 +101,8 @@ def _fork_pool(state: _State, workers: int, nice: int):
     return multiprocessing.get_context("fork").Pool(workers, _worker_start, (os.getpid(), nice))
 
 
-def analyze(settings: Settings, engine: Engine, tick: Tick = _no_tick, workers: int | None = None,
-            on_total: Tick = _no_tick) -> AnalyzeResult:
+def analyze(settings: Settings, engine: Engine, tick: Tick = no_tick, workers: int | None = None,
+            on_total: Tick = no_tick) -> AnalyzeResult:
     """Analyse every item that has no analysis, changed since, or was analysed by other rules.
 
     A backlog of 1,000 items or more is spread over up to 4 forked workers; results are saved by this

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,13 +14,7 @@ from ..models import Item, Window, check_repo
 from ..sources.page import PageReport, load_page_rules, parse_page, read_page
 from ..store import save
 from ..windows import LaterDates
-from .analysis import alongside
-
-Tick = Callable[[int], None]
-
-
-def _no_tick(_n: int) -> None:
-    return None
+from .analysis import Tick, alongside, no_tick
 
 
 @dataclass(slots=True)
@@ -48,7 +42,7 @@ def _counted(stream: Iterable[Item], tick: Tick) -> Iterator[Item]:
         yield item
 
 
-def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Tick = _no_tick) -> list[ImportResult]:
+def import_jsonl(settings: Settings, engine: Engine, paths: list[Path], tick: Tick = no_tick) -> list[ImportResult]:
     """Import history exports (JSON Lines, plain or gzipped); broken lines are skipped and reported."""
     clean, results = _cleaner(settings), []
     with alongside(settings, engine) as analyser:
@@ -81,7 +75,7 @@ def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser, l
 
 
 def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
-               window: Window | None = None, tick: Tick = _no_tick, started=None) -> ImportResult:
+               window: Window | None = None, tick: Tick = no_tick, started=None) -> ImportResult:
     """Import a local clone's first-parent history of the matching branches, and its tags (`started`: a
     sources.git.StartedClone of the same clone, branches and window, its git log already running)."""
     from ..sources.git import check_clone, read_clone
