@@ -19,6 +19,7 @@ from .base import context_text
 from .escape import Md, code, fmt, join
 from .escape import text as escape_text
 from .explain import code_module, explain_body, file_role, identifiers, sentences
+from .mechanism import squeeze_cjk
 
 
 @lru_cache(maxsize=1)
@@ -173,7 +174,8 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
     def text(step: dict[str, Any]) -> Md:
         phrase = step["text"].get(lang, step["text"]["en"])
         # every value is escaped already: a phrase with no `{field}` in backticks is put together as it is
-        return fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
+        out = fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
+        return squeeze_cjk(out) if lang == "zh" else out
 
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]
@@ -197,7 +199,9 @@ def _templates() -> list[tuple[str, re.Pattern[str], bool]]:
         for i, step in enumerate(r.get(group, [])):
             for text in step["text"].values():
                 parts = _PLACEHOLDER.split(text)  # literal, name, literal, name, ...
-                body = "".join(re.escape(p) if k % 2 == 0 else "(.+?)" for k, p in enumerate(parts))
+                # a space of the template may be gone next to a value in CJK (`squeeze_cjk`)
+                body = "".join(re.escape(p).replace("\\ ", " ?") if k % 2 == 0 else "(.+?)"
+                               for k, p in enumerate(parts))
                 by_value = group == "step" and not step.get("group")
                 out.append((step.get("group") or f"{group}:{i}", re.compile(body, re.S), by_value))
     return out
