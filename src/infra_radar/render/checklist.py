@@ -87,7 +87,9 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
     hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
     metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
-    versions = list(dict.fromkeys(" ".join(v.split()) for v in r["_version"].findall(own)))
+    versions: dict[tuple[str, str], str] = {}  # one spelling of each version, the first the item gives
+    for v in r["_version"].findall(own):  # ("vLLM 0.19+", "vLLM 0.19.0" and "vLLM >= 0.19.0" are one)
+        versions.setdefault(_version_key(v), " ".join(v.split()))
     conditions = []
     for c in a.perf_claims[:1]:
         conditions = [context_text(c.context, {"context": _context_names(lang)})] if c.context else []
@@ -110,7 +112,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
         "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
         "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
         "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
-        "versions": sep.join(versions[:3]) if len(versions) >= 1 else "",
+        "versions": sep.join(list(versions.values())[:3]),
         "modes": _code(modes[:3], sep), "module": code(code_module(item.files)) if item.files else "",
         "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
@@ -124,6 +126,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
+
+
+def _version_key(spelled: str) -> tuple[str, str]:
+    """A version mention as (product, number without trailing ".0"s): "vLLM 0.19+", "vLLM >= 0.19.0" and
+    "vllm v0.19" are one version."""
+    found = re.match(r"(.*?)\s?(?:[<>]=?|==|v)?\s?(\d+(?:\.\d+)*)\+?$", spelled.strip())
+    if not found:
+        return (spelled, "")
+    number = re.sub(r"(?:\.0)+$", "", found.group(2))
+    return (found.group(1).lower(), number)
 
 
 def symptom_names(sentence: str, lang: str, most: int = 2) -> list[str]:
