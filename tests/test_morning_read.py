@@ -277,6 +277,25 @@ def test_checklist_is_one_line_per_item_naming_its_own_things(reports) -> None:
     assert "pad_bshd_to_minibatch_max" in team and "VLLM_ASCEND_AUTO_DETECT_QUANTIZATION=0" in team
 
 
+_CJK_GAP = re.compile(r"[\u4e00-\u9fff）] +[\u4e00-\u9fff]")
+
+
+def test_checklist_steps_read_as_chinese_and_name_each_version_once(reports) -> None:
+    """A value filled into a spaced template leaves no space between two Chinese characters ("在 NPU 上" is
+    right, "在 昇腾 上" is not), and one version spelled three ways ("vLLM 0.19+", "vLLM 0.19.0",
+    "vLLM >= 0.19.0") is named once."""
+    from infra_radar.render.checklist import _version_key
+
+    for name, text in reports.items():
+        if WINDOWS[name][2] != "zh":
+            continue
+        for line in section(text, HEAD["zh"][3]).splitlines():
+            prose = re.sub(r"`[^`]*`|\[[^\]]*\]\([^)]*\)", "x", line)  # code and links are not prose
+            assert not _CJK_GAP.search(prose), f"{name}: {line}"
+    assert _version_key("vLLM 0.19+") == _version_key("vLLM >= 0.19.0") == _version_key("vllm v0.19.0")
+    assert _version_key("torch 2.1") != _version_key("torch 2.10")
+
+
 def test_reports_stay_within_their_caps_on_any_day(reports) -> None:
     """The size comes from the design: rows, notes, P2 items and links are capped, the rest counted."""
     for name, text in reports.items():

@@ -165,6 +165,6 @@ def _profile_names() -> dict[str, Text]:
 
 
 def target_name(profile: str, lang: str) -> str:
-    """The display name of a target profile ("昇腾 NPU", "AMD ROCm", ...), from the grade rules."""
+    """The display name of a target profile ("NPU", "AMD ROCm", ...), from the grade rules."""
     name = _profile_names().get(profile, {"en": profile})
     return name.get(lang) or name["en"]

@@ -19,6 +19,7 @@ from .base import context_text
 from .escape import Md, code, fmt, join
 from .escape import text as escape_text
 from .explain import code_module, explain_body, file_role, identifiers, sentences
+from .mechanism import squeeze_cjk
 
 
 @lru_cache(maxsize=1)
@@ -86,7 +87,9 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
     hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
     metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
-    versions = list(dict.fromkeys(" ".join(v.split()) for v in r["_version"].findall(own)))
+    versions: dict[tuple[str, str], str] = {}  # one spelling of each version, the first the item gives
+    for v in r["_version"].findall(own):  # ("vLLM 0.19+", "vLLM 0.19.0" and "vLLM >= 0.19.0" are one)
+        versions.setdefault(_version_key(v), " ".join(v.split()))
     conditions = []
     for c in a.perf_claims[:1]:
         conditions = [context_text(c.context, {"context": _context_names(lang)})] if c.context else []
@@ -109,7 +112,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
         "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
         "metrics": sep.join(metrics[:3]), "conditions": sep.join(conditions[:3]),
         "kernels": _code(list(dict.fromkeys(kernel_files))[:3], sep), "symptom": symptom,
-        "versions": sep.join(versions[:3]) if len(versions) >= 1 else "",
+        "versions": sep.join(list(versions.values())[:3]),
         "modes": _code(modes[:3], sep), "module": code(code_module(item.files)) if item.files else "",
         "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
@@ -123,6 +126,16 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
+
+
+def _version_key(spelled: str) -> tuple[str, str]:
+    """A version mention as (product, number without trailing ".0"s): "vLLM 0.19+", "vLLM >= 0.19.0" and
+    "vllm v0.19" are one version."""
+    found = re.match(r"(.*?)\s?(?:[<>]=?|==|v)?\s?(\d+(?:\.\d+)*)\+?$", spelled.strip())
+    if not found:
+        return (spelled, "")
+    number = re.sub(r"(?:\.0)+$", "", found.group(2))
+    return (found.group(1).lower(), number)
 
 
 def symptom_names(sentence: str, lang: str, most: int = 2) -> list[str]:
@@ -173,7 +186,8 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
     def text(step: dict[str, Any]) -> Md:
         phrase = step["text"].get(lang, step["text"]["en"])
         # every value is escaped already: a phrase with no `{field}` in backticks is put together as it is
-        return fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
+        out = fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
+        return squeeze_cjk(out) if lang == "zh" else out
 
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]
@@ -197,7 +211,9 @@ def _templates() -> list[tuple[str, re.Pattern[str], bool]]:
         for i, step in enumerate(r.get(group, [])):
             for text in step["text"].values():
                 parts = _PLACEHOLDER.split(text)  # literal, name, literal, name, ...
-                body = "".join(re.escape(p) if k % 2 == 0 else "(.+?)" for k, p in enumerate(parts))
+                # a space of the template may be gone next to a value in CJK (`squeeze_cjk`)
+                body = "".join(re.escape(p).replace("\\ ", " ?") if k % 2 == 0 else "(.+?)"
+                               for k, p in enumerate(parts))
                 by_value = group == "step" and not step.get("group")
                 out.append((step.get("group") or f"{group}:{i}", re.compile(body, re.S), by_value))
     return out

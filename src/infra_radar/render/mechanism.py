@@ -98,6 +98,13 @@ def tidy(s: str) -> str:
     return _LATIN_CJK.sub(" ", _SPACE_CJK.sub("", s))
 
 
+def squeeze_cjk(s: str) -> str:
+    """`s` without the spaces that sit between CJK characters or around CJK punctuation: a spaced template
+    ("在 {target} 上") filled with a value that begins or ends in CJK. Adds nothing (code is left as it is)."""
+    out = _SPACE_CJK.sub("", s)
+    return Md(out) if isinstance(s, Md) else out
+
+
 # --- reading ---------------------------------------------------------------------------------------
 
 
