@@ -43,6 +43,10 @@ def _fresh_schema(name: str) -> str:
 # A test (or module, via pytestmark) marked `no_store` runs in the SQLite pass only: the PostgreSQL pass
 # would repeat it unchanged. The SQLite pass checks the mark: such a test that connects to a store, or
 # leaves a database file under its tmp_path (a radar subprocess), fails.
+# A test marked `one_store` opens a store but proves something no store changes (the judgment, the text and
+# the caps on input over real history). That reading real history from either store gives the same output
+# is proved on both by the golden cards of real items (test_explain_real) and the team's days in sequence
+# (test_memory_real); what the stores must do alike (memory, labels, locks, kills) stays on both.
 _CONNECTS = [0]
 
 
@@ -55,6 +59,8 @@ def pytest_configure(config) -> None:
     from sqlalchemy.engine import Engine
 
     config.addinivalue_line("markers", "no_store: never opens a store (run in the SQLite pass only)")
+    config.addinivalue_line("markers", "one_store: opens a store, but what it proves (judgment, text, caps on "
+                            "input) does not depend on which one: run in the SQLite pass only")
     if not event.contains(Engine, "engine_connect", _count_connect):
         event.listen(Engine, "engine_connect", _count_connect)
 
@@ -62,10 +68,13 @@ def pytest_configure(config) -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     if not TEST_DB_URL:
         return
-    free = [item for item in items if item.get_closest_marker("no_store")]
+    def once(item) -> bool:
+        return bool(item.get_closest_marker("no_store") or item.get_closest_marker("one_store"))
+
+    free = [item for item in items if once(item)]
     if free:
         config.hook.pytest_deselected(items=free)
-        items[:] = [item for item in items if not item.get_closest_marker("no_store")]
+        items[:] = [item for item in items if not once(item)]
 
 
 @pytest.fixture(autouse=True)

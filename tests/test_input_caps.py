@@ -18,6 +18,8 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
+pytestmark = pytest.mark.one_store  # caps on lines, pages and prompts: applied before any store
+
 RADAR = [sys.executable, "-c", "from infra_radar.cli import main; main()"]
 HEADER = json.dumps({"kind": "repo", "full_name": "acme/infer"}) + "\n"
 

@@ -31,6 +31,8 @@ from infra_radar.cli import main
 from .conftest import SHARED
 from .report_checks import checklist_share, table_rows
 
+pytestmark = pytest.mark.one_store  # the daily's text on the team's days: the same read from either store
+
 TEAM_BYTES = 9298  # ../shared/seeds/radar-2026-07-02.md
 TEAM = ("2026-06-29T02:00Z", "2026-07-02T02:12Z")
 WINDOWS = {  # name: (since, until, lang)

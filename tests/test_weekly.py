@@ -23,6 +23,8 @@ from infra_radar.render.weekly import budget
 from infra_radar.store import queries
 from infra_radar.windows import iso_week
 
+pytestmark = pytest.mark.one_store  # the weekly's text on real weeks: the same read from either store
+
 SHAPED = [("vllm-project/vllm-ascend", "2026-W31"), ("vllm-project/vllm-ascend", "2026-W33"),
           ("verl-project/verl", "2026-W27")]
 OTHERS = [("verl-project/verl", "2026-W32"), ("THUDM/slime", "2026-W32"), ("ByteDance-Seed/VeOmni", "2026-W28"),
