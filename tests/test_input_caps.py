@@ -147,7 +147,7 @@ def _dry_run_prompts(tmp_path: Path, body: str, name: str) -> str:
 @pytest.mark.parametrize("unit", ["decode faster with fused rope ", "融合旋转位置编码以加速解码", "x"])
 def test_a_description_without_clause_punctuation_costs_its_budget_in_every_prompt(tmp_path, unit, monkeypatch):
     monkeypatch.delenv("RADAR_DB_URL", raising=False)  # two homes: each its own SQLite store
-    small = _dry_run_prompts(tmp_path, "Cuts decode latency by 12%. " + unit * (40_000 // len(unit)), "small")
-    big = _dry_run_prompts(tmp_path, "Cuts decode latency by 12%. " + unit * (400_000 // len(unit)), "big")
+    small = _dry_run_prompts(tmp_path, "Cuts decode latency by 12%. " + unit * (20_000 // len(unit)), "small")
+    big = _dry_run_prompts(tmp_path, "Cuts decode latency by 12%. " + unit * (200_000 // len(unit)), "big")
     assert "acme/infer#7" in big and len(big) < 60_000, len(big)  # headline, row and item prompts together
     assert len(big) <= len(small) + 100  # ten times the description, the same prompts
