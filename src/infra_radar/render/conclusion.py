@@ -262,21 +262,33 @@ def _figure(ai: AnalysedItem, t: dict[str, Any], condition: bool) -> Md:
     return claim_text(best, t, flat=flat, condition=condition)
 
 
-def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
+def own_identifiers(ai: AnalysedItem, most: int, said: str = "", memo: dict[Any, Any] | None = None) -> list[str]:
     """The item's own names a conclusion adds to its title: its switches and environment variables first,
     then the identifiers its description is about, then (with none of those) the code files it changes; none
-    already in `said` or in the title."""
+    already in `said` or in the title. `memo`: what was read of the item already (one conclusion tries several
+    variants of one item)."""
     from .checklist import item_switches
 
-    switches, envs = item_switches(ai)
-    short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
-    short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
-    ids = sorted(central_identifiers(ai, most + 3), key=lambda x: len(x) > 28)  # short names say as much in less
+    memo = {} if memo is None else memo
+    if "switches" not in memo:
+        switches, envs = item_switches(ai)
+        short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
+        short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
+        memo["switches"] = (short, envs)
+    short, envs = memo["switches"]
+
+    def once(key: Any, make: Any) -> Any:
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
+    central = once(("central", most + 3), lambda: central_identifiers(ai, most + 3))
+    ids = sorted(central, key=lambda x: len(x) > 28)  # short names say as much in less
     found = list(dict.fromkeys([*short, *envs, *ids]))
     if len(found) < most:  # few names of its own: the code files it changes, then the models and hardware
-        found += _code_files(ai, most)
+        found += once(("files", most), lambda: _code_files(ai, most))
         if len(found) < most:
-            found += _models_and_hardware(ai)
+            found += once("models", lambda: _models_and_hardware(ai))
     title, said = ai.item.title, plain(Md(said))  # what a reader sees of the built clause
     out: list[str] = []
     for ident in found:
@@ -341,12 +353,22 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     module = code_module(ai.item.files) if ai.item.files else ""
     fitting: list[tuple[list[Md], list[Md]]] = []
     last: tuple[list[Md], list[Md]] | None = None
+    # the variants share most of their parts: each is worked out once per item
+    memo: dict[Any, Any] = {}
+
+    def once(key: Any, make: Any) -> Any:
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
     for v in _variants(short):
-        what = mechanism(ai, t, v["most"], v["mods"], v["count"])
-        ids = own_identifiers(ai, v["ids"], what) if v["ids"] else []
+        what = once(("what", v["most"], v["mods"], v["count"]),
+                    lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"]))
+        ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
         what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
-        figure = _figure(ai, t, v["cond"]) if v["figure"] else Md("")
-        rest = [p for p in (figure, consequence(ai, t, porting, target, short, bool(figure))) if p]
+        figure = once(("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
+        rest = [p for p in (figure, once(("then", bool(figure)),
+                                         lambda f=bool(figure): consequence(ai, t, porting, target, short, f))) if p]
         last = ([what], rest)
         sentence = join_sentence(last, t)
         if width(sentence) <= limit and (lang != "zh" or chinese_main(sentence, 1.2)):
