@@ -177,20 +177,28 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
 _SUBJECT = re.compile(r"^(?:this (?:pr|patch|change|commit|fix)|we|it)\s+(?:now\s+|also\s+|mainly\s+)?", re.I)
 
 
+def title_actions(ai: AnalysedItem) -> tuple[list[Any], str]:
+    """(the actions the item's title states, else those of its description's "This PR adds ..." sentence;
+    the title itself when it is in Chinese)."""
+    kind_verb = rules().data["kinds"]["verbs"].get(ai.analysis.item_kind, "")
+    actions, chinese = read(ai.item.title, kind_verb)
+    if not chinese and not actions:
+        doing = doing_sentence(ai.item.body, ai.item.title)
+        actions, _ = read(_SUBJECT.sub("", doing), kind_verb) if doing else ([], "")
+    return actions, chinese
+
+
 def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods: int | None = None,
-              count: int | None = None) -> Md:
+              count: int | None = None, read_as: tuple[list[Any], str] | None = None) -> Md:
     """What the item changes, in one clause: its title read, else the description's "This PR adds ..."
-    sentence read, else the kind with the description's identifiers; framed by the kind (RFC, bug report)."""
+    sentence read, else the kind with the description's identifiers; framed by the kind (RFC, bug report).
+    `read_as`: the item's `title_actions`, when the caller has them already."""
     r, lang = rules().data, t["lang"]
     kind = ai.analysis.item_kind
-    kind_verb = r["kinds"]["verbs"].get(kind, "")
-    actions, chinese = read(ai.item.title, kind_verb)
+    actions, chinese = read_as if read_as is not None else title_actions(ai)
     if chinese:
         clause = Md(text(chinese))
     else:
-        if not actions:
-            doing = doing_sentence(ai.item.body, ai.item.title)
-            actions, _ = read(_SUBJECT.sub("", doing), kind_verb) if doing else ([], "")
         clause = say(actions, lang, most, mods, count) if actions else Md("")
     if not clause:
         ids = central_identifiers(ai, 2) or _code_files(ai)
@@ -262,21 +270,34 @@ def _figure(ai: AnalysedItem, t: dict[str, Any], condition: bool) -> Md:
     return claim_text(best, t, flat=flat, condition=condition)
 
 
-def own_identifiers(ai: AnalysedItem, most: int, said: str = "") -> list[str]:
+def own_identifiers(ai: AnalysedItem, most: int, said: str = "", memo: dict[Any, Any] | None = None) -> list[str]:
     """The item's own names a conclusion adds to its title: its switches and environment variables first,
     then the identifiers its description is about, then (with none of those) the code files it changes; none
-    already in `said` or in the title."""
+    already in `said` or in the title. `memo`: what was read of the item already (one conclusion tries several
+    variants of one item)."""
     from .checklist import item_switches
 
-    switches, envs = item_switches(ai)
-    short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
-    short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
-    ids = sorted(central_identifiers(ai, most + 3), key=lambda x: len(x) > 28)  # short names say as much in less
+    memo = {} if memo is None else memo
+    if "switches" not in memo:
+        switches, envs = item_switches(ai)
+        short = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
+        short.sort(key=lambda sw: "=" in sw)  # a switch the change adds before a setting it is tried with
+        memo["switches"] = (short, envs)
+    short, envs = memo["switches"]
+
+    def once(key: Any, make: Any) -> Any:
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
+    # central_identifiers(ai, n) is the first n of a longer list: one list serves every n up to six
+    central = once("central", lambda: central_identifiers(ai, 6)) if most <= 3 else central_identifiers(ai, most + 3)
+    ids = sorted(central[: most + 3], key=lambda x: len(x) > 28)  # short names say as much in less
     found = list(dict.fromkeys([*short, *envs, *ids]))
     if len(found) < most:  # few names of its own: the code files it changes, then the models and hardware
-        found += _code_files(ai, most)
+        found += once(("files", most), lambda: _code_files(ai, most))
         if len(found) < most:
-            found += _models_and_hardware(ai)
+            found += once("models", lambda: _models_and_hardware(ai))
     title, said = ai.item.title, plain(Md(said))  # what a reader sees of the built clause
     out: list[str] = []
     for ident in found:
@@ -341,12 +362,23 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     module = code_module(ai.item.files) if ai.item.files else ""
     fitting: list[tuple[list[Md], list[Md]]] = []
     last: tuple[list[Md], list[Md]] | None = None
+    # the variants share most of their parts: each is worked out once per item
+    memo: dict[Any, Any] = {}
+
+    def once(key: Any, make: Any) -> Any:
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
     for v in _variants(short):
-        what = mechanism(ai, t, v["most"], v["mods"], v["count"])
-        ids = own_identifiers(ai, v["ids"], what) if v["ids"] else []
+        read_as = once("read", lambda: title_actions(ai))
+        what = once(("what", v["most"], v["mods"], v["count"]),
+                    lambda v=v, read_as=read_as: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
+        ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
         what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
-        figure = _figure(ai, t, v["cond"]) if v["figure"] else Md("")
-        rest = [p for p in (figure, consequence(ai, t, porting, target, short, bool(figure))) if p]
+        figure = once(("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
+        rest = [p for p in (figure, once(("then", bool(figure)),
+                                         lambda f=bool(figure): consequence(ai, t, porting, target, short, f))) if p]
         last = ([what], rest)
         sentence = join_sentence(last, t)
         if width(sentence) <= limit and (lang != "zh" or chinese_main(sentence, 1.2)):

@@ -75,10 +75,14 @@ def _base(ai: AnalysedItem, t: dict[str, Any], short: dict[str, str]) -> dict[st
     return view
 
 
-def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend") -> Md:
+def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
+               parts: tuple[list[Md], list[Md]] | None = None) -> Md:
     """One-line note of the short table: what changes and what it means for the target, in one sentence (a grade
-    the team labelled leads it, with the team's mark: the short table has no grade column)."""
-    note = join_sentence(conclusion_parts(ai, t, _porting(ai, target), short=True, target=target), t)
+    the team labelled leads it, with the team's mark: the short table has no grade column). `parts`: the
+    item's short conclusion parts, when the caller has them already."""
+    if parts is None:
+        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)
+    note = join_sentence(parts, t)
     if (ai.analysis.label or {}).get("grade"):
         return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
     return note
@@ -252,7 +256,22 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     tabled = {id(ai) for ai in top}
     watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
-    top_rows = [{**_row(ai, t, target, tname, short), "story": _story_text(ai, inp, t, short)} for ai in top]
+    # an item's row and short parts are worked out once, whichever sections show it (a deep dive's row is
+    # also its checklist line; a P0/P1 item of the short table also has its line for the model stage)
+    rows: dict[int, dict[str, Any]] = {}
+    shorts: dict[int, tuple[list[Md], list[Md]]] = {}
+
+    def row(ai: AnalysedItem) -> dict[str, Any]:
+        if id(ai) not in rows:
+            rows[id(ai)] = _row(ai, t, target, tname, short)
+        return dict(rows[id(ai)])  # a copy: sections take their own keys off it
+
+    def short_parts(ai: AnalysedItem) -> tuple[list[Md], list[Md]]:
+        if id(ai) not in shorts:
+            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)
+        return shorts[id(ai)]
+
+    top_rows = [{**row(ai), "story": _story_text(ai, inp, t, short)} for ai in top]
     # the short table: the P0/P1 items the table left out, then the first P2 items, at most short_table_limit
     leftover = [ai for ai in ranked if id(ai) not in tabled]
     p2 = [ai for ai in leftover if ai.analysis.priority == "P2"]
@@ -260,12 +279,12 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     listed = listed[: max(inp.short_table_limit, 0)]
     listed_ids = {id(ai) for ai in listed}
     rest = [ai for ai in leftover if id(ai) not in listed_ids]
-    short_rows = [{**_base(ai, t, short), "note": short_note(ai, t, target), "story": _story_text(ai, inp, t, short)}
-                  for ai in listed]
+    short_rows = [{**_base(ai, t, short), "note": short_note(ai, t, target, short_parts(ai)),
+                   "story": _story_text(ai, inp, t, short)} for ai in listed]
     more_top = [ai for ai in every_top if id(ai) not in tabled and id(ai) in listed_ids]
     # the checklist: one line per deep-dived or P0 item, on the item's own switches, models and metrics
     checked = deep + [ai for ai in top + listed if ai.analysis.priority == "P0" and ai not in deep]
-    check_rows = [_row(ai, t, target, tname, short) for ai in checked]
+    check_rows = [row(ai) for ai in checked]
     spread = spread_out([r["checklist"] for r in check_rows], [r.pop("alternates") for r in check_rows], most=2)
     checks = []
     for r, steps in zip(check_rows, spread, strict=True):
@@ -296,8 +315,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         # the P0/P1 items the table left out (the model stage writes their line too; the short table shows it
         # in their note)
-        "more_top": [{**_row(ai, t, target, tname, short),
-                      "short_rest": conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)[1]}
+        "more_top": [{**row(ai), "short_rest": short_parts(ai)[1]}
                      for ai in more_top],
         "watch": watch, "short": short_rows,
         "short_more": _more_line(rest, t, short), "checks": checks,
