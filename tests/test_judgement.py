@@ -99,6 +99,16 @@ def test_no_grade_reason_covers_more_than_a_fifth(store):
     assert len(shapes) >= 20
 
 
+def test_no_grade_reason_says_a_word_twice_in_a_row(store):
+    """A signal label that ends with the word its template puts after it ("设备执行路径" before "路径", "... logic"
+    before "logic") says it once."""
+    _, _, analysed, _ = store
+    for a in analysed:
+        zh, en = a.analysis.grade_reason["zh"], a.analysis.grade_reason["en"]
+        assert not re.search(r"([\u4e00-\u9fff]{2,})\1", zh.split("（", 1)[0]), zh
+        assert not re.search(r"\b([A-Za-z]{3,}) \1\b", en.split("(", 1)[0]), en
+
+
 def test_housekeeping_ranks_below_code_of_the_same_priority(store):
     _, _, analysed, _ = store
     for priority in ("P0", "P1", "P2"):

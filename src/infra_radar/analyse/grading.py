@@ -19,6 +19,7 @@ Every reason names the rule (its template in grades.toml) and the evidence (path
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -224,6 +225,9 @@ def _native_grade(item: Item, kind: str, facts: Facts, rules: RuleSet) -> tuple[
     return "S", True, _reason(key, _Evidence(), facts, rules)
 
 
+_WORD_AFTER_WHAT = re.compile(r"\{what\}\s?([\u4e00-\u9fff]+|[A-Za-z]+)")
+
+
 def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
             what: Sequence[tuple[str, str]] = (), counterpart: Sequence[tuple[Text, Text]] = ()) -> Text:
     grades = rules.data["grades"]
@@ -234,6 +238,10 @@ def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
     out = {}
     for lang in _LANGS:
         subject = rules.signal_labels[what[0][0]][lang] if what else generic[lang]
+        # a label that ends with the word the template puts after it ("设备执行路径" before "路径") says it once
+        after = _WORD_AFTER_WHAT.search(template[lang])
+        if after and subject.endswith(after.group(1)) and subject != after.group(1):
+            subject = subject[: -len(after.group(1))].rstrip()
         sep = "; " if lang == "en" else "；"
         pairs = sep.join(f"{_lang(name, lang)} → {_lang(other, lang)}" for name, other in counterpart)
         out[lang] = template[lang].format(evidence=_evidence_text(found, ranked, rules, lang), target=target[lang],
