@@ -88,6 +88,22 @@ def test_no_morning_deep_dives_what_an_earlier_one_did(mornings):
     assert PR in re.findall(r"^### \[([^\]]+)\]", section(mornings["texts"]["2026-07-02"], "重点机制"), re.M)
 
 
+def test_no_morning_deep_dives_the_same_change_elsewhere(mornings):
+    """A backport or pick of a change an earlier morning deep-dived (its row says 同一变更：#6886 原始、#6881 回合)
+    is named in that change's recheck, not deep-dived again: 07-03 does not deep-dive verl#6881."""
+    followed: set[str] = set()
+    for day in WINDOWS:
+        text = mornings["texts"][day]
+        deep = set(re.findall(r"^### \[([^\]]+)\]", section(text, "重点机制"), re.M))
+        assert not deep & followed, (day, deep & followed)
+        for ref in deep:
+            repo = ref.split("#")[0]
+            row = next((ln for ln in section(text, "P0 / P1").splitlines() if f"[{ref}]" in ln), "")
+            same = row.split("同一变更：", 1)[1].split("|", 1)[0] if "同一变更：" in row else ""
+            followed |= {ref, *(f"{repo}#{n}" for n in re.findall(r"#(\d+)", same))}
+    assert "verl-project/verl#6881" in followed
+
+
 def test_the_scope_says_what_changed_since_the_last_radar(mornings):
     texts = mornings["texts"]
     assert re.search(r"^- 此前没有已发布的雷达：本期 \d+ 项均为新增$", texts["2026-07-02"], re.M)

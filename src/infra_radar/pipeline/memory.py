@@ -371,7 +371,11 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
         if shown is not None:
             out.shown[key] = shown
     inp.watch = rechecks
-    inp.no_deep = {f"{repo}#{number}" for repo, number in [*carried, *memory.deep_dived(window.until)]}
+    followed = {f"{repo}#{number}" for repo, number in [*carried, *memory.deep_dived(window.until)]}
+    # the same change elsewhere (a backport, a pick, a revert of a followed item) is news for its recheck,
+    # which names it, not a second deep dive of one change
+    inp.no_deep = followed | {member.lower() for ref, story in ctx.stories.items() if ref.lower() in followed
+                              for member in story.refs}
     inp.since_last = _since_last(memory, inp, rechecks, out)
     return out
 
