@@ -141,6 +141,20 @@ def test_lines_sentences_cuts_links_and_length(reports, store, repo, week) -> No
         assert all(len(line) <= 220 for line in quick.splitlines() if re.match(r"\d+\. \[", line)), where
 
 
+def test_the_adapted_section_quotes_no_english_note_in_chinese(reports) -> None:
+    """The downstream PR's own note on how it adapted ("This PR provide support ...") is not quoted in a Chinese
+    weekly: the names it gives (code) stand in for it."""
+    seen = 0
+    for (_, _, lang), text in reports.items():
+        if lang != "zh" or "## 本周适配的上游变更" not in text:
+            continue
+        for line in _section(text, "本周适配的上游变更").splitlines():
+            prose = re.sub(r"`[^`]*`|\[[^\]]*\]\([^)]*\)", "", line.split("：", 1)[-1])
+            seen += 1
+            assert "做法：" not in line or not re.search(r"(?:[A-Za-z]+ ){4}", prose), line
+    assert seen  # vllm-ascend's weeks adapt upstream changes
+
+
 def test_half_the_length_of_the_old_weekly(reports) -> None:
     """The team's weekly holds about 95 lines and 9 KB for ~200 merged PRs; ours for vllm-ascend's 123-PR
     week 33 was 153 lines and 37 KB, and must now stay within twice theirs scaled to its size."""

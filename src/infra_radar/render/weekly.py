@@ -21,8 +21,9 @@ from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, 
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, fmt, link, plain, text
-from .explain import described
+from .explain import described, identifiers
 from .inputs import WeeklyInput
+from .mechanism import cjk_share
 from .weekly_risks import Found, chains, find, recommendations, risk_lines
 from .weekly_story import (
     areas_line,
@@ -136,7 +137,12 @@ def _adapted(entries: list, t: dict[str, Any], limit: int) -> list[Md]:
             if files[:n_files]:
                 parts.append(w["adapted_files"].format(files=c["sep"].join(code(f) for f in files[:n_files])))
             how = next((h for h in hows if len(h) <= 140), "") if n_how else ""
-            if how:
+            if how and t["lang"] == "zh" and cjk_share(how) < 0.5:
+                # the author's English note is not quoted in a Chinese report: the names it gives, if any
+                names = identifiers(how, 2)
+                if names:
+                    parts.append(w["adapted_names"].format(names=c["sep"].join(code(n) for n in names)))
+            elif how:
                 parts.append(w["adapted_how"].format(how=text(how)))
             line = Md(w["adapted_line"].format(down=head, title=text(title) if title else "",
                                                parts=c["semi"].join(parts)))
