@@ -63,6 +63,10 @@ def test_format_number_is_shortest_faithful_text(value, text):
     ("p90 TPOT **90.79ms** -> **88.58ms**", ("p90 TPOT", 90.79, 88.58, "ms")),
     ("decode latency: 1.2 s -> 800 ms", ("decode latency", 1200.0, 800.0, "ms")),
     ("Throughput 15.2K tok/s -> 16.0K tok/s", ("Throughput", 15200.0, 16000.0, "tokens/s")),
+    # the verb that opens the clause is not part of the name
+    ("Replaced it with AscendC, reducing the operation cost from 313us to 76us.",
+     ("operation cost", 313.0, 76.0, "μs")),
+    ("This cuts decode latency from 12 ms to 9 ms.", ("decode latency", 12.0, 9.0, "ms")),
 ])
 def test_prose_pairs(text, expected):
     claim = one(text)

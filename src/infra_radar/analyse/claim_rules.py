@@ -193,7 +193,12 @@ _LABEL_STOP = {"from", "to", "is", "was", "are", "were", "goes", "went", "reduce
                "drops", "decreased", "increased", "improved", "improves", "changed", "the", "of", "and",
                "by", "in", "on", "at", "result", "results", "e.g", "eg", "i.e", "ie", "about", "approx",
                "which", "with", "down", "up", "that", "this", "it", "has", "have", "been", "a", "an",
-               "reduce", "decrease", "increase", "improve", "drop", "go", "also", "we", "our"}
+               "reduce", "decrease", "increase", "improve", "drop", "go", "also", "we", "our",
+               # a verb that opens the clause before a figure is not part of its name: "reducing the
+               # operation cost from 313us to 76us" names "operation cost"
+               "reducing", "decreasing", "increasing", "improving", "lowering", "cutting", "boosting",
+               "raising", "shrinking", "dropping", "bringing", "speeding", "saving", "cuts", "lowers",
+               "boosts", "raises", "brings", "saves", "speeds"}
 
 
 # --------------------------------------------------------------------------- small helpers
