@@ -109,6 +109,20 @@ def test_no_grade_reason_says_a_word_twice_in_a_row(store):
         assert not re.search(r"\b([A-Za-z]{3,}) \1\b", en.split("(", 1)[0]), en
 
 
+def test_no_docs_ci_or_test_change_is_asked_for_a_training_run(store):
+    """A docs, CI or test change of a training repository gets no training-parity or re-measure step (VeOmni's
+    list of supported NPU hardware once got "同 seed 与数据下做训练对齐")."""
+    from infra_radar.render.checklist import item_checklist
+
+    _, _, analysed, _ = store
+    house = [a for a in analysed if a.analysis.item_kind in HOUSEKEEPING
+             and a.item.repo in ("verl-project/verl", "THUDM/slime", "ByteDance-Seed/VeOmni")]
+    assert len(house) > 20
+    for a in house:
+        for step in item_checklist(a, "en", "Ascend NPU", []):
+            assert "Training parity" not in step and not step.startswith("Re-measure"), (a.item.ref, step)
+
+
 def test_housekeeping_ranks_below_code_of_the_same_priority(store):
     _, _, analysed, _ = store
     for priority in ("P0", "P1", "P2"):

@@ -118,6 +118,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
     }
     flags = {"training": training, "serving": not training,
+             "code": a.item_kind not in r.get("housekeeping_kinds", []),
              "kernel": bool(kernel_files) or "kernels" in topics,
              "bugfix": a.item_kind in ("bugfix", "issue-bug"),
              "weight-sync": any(w in low for w in r["weight_sync_words"]),
