@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from ..analyse.porting import Applied
@@ -270,6 +271,13 @@ def _figure(ai: AnalysedItem, t: dict[str, Any], condition: bool) -> Md:
     return claim_text(best, t, flat=flat, condition=condition)
 
 
+def _once(memo: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """memo[key], made by `make` the first time it is asked for."""
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
+
+
 def own_identifiers(ai: AnalysedItem, most: int, said: str = "", memo: dict[Any, Any] | None = None) -> list[str]:
     """The item's own names a conclusion adds to its title: its switches and environment variables first,
     then the identifiers its description is about, then (with none of those) the code files it changes; none
@@ -285,19 +293,15 @@ def own_identifiers(ai: AnalysedItem, most: int, said: str = "", memo: dict[Any,
         memo["switches"] = (short, envs)
     short, envs = memo["switches"]
 
-    def once(key: Any, make: Any) -> Any:
-        if key not in memo:
-            memo[key] = make()
-        return memo[key]
-
     # central_identifiers(ai, n) is the first n of a longer list: one list serves every n up to six
-    central = once("central", lambda: central_identifiers(ai, 6)) if most <= 3 else central_identifiers(ai, most + 3)
+    central = (_once(memo, "central", lambda: central_identifiers(ai, 6)) if most <= 3
+               else central_identifiers(ai, most + 3))
     ids = sorted(central[: most + 3], key=lambda x: len(x) > 28)  # short names say as much in less
     found = list(dict.fromkeys([*short, *envs, *ids]))
     if len(found) < most:  # few names of its own: the code files it changes, then the models and hardware
-        found += once(("files", most), lambda: _code_files(ai, most))
+        found += _once(memo, ("files", most), lambda: _code_files(ai, most))
         if len(found) < most:
-            found += once("models", lambda: _models_and_hardware(ai))
+            found += _once(memo, "models", lambda: _models_and_hardware(ai))
     title, said = ai.item.title, plain(Md(said))  # what a reader sees of the built clause
     out: list[str] = []
     for ident in found:
@@ -364,21 +368,16 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     last: tuple[list[Md], list[Md]] | None = None
     # the variants share most of their parts: each is worked out once per item
     memo: dict[Any, Any] = {}
-
-    def once(key: Any, make: Any) -> Any:
-        if key not in memo:
-            memo[key] = make()
-        return memo[key]
-
+    read_as = title_actions(ai)
     for v in _variants(short):
-        read_as = once("read", lambda: title_actions(ai))
-        what = once(("what", v["most"], v["mods"], v["count"]),
-                    lambda v=v, read_as=read_as: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
+        what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
+                     lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
         ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
         what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
-        figure = once(("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
-        rest = [p for p in (figure, once(("then", bool(figure)),
-                                         lambda f=bool(figure): consequence(ai, t, porting, target, short, f))) if p]
+        figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
+        rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
+                                               lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))
+                if p]
         last = ([what], rest)
         sentence = join_sentence(last, t)
         if width(sentence) <= limit and (lang != "zh" or chinese_main(sentence, 1.2)):
