@@ -76,6 +76,42 @@ def test_one_store_reached_through_two_paths_has_one_writer(radar_home, tmp_path
     assert done.returncode == 0 and "watching acme/infer#1" in done.stdout, done.stderr
 
 
+@sqlite_only
+def test_a_new_store_with_a_deleted_stores_inode_gets_its_own_lock(tmp_path):
+    """A process that runs many commands (a test session, a library user) deletes stores, and the system gives
+    a new file the inode of a deleted one: the deleted store's lock, kept by that inode, is not the new
+    store's (it would write its holder beside the deleted path and fail). The reuse is made here on purpose:
+    the new store's inode is given the lock of a store already deleted."""
+    from infra_radar.store import lock
+
+    def engine(path: Path) -> sa.Engine:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        return sa.create_engine(f"sqlite:///{path}")
+
+    gone = engine(tmp_path / "a" / "radar.db")
+    old = lock.writer_lock(gone)
+    assert old.try_acquire("test")
+    old.release()
+    lock.forget_database(tmp_path / "a" / "radar.db")
+    (tmp_path / "a" / "radar.db").unlink()
+    (tmp_path / "a" / "radar.db.lock").unlink()
+    (tmp_path / "a").rmdir()
+    new_path = tmp_path / "b" / "radar.db"
+    new = engine(new_path)
+    st = os.stat(new_path)
+    lock._LOCKS[f"sqlite:{st.st_dev}:{st.st_ino}"] = old  # as if the new file had the deleted one's inode
+    mine = lock.writer_lock(new)
+    assert mine is not old and mine._backend.database == new_path.resolve()
+    assert mine.try_acquire("test")  # the deleted path's lock would fail: its folder is gone
+    mine.release()
+    lock.forget_database(new_path)
+    # two paths to one live file still share one lock
+    alias = tmp_path / "b" / "alias.db"
+    os.link(new_path, alias)
+    assert lock.writer_lock(sa.create_engine(f"sqlite:///{alias}")) is mine
+
+
 # --- doctor --------------------------------------------------------------------------------------------
 
 def _doctor() -> subprocess.CompletedProcess:

@@ -427,7 +427,24 @@ def writer_lock(engine: Engine) -> WriterLock:
             key = f"sqlite:{st.st_dev}:{st.st_ino}"  # the file itself, however it is reached
         except OSError:  # not made yet: by its path until it is (try_acquire adds its identity)
             key = "sqlite:" + str(path)
-    if key not in _LOCKS:
-        _LOCKS[key] = WriterLock(engine)
-    return _LOCKS[key]
+    lock = _LOCKS.get(key)
+    if lock is not None and not lock.held and key.startswith("sqlite:") and not _still_reaches(lock, key):
+        lock = None  # made for a file since deleted, whose inode a new store now has: not this store's lock
+    if lock is None:
+        lock = _LOCKS[key] = WriterLock(engine)
+    return lock
+
+
+def _still_reaches(lock: WriterLock, key: str) -> bool:
+    """Whether the path `lock` was made for still reaches the file `key` names (`sqlite:DEV:INO`). A process
+    that runs many commands (a test session) deletes stores, and the system gives a new file the inode of a
+    deleted one: the lock of the deleted store must not stand in for the new store's."""
+    database = getattr(lock._backend, "database", None)
+    if database is None or key == "sqlite:" + str(database):
+        return True
+    try:
+        st = os.stat(database)
+    except OSError:
+        return False
+    return key == f"sqlite:{st.st_dev}:{st.st_ino}"
 
