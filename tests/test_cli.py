@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import click
@@ -59,6 +60,9 @@ def test_demo_writes_three_outputs(tmp_path, monkeypatch):
     assert all((tmp_path / p).exists() or p.exists() for p in paths)
     daily = (tmp_path / "radar-out" / "daily" / "2026-08-03.md").read_text()
     assert daily.startswith("# ") and "## P0 / P1" in daily
+    # a reference names the item, never how a link to it was found ("cherry-pick of", "subject")
+    refs = daily.split("## 参考链接\n", 1)[1]
+    assert "acme/infer-npu#812" in refs and not re.search(r"\) (cherry-pick of|subject)$", refs, re.M), refs
     export = json.loads((tmp_path / "radar-out" / "export.json").read_text())
     assert {e["repo"] for e in export} == {"acme/infer", "acme/infer-npu", "acme/trainer"}
 

@@ -128,7 +128,10 @@ def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, li
             if lk.ref and lk.ref not in shown and url and clickable(url) and len(refs) < most:
                 label = ref_label(lk.ref, short) if lk.repo else lk.ref
                 refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": shown_url(lk),
-                                         "title": title_head(lk.detail) if lk.detail != url else ""})
+                                         # a cherry-pick link's detail is how it was found ("cherry-pick
+                                         # of", "subject"), not the other item's title
+                                         "title": title_head(lk.detail) if lk.detail != url
+                                         and lk.kind != "cherry-pick" else ""})
     return list(refs.values())
 
 
