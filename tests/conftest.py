@@ -134,6 +134,33 @@ def settings(radar_home):
 
 
 @pytest.fixture
+def sample_store(settings):
+    """The store of RADAR_HOME with the bundled sample imported (not analysed): its engine."""
+    from infra_radar.pipeline.demo import sample_files
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.imports import import_jsonl
+
+    engine = open_store(settings)
+    import_jsonl(settings, engine, sample_files())
+    yield engine
+    engine.dispose()
+
+
+def published_rows(url: str) -> list[tuple]:
+    """Every published radar and published item of the store at `url`, in id order."""
+    import sqlalchemy as sa
+
+    from infra_radar.store.schema import published_items, published_radars
+
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.connect() as conn:
+        rows = [tuple(r) for table in (published_radars, published_items)
+                for r in conn.execute(sa.select(table).order_by(table.c.id))]
+    engine.dispose()
+    return rows
+
+
+@pytest.fixture
 def shared_data() -> Path:
     """../shared/data, or skip when the real data is not beside the checkout."""
     if not (SHARED / "git").is_dir():

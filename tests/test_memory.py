@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from click.testing import CliRunner
 
 from infra_radar.analyse.ruleset import RuleSet
@@ -24,7 +23,8 @@ from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.reports import daily
 from infra_radar.store import published, save
 from infra_radar.store.rows import item_hash
-from infra_radar.store.schema import published_items, published_radars
+
+from .conftest import published_rows
 
 REPO = "acme/infer"
 
@@ -77,10 +77,7 @@ class Store:
                      record=record).text
 
     def records(self) -> list[tuple]:
-        with self.engine.connect() as conn:
-            radars = [tuple(r) for r in conn.execute(sa.select(published_radars).order_by(published_radars.c.id))]
-            items = [tuple(r) for r in conn.execute(sa.select(published_items).order_by(published_items.c.id))]
-        return radars + items
+        return published_rows(self.engine.url.render_as_string(hide_password=False))
 
 
 def section(text: str, name: str) -> str:
@@ -335,15 +332,6 @@ def _radar(args: list[str], env: dict, kill_at: str | None = None) -> subprocess
                           timeout=300)
 
 
-def _rows(url: str) -> list[tuple]:
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with engine.connect() as conn:
-        rows = [tuple(r) for table in (published_radars, published_items)
-                for r in conn.execute(sa.select(table).order_by(table.c.id))]
-    engine.dispose()
-    return rows
-
-
 def test_sigkill_while_recording_leaves_the_earlier_records(radar_home, tmp_path):
     from infra_radar.pipeline.demo import sample_files
 
@@ -354,21 +342,21 @@ def test_sigkill_while_recording_leaves_the_earlier_records(radar_home, tmp_path
     first = ["daily", "--since", "2026-08-01", "--until", "2026-08-03", "--lang", "en", "--out", out]
     second = ["daily", "--since", "2026-08-03", "--until", "2026-08-04", "--lang", "en", "--out", out]
     assert _radar(first, env).returncode == 0
-    earlier = _rows(url)
+    earlier = published_rows(url)
     assert len(earlier) > 5
 
     killed = _radar(second, env, kill_at="record.written:1")  # the new record written, not committed
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert _rows(url) == earlier
+    assert published_rows(url) == earlier
     done = _radar(second, env)
     assert done.returncode == 0, done.stderr
-    recorded = _rows(url)
+    recorded = published_rows(url)
     assert len(recorded) > len(earlier) and recorded[:1] == earlier[:1]
 
     # killed while replacing the record of the same window: the record it replaces stays whole
     assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811"]).exit_code == 0
     killed = _radar(second, env, kill_at="record.written:1")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert _rows(url) == recorded
+    assert published_rows(url) == recorded
     assert _radar(second, env).returncode == 0
-    assert ("acme/infer", 1811) in [row[2:4] for row in _rows(url) if len(row) > 5]
+    assert ("acme/infer", 1811) in [row[2:4] for row in published_rows(url) if len(row) > 5]

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from infra_radar.cli import main
 from infra_radar.store.schema import carry_dropped, published_items, published_radars
 
+from .conftest import published_rows
+
 WINDOWS = {"2026-07-02": ("2026-06-29T02:00Z", "2026-07-02T02:12Z"),
            "2026-07-03": ("2026-07-02T02:12Z", "2026-07-03T02:00Z"),
            "2026-07-04": ("2026-07-03T02:00Z", "2026-07-04T02:00Z")}
@@ -36,15 +38,6 @@ def _forget(url: str) -> None:
     engine.dispose()
 
 
-def _records(url: str) -> list[tuple]:
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with engine.connect() as conn:
-        rows = [tuple(r) for table in (published_radars, published_items)
-                for r in conn.execute(sa.select(table).order_by(table.c.id))]
-    engine.dispose()
-    return rows
-
-
 @pytest.fixture(scope="module")
 def mornings(full_store, tmp_path_factory):
     home, url = full_store
@@ -58,10 +51,10 @@ def mornings(full_store, tmp_path_factory):
             path = Path(radar("daily", "--since", since, "--until", until, "--out", str(out)).strip())
             texts[day] = path.read_text(encoding="utf-8")
         listed = radar("watch", "list")
-        before = _records(url)
+        before = published_rows(url)
         since, until = WINDOWS["2026-07-03"]
         again = Path(radar("daily", "--since", since, "--until", until, "--out", str(out)).strip())
-        yield {"texts": texts, "listed": listed, "before": before, "after": _records(url),
+        yield {"texts": texts, "listed": listed, "before": before, "after": published_rows(url),
                "again": again.read_text(encoding="utf-8")}
     _forget(url)
 

@@ -14,9 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.pipeline.demo import sample_files
-from infra_radar.pipeline.home import open_store
-from infra_radar.pipeline.imports import import_jsonl
 from infra_radar.publish.push import (
     Digest,
     Line,
@@ -124,17 +121,9 @@ def test_signatures_follow_the_platform_docs():
     assert "sign" not in unsigned.payload
 
 
-@pytest.fixture
-def sample(settings):
-    engine = open_store(settings)
-    import_jsonl(settings, engine, sample_files())
-    yield engine
-    engine.dispose()
-
-
 @pytest.mark.parametrize("platform", ["feishu", "slack", "wecom", "dingtalk"])
-def test_push_posts_each_format_to_the_receiver(settings, sample, receiver, platform):
-    lines = push_reports(settings, sample, "daily", platform, day="2026-08-02")
+def test_push_posts_each_format_to_the_receiver(settings, sample_store, receiver, platform):
+    lines = push_reports(settings, sample_store, "daily", platform, day="2026-08-02")
     assert lines and all(line.startswith(f"posted {platform}") for line in lines)
     assert "TOKEN" not in "".join(lines)  # the webhook path is the credential
     assert len(Receiver.received) == len(lines)
@@ -146,17 +135,17 @@ def test_push_posts_each_format_to_the_receiver(settings, sample, receiver, plat
         assert "timestamp=" in Receiver.received[0][0] and "sign=" in Receiver.received[0][0]
 
 
-def test_weekly_push_is_one_message_per_repository(settings, sample, receiver):
-    lines = push_reports(settings, sample, "weekly", "wecom", week="2026-W31")
+def test_weekly_push_is_one_message_per_repository(settings, sample_store, receiver):
+    lines = push_reports(settings, sample_store, "weekly", "wecom", week="2026-W31")
     assert len(lines) == 3  # acme/infer, acme/infer-npu, acme/trainer
     texts = [json.loads(body)["markdown"]["content"] for _, body in Receiver.received]
     assert any("acme/trainer" in t for t in texts)
 
 
-def test_a_refusal_is_an_error_without_the_url(settings, sample, receiver, monkeypatch):
+def test_a_refusal_is_an_error_without_the_url(settings, sample_store, receiver, monkeypatch):
     monkeypatch.setenv("RADAR_FEISHU_WEBHOOK", f"{receiver}/fail/hook/TOKEN-F")
     with pytest.raises(PushError) as err:
-        push_reports(settings, sample, "daily", "feishu", day="2026-08-02")
+        push_reports(settings, sample_store, "daily", "feishu", day="2026-08-02")
     assert "refused" in str(err.value) and "TOKEN" not in str(err.value)
     from infra_radar.publish.push import Message
 
@@ -165,7 +154,7 @@ def test_a_refusal_is_an_error_without_the_url(settings, sample, receiver, monke
     assert "TOKEN" not in str(down.value)
 
 
-def test_dry_run_prints_payloads_and_no_secret(sample, receiver):
+def test_dry_run_prints_payloads_and_no_secret(sample_store, receiver):
     result = CliRunner().invoke(main, ["push", "daily", "--to", "feishu", "--dry-run", "--date", "2026-08-02"])
     assert result.exit_code == 0, result.output
     assert '"msg_type": "interactive"' in result.output and '"sign": "***"' in result.output
@@ -173,7 +162,7 @@ def test_dry_run_prints_payloads_and_no_secret(sample, receiver):
     assert Receiver.received == []
 
 
-def test_missing_webhook_is_a_clear_error(sample, monkeypatch):
+def test_missing_webhook_is_a_clear_error(sample_store, monkeypatch):
     monkeypatch.delenv("RADAR_SLACK_WEBHOOK", raising=False)
     result = CliRunner().invoke(main, ["push", "weekly", "--to", "slack"])
     assert result.exit_code == 1 and "RADAR_SLACK_WEBHOOK" in result.output
@@ -185,7 +174,7 @@ def test_missing_webhook_is_a_clear_error(sample, monkeypatch):
     "https://hooks.example.com:99999/SECRETPATH",  # a bad port
     "ftp://hooks.example.com/SECRETPATH",
 ])
-def test_a_malformed_webhook_url_is_one_line_naming_the_variable_not_the_value(sample, monkeypatch, url):
+def test_a_malformed_webhook_url_is_one_line_naming_the_variable_not_the_value(sample_store, monkeypatch, url):
     monkeypatch.setenv("RADAR_SLACK_WEBHOOK", url)
     for dry in ([], ["--dry-run"]):
         result = CliRunner().invoke(main, ["push", "daily", "--to", "slack", "--date", "2026-08-02", *dry])
@@ -195,7 +184,7 @@ def test_a_malformed_webhook_url_is_one_line_naming_the_variable_not_the_value(s
         assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
 
 
-def test_dry_run_shows_no_webhook_userinfo(sample, receiver, monkeypatch):
+def test_dry_run_shows_no_webhook_userinfo(sample_store, receiver, monkeypatch):
     port = receiver.rsplit(":", 1)[1]
     monkeypatch.setenv("RADAR_FEISHU_WEBHOOK", f"http://bot:pa55word@127.0.0.1:{port}/feishu/hook/TOKEN-F")
     result = CliRunner().invoke(main, ["push", "daily", "--to", "feishu", "--dry-run", "--date", "2026-08-02"])
