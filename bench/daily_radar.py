@@ -13,28 +13,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
+from benchlib import copy_store, import_shared, run
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
 WINDOWS = [("2026-06-29T02:00Z", "2026-07-02T02:12Z"), ("2026-07-02T02:12Z", "2026-07-03T02:11:27Z"),
            ("2026-07-03T02:11:27Z", "2026-07-04T02:14Z")]
-
-
-def run(args: list[str], env: dict[str, str]) -> tuple[float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    took = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
-    return took, done.stdout
 
 
 def radar(src: Path) -> list[str]:
@@ -54,20 +44,7 @@ def export_baseline(rev: str, into: Path) -> Path:
 
 
 def build_store(home: Path, src: Path, env: dict[str, str]) -> None:
-    if not (DATA / "git").is_dir():
-        sys.exit(f"{DATA} is not available: give --home")
-    print("building the store from ../shared/data ...", file=sys.stderr, flush=True)
-    env = {**env, "RADAR_HOME": str(home)}
-    run([*radar(src), "import-jsonl", *map(str, sorted((DATA / "git").glob("*.jsonl.gz")))], env)
-    for page in sorted((DATA / "pages").rglob("*.txt")):
-        run([*radar(src), "import-page", str(page)], env)
-
-
-def copy_store(home: Path, into: Path) -> None:
-    into.mkdir(parents=True, exist_ok=True)
-    for name in ("radar.db", "radar.db-wal"):
-        if (home / name).exists():
-            shutil.copyfile(home / name, into / name)
+    import_shared(radar(src), {**env, "RADAR_HOME": str(home)})
 
 
 def merge_base() -> str:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from benchlib import copy_store, import_shared, run
+
 DEFAULT_REFS = ["vllm-project/vllm#47352", "vllm-project/vllm-ascend#7756"]
 
 
@@ -32,28 +30,8 @@ def radar_cmd() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "infra_radar"]
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    took = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed: {done.stderr.strip()}")
-    return took, done.stdout
-
-
-def copy_store(home: Path, into: Path) -> None:
-    for name in ("radar.db", "radar.db-wal"):  # not through SQLite: a reader leaves -wal/-shm files behind
-        if (home / name).exists():
-            shutil.copyfile(home / name, into / name)
-
-
 def build_store(into: Path, env: dict[str, str]) -> None:
-    if not (DATA / "git").is_dir():
-        sys.exit(f"{DATA} is not available: give --home")
-    print("building the store from ../shared/data ...", file=sys.stderr, flush=True)
-    run([*radar_cmd(), "import-jsonl", *map(str, sorted((DATA / "git").glob("*.jsonl.gz")))], env)
-    for page in sorted((DATA / "pages").rglob("*.txt")):
-        run([*radar_cmd(), "import-page", str(page)], env)
+    import_shared(radar_cmd(), env)
     run([*radar_cmd(), "analyze"], env)
 
 
