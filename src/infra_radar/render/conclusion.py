@@ -353,16 +353,17 @@ def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
-                     target: str = "ascend") -> tuple[list[Md], list[Md]]:
+                     target: str = "ascend", compact: bool = False) -> tuple[list[Md], list[Md]]:
     """The conclusion's parts: ([what changes], [the figure if any, the consequence]). Model prose may say
-    the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence).
+    the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence);
+    `compact`: a short note held to `compact_width` (the short table lists every P1 item, one compact line each).
     The richest variant that fits the width (and, in zh, keeps Chinese the main language) is taken."""
     from .explain import code_module
 
     lang = t["lang"]
-    key = ("note_width" if short else "row_width") + ("_en" if lang == "en" else "")
+    base = "compact_width" if short and compact else "note_width" if short else "row_width"
     limits = rules().data["limits"]
-    limit = int(limits.get(key, limits["note_width" if short else "row_width"]))
+    limit = int(limits.get(base + ("_en" if lang == "en" else ""), limits.get(base, limits["note_width"])))
     module = code_module(ai.item.files) if ai.item.files else ""
     fitting: list[tuple[list[Md], list[Md]]] = []
     last: tuple[list[Md], list[Md]] | None = None
