@@ -73,6 +73,8 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "cache-title": bool(facts.hit("title", "cachetitle") or facts.hit("tags", "cachetitle")),
         "host-code": _host_code(facts),
         "doc-adds": facts.type_word in ("feat", "feature") or bool(facts.hit("title", "docadds")),
+        "aux-title": _aux_title(facts),
+        "aux-only": _aux_only(facts),
     }
     flags.update(name for name, on in conditions.items() if on)
     if flags & {"mechanism", "design", "long", "numbers"}:
@@ -92,6 +94,24 @@ def _eval_work(facts: Facts) -> bool:
         return False
     return all("evalpath" in classes or "code_exclude" in classes
                for _, classes, _ in facts.files if "code" in classes)
+
+
+def _aux_title(facts: Facts) -> bool:
+    """The title names a recipe, an example, a script, a benchmark, an evaluation or docs (`aux_title_words`),
+    or a bracket tag does (`aux_tags`)."""
+    return bool(facts.hit("title", "auxtitle") or facts.hit("tags", "auxtag"))
+
+
+def _aux_only(facts: Facts) -> bool:
+    """Every changed file is auxiliary: docs, tests, CI, configuration, examples, recipes, scripts, evaluation
+    or benchmark code (grades.toml light files, priority.toml `aux_paths` and `eval_paths`). Without a
+    diffstat (a page, an issue), the title says so."""
+    if not facts.diffstat:
+        return _aux_title(facts)
+    return bool(facts.files) and all(classes & _AUX for _, classes, _ in facts.files)
+
+
+_AUX = frozenset({"light", "aux", "evalpath"})
 
 
 def _host_code(facts: Facts) -> bool:

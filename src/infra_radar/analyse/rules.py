@@ -386,6 +386,13 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
         risks = [r for r in RISKS if r in {*risks, "silent-accuracy"}]
         flags.add("risk:silent-accuracy")
     priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))
+    barred = _first(rules.p0_never, flags, None) if priority == "P0" else None
+    if barred is not None:  # never P0 on its own: the P0 rules are passed over, the next rule that holds decides
+        flags.add("p0-barred")
+        priority, why = _first([r for r in rules.priority_rules if r.value[0] != "P0"], flags,
+                               ("none", {"en": "-", "zh": "-"}))
+        never = rules.data["priority"].get("p0_never_text", {"en": "; not P0: {why}", "zh": "；不作 P0：{why}"})
+        why = {lang: f"{why[lang]}{never[lang].format(why=barred[lang])}" for lang in why}
     cap = rules.data["priority"].get("backport", {})
     if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
         priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}

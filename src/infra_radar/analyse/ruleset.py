@@ -126,6 +126,7 @@ class RuleSet:
     profile: _Profile
     signal_labels: dict[str, Text]
     priority_rules: list[_Rule]
+    p0_never: list[_Rule]  # what is never P0 on its own (priority.toml `p0_never`): P0 rules are passed over
     decision_rules: list[_Rule]
     importance: _Scores
     insight: _Scores
@@ -190,6 +191,9 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     index.add(prio.get("cache_title_words", []), "cachetitle", body=False)
     index.add(prio.get("accuracy_body_words", []), "silentbody")
     globs.add("evalpath", prio.get("eval_paths", []))
+    globs.add("aux", prio.get("aux_paths", []))
+    index.add(prio.get("aux_title_words", []), "auxtitle", body=False)
+    index.add(prio.get("aux_tags", []), "auxtag", body=False)
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
@@ -200,6 +204,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         profile=profile, signal_labels=labels,
         priority_rules=[_rule(r, (r.get("priority", "none"), _text(r.get("why"), "priority.rule.why")))
                         for r in prio.get("rule", [])],
+        p0_never=[_rule(r, _text(r.get("why"), "priority.p0_never.why")) for r in prio.get("p0_never", [])],
         decision_rules=[_rule(r, (r["decision"], _text(r.get("reason"), "grades.decision")))
                         for r in data["grades"].get("decision", [])],
         importance=_scores(prio.get("importance", {})), insight=_scores(prio.get("insight", {})),
