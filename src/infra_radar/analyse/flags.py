@@ -75,6 +75,9 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "doc-adds": facts.type_word in ("feat", "feature") or bool(facts.hit("title", "docadds")),
         "aux-title": _aux_title(facts),
         "aux-only": _aux_only(facts),
+        "install-title": bool(facts.hit("title", "installtitle") or facts.hit("tags", "installtitle")),
+        "kernel-title": bool(facts.hit("title", "kerneltitle") or facts.hit("tags", "kerneltitle")),
+        "compile-title": bool(facts.hit("title", "compiletitle") or facts.hit("tags", "compiletitle")),
     }
     flags.update(name for name, on in conditions.items() if on)
     if flags & {"mechanism", "design", "long", "numbers"}:

@@ -194,6 +194,9 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     globs.add("aux", prio.get("aux_paths", []))
     index.add(prio.get("aux_title_words", []), "auxtitle", body=False)
     index.add(prio.get("aux_tags", []), "auxtag", body=False)
+    index.add(prio.get("install_title_words", []), "installtitle", body=False)
+    index.add(prio.get("kernel_title_words", []), "kerneltitle", body=False)
+    index.add(prio.get("compile_title_words", []), "compiletitle", body=False)
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
@@ -338,6 +341,7 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
         labels[sid] = _text(entry.get("label"), f"grades.signals.{sid}.label")
     globs.add("light", data.get("light_paths", []))
     globs.add("host", data.get("host_paths", []))
+    globs.add("model", data.get("model_paths", []))
     profiles = data.get("profiles", {})
     if target not in profiles:
         raise ConfigError(f"unknown target profile {target!r}; known: {', '.join(sorted(profiles))}")
@@ -351,6 +355,7 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
     index.add(data.get("host_title_words", []), "g:host", body=False)
     index.add(data.get("host_title_exclude", []), "g:hostnot", body=False)
     index.add(data.get("host_work_words", []), "g:hostwork", body=False)
+    index.add(data.get("device_benefit_words", []), "g:benefit", body=False)
     globs.add("native", raw.get("native_paths", []))
     profile = _Profile(
         target, _text(raw.get("name"), f"grades.profiles.{target}.name"), raw.get("topic", ""),
