@@ -288,7 +288,7 @@ def test_eval_prints_the_cross_validated_figures_and_checks_them(days):
     assert re.search(r"team-2026-07-04\s+\d\.\d{3} -> \d\.\d{3}", out)
     assert "as the radar shows them" in out
     data = _scores(days["2026-07-04"])
-    assert set(data["learning"]) == {"cross_validated", "folds", "shown"}
+    assert set(data["learning"]) == {"cross_validated", "folds", "kin", "shown"}
 
 
 def test_a_read_fits_the_calibration_itself_when_the_store_has_none_for_its_inputs(days):

@@ -24,7 +24,7 @@ from typing import Any
 from ..config import Settings
 from ..models import Analysis, FileChange, Item, PerfClaim
 from .facts import _NO_HITS, Facts
-from .flags import _first, _flags, _focus_bonus, _score
+from .flags import _first, _flags, _focus_bonus, _score, kin_features
 from .grading import grade as _grade
 from .matching import words
 from .ruleset import (
@@ -396,7 +396,7 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     cap = rules.data["priority"].get("backport", {})
     if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
         priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}
-    features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"})
+    features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"} | kin_features(facts))
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))
     decision_reason = {lang: text.format(why=why[lang]) for lang, text in decision_reason.items()}
