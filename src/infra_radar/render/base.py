@@ -254,8 +254,10 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
     return {
         "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": html.unescape(item.title),
         "priority": f"{a.priority}{mark}" if label.get("priority") else a.priority, "priority_code": a.priority,
-        # the rule that decided the priority (for a P0: which act-now rule), as reasons quote it
-        "priority_why": pick(a.why, lang) if a.why else "",
+        # the rule that decided the priority (for a P0: which act-now rule), as reasons quote it; a priority the
+        # team's label or the calibration moved is explained by the team line instead
+        "priority_why": pick(a.why, lang) if a.why and (a.rules or {}).get("priority", a.priority) == a.priority
+        else "",
         "state": name(t, "states", "draft" if item.draft else item.state),
         "grade": grade_shown(a, t), "grade_name": name(t, "grades", a.grade),
         "team": team_view(a, t),
