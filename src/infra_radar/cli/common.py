@@ -34,8 +34,48 @@ def LLM(f):  # noqa: N802  (a decorator, used like the option constants above)
 
 NO_RECORD = click.option("--no-record", "record", flag_value=False, default=True,
                          help="Publish as a rehearsal: record nothing for the radars after it (docs/memory.md).")
-OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-                   help="Write the report under this directory instead of printing it.")
+class _Configured(str):
+    """What `--out` given without a value stands for: the settings' out_dir (told apart by identity)."""
+
+
+OUT_CONFIGURED = _Configured("out_dir")
+
+
+class _OutDir(click.Path):
+    def convert(self, value, param, ctx):
+        return value if value is OUT_CONFIGURED else super().convert(value, param, ctx)
+
+
+OUT = click.option("--out", "out_dir", type=_OutDir(file_okay=False, path_type=Path), is_flag=False,
+                   flag_value=OUT_CONFIGURED, metavar="[DIR]", help="Write the report under this directory instead of printing it "
+                   "(--out alone: out_dir of radar.toml, default radar-out).")
+JSON = click.option("--json", "as_json", is_flag=True, help="Print a JSON array of objects instead of TSV.")
+
+
+def out_dir_of(obj: Context, out_dir: Path | None) -> Path | None:
+    """The directory --out names; `--out` given without a value is the settings' out_dir."""
+    return obj.settings().out_dir if out_dir is OUT_CONFIGURED else out_dir
+
+
+def emit_rows(rows: list[dict], columns: list[str], as_json: bool) -> None:
+    """A list command's output: tab-separated values under a header line (an empty cell for no value), or with
+    `as_json` one JSON array of objects (null for no value): the shapes sqlite-utils and llm print."""
+    import json
+
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    click.echo("\t".join(columns))
+    for row in rows:
+        click.echo("\t".join(_cell(row.get(c)) for c in columns))
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return " ".join(str(value).split("\t"))  # a tab inside a value would shift the columns after it
 
 
 @dataclass

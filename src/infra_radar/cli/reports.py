@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import LANG, LLM, NO_RECORD, OUT, Context, pass_ctx
+from .common import LANG, LLM, NO_RECORD, OUT, Context, out_dir_of, pass_ctx
 
 
 def _emit(report) -> None:
@@ -47,7 +47,8 @@ def empty_window_note(window, newest: list) -> str:
 @LANG
 @OUT
 @LLM
-@click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing "
+                                             "(without a configured model: say so, as there is no prompt to send).")
 @NO_RECORD
 @pass_ctx
 def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
@@ -61,6 +62,12 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
 
         if llm is False:
             raise click.UsageError("--dry-run prints the model prompts; it cannot go with --no-llm")
+        if llm is None and not _model_configured(obj.settings(lang)):
+            click.echo("note: no model is configured ([llm] base_url and model in radar.toml, or RADAR_LLM_BASE_URL "
+                       "and RADAR_LLM_MODEL): the daily radar is rules only and sends no prompt, so a dry run has "
+                       "nothing to print; `radar daily` prints the radar itself (`radar doctor` checks the model "
+                       "set-up)", err=True)
+            return
         summary = daily_prompts(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
                                 parse_when(until) if until else None, list(repos) or None)
         for text in summary.prompts:
@@ -68,8 +75,18 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
         click.echo(summary.line(), err=True)
         return
     report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
-                       parse_when(until) if until else None, list(repos) or None, out_dir, llm, record)
+                       parse_when(until) if until else None, list(repos) or None, out_dir_of(obj, out_dir), llm,
+                       record)
     _emit(report)
+
+
+DEMO_DIR = "radar-demo"  # the demo's outputs and store: apart from out_dir (radar-out), where real reports go
+
+
+def _model_configured(settings) -> bool:
+    from ..llm.stage import llm_config
+
+    return llm_config(settings) is not None
 
 
 @click.command()
@@ -95,7 +112,7 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
         window = make_window(parse_when(since), parse_when(until))
     else:
         raise click.UsageError("give --week 2026-W31, or --since and --until")
-    _emit(run_weekly(obj.settings(lang), obj.engine(write=True), repo, window, out_dir, llm))
+    _emit(run_weekly(obj.settings(lang), obj.engine(write=True), repo, window, out_dir_of(obj, out_dir), llm))
 
 
 @click.command()
@@ -135,12 +152,14 @@ def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: s
 
 
 @click.command()
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("radar-out"),
-              show_default=True, help="Where to write the demo outputs.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path(DEMO_DIR),
+              show_default=True, help="Where to write the demo outputs (apart from real reports, which --out "
+                                      "writes under radar-out/).")
 @LANG
 @pass_ctx
 def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
-    """Offline demo on a bundled sample: writes a daily radar, a weekly report and the export."""
+    """Offline demo on a bundled sample: writes a daily radar, a weekly report and the export, with the sample's
+    own store, under radar-demo/ (never beside your real reports)."""
     from ..pipeline.demo import demo as run_demo
 
     for path in run_demo(obj.settings(lang), out_dir):
