@@ -130,8 +130,10 @@ def add_repo(config: Path | None, name: str, role: str | None = None, branches: 
         if not changes:
             return Edit(path, False, f"{entry['name']} is already configured ({_describe(entry)}) in {path}",
                         notes)
+        tail = _tail(entry)  # new keys go above the comments that end the entry
         for key, value in changes.items():
             entry[key] = value
+        _attach(entry, tail)
         _write(path, doc)
         return Edit(path, True, f"updated {entry['name']} in {path}: {_describe(entry)}"
                                 + (f"; {len(core_paths)} core path(s)" if "core_paths" in changes else ""), notes)
