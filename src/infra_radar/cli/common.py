@@ -146,16 +146,56 @@ def _err(message: str) -> None:
 
 
 @contextmanager
-def _progress(label: str, total: int | None = None):
-    """A rich progress bar on stderr (silent when stderr is not a terminal); yields an advance(n) callback."""
+def _progress(label: str, total: int | None = None, unit: str = "item"):
+    """Progress on stderr; yields an advance(n) callback (with .total(n) once the length is known). On a terminal
+    a rich bar (with its total when known); elsewhere (cron, CI, a pipe) a line per stage: one when its total is
+    known (or its first step is made), one when it ends, as `label: ...`."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
+    if not console.is_terminal:
+        lines = _Lines(label, unit, total)
+        yield _Ticker(lines.advance, lines.set_total)
+        lines.end()
+        return
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield _Ticker(lambda n: bar.advance(task, n), lambda n: bar.update(task, total=n))
+
+
+class _Lines:
+    """A stage's progress as lines (not on a terminal): started with its total, ended with what was done."""
+
+    def __init__(self, label: str, unit: str, total: int | None) -> None:
+        import time
+
+        self.label, self.unit, self.total, self.done, self.said = label, unit, total, 0, False
+        self.start = time.monotonic()
+        if total:
+            self._say(f"{total:,} {unit}(s) to do")
+
+    def _say(self, text: str) -> None:
+        click.echo(f"{self.label}: {text}", err=True)
+        self.said = True
+
+    def set_total(self, n: int) -> None:
+        self.total = n
+        if n and not self.said:
+            self._say(f"{n:,} {self.unit}(s) to do")
+
+    def advance(self, n: int) -> None:
+        if not self.said:
+            self._say("started")
+        self.done += n
+
+    def end(self) -> None:
+        import time
+
+        if self.said:
+            of = f" of {self.total:,}" if self.total and self.total != self.done else ""
+            self._say(f"{self.done:,}{of} {self.unit}(s) done in {time.monotonic() - self.start:.1f}s")
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import LANG, LLM, NO_RECORD, OUT, Context, out_dir_of, pass_ctx
+from .common import LANG, LLM, NO_RECORD, OUT, Context, _progress, out_dir_of, pass_ctx
 
 
 def _emit(report) -> None:
@@ -74,13 +74,29 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
             click.echo(text + "\n")
         click.echo(summary.line(), err=True)
         return
-    report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
-                       parse_when(until) if until else None, list(repos) or None, out_dir_of(obj, out_dir), llm,
-                       record)
+    _analyse_first(obj, lang)
+    engine = obj.engine(write=True)  # the lock before the progress line: a busy store prints one error line
+    with _progress("daily", total=1, unit="report") as tick:
+        report = run_daily(obj.settings(lang), engine, parse_when(since) if since else None,
+                           parse_when(until) if until else None, list(repos) or None, out_dir_of(obj, out_dir), llm,
+                           record)
+        tick(1)
     _emit(report)
 
 
 DEMO_DIR = "radar-demo"  # the demo's outputs and store: apart from out_dir (radar-out), where real reports go
+
+
+def _analyse_first(obj: Context, lang: str | None) -> None:
+    """Analyse what is new before a report, with progress (a line per stage when not on a terminal): the
+    report's own analysis then finds nothing left to do."""
+    from ..pipeline.analysis import analyze, nothing_to_analyse
+
+    settings = obj.settings(lang)
+    if nothing_to_analyse(settings) is not None:  # a ready SQLite store, said without SQLAlchemy
+        return
+    with _progress("analysing") as tick:
+        analyze(settings, obj.engine(write=True), tick, on_total=tick.total)
 
 
 def _model_configured(settings) -> bool:
@@ -112,7 +128,12 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
         window = make_window(parse_when(since), parse_when(until))
     else:
         raise click.UsageError("give --week 2026-W31, or --since and --until")
-    _emit(run_weekly(obj.settings(lang), obj.engine(write=True), repo, window, out_dir_of(obj, out_dir), llm))
+    _analyse_first(obj, lang)
+    engine = obj.engine(write=True)
+    with _progress("weekly", total=1, unit="report") as tick:
+        report = run_weekly(obj.settings(lang), engine, repo, window, out_dir_of(obj, out_dir), llm)
+        tick(1)
+    _emit(report)
 
 
 @click.command()
