@@ -10,7 +10,7 @@ import pytest
 
 from infra_radar import config as config_module
 from infra_radar.config import default_config_text
-from infra_radar.config_doc import BEGIN, END, options, options_table
+from infra_radar.pipeline.config_doc import BEGIN, END, options, options_table
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.no_store
@@ -24,7 +24,7 @@ def test_the_options_table_is_the_one_radar_toml_generates():
     doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     shown = doc[doc.index(BEGIN):doc.index(END) + len(END)]
     assert shown == options_table(default_config_text()), (
-        "docs/configuration.md is out of date: run python -m infra_radar.config_doc docs/configuration.md")
+        "docs/configuration.md is out of date: run python -m infra_radar.pipeline.config_doc docs/configuration.md")
 
 
 def test_every_option_has_a_row_with_its_packaged_default():

@@ -91,7 +91,7 @@ def test_repo_add_without_a_config_starts_from_the_packaged_one(radar_home):
     radar("repo", "add", "sgl-project/sglang", "--role", "upstream")
     names = [r.name for r in load_settings().repos]
     assert names[-1] == "sgl-project/sglang" and "vllm-project/vllm-ascend" in names  # the packaged list kept
-    assert "# Watched repositories." in (radar_home / "radar.toml").read_text(encoding="utf-8")
+    assert "# Watched repositories" in (radar_home / "radar.toml").read_text(encoding="utf-8")
 
 
 def test_an_item_for_a_repository_and_a_repository_for_an_item_say_which_command(sample_store):
@@ -137,3 +137,26 @@ def test_doctor_fits_an_80_column_terminal(radar_home):
         for word in f"{check.detail} {check.fix}".split():
             assert word in wrapped.replace("\n", " ") or len(word) > 40, word
     assert all(len(format_table(checks).splitlines()) == len(checks) + 1 for _ in (0,))  # piped: a line per check
+
+
+def test_import_page_takes_several_files_and_progress_is_a_line_per_stage(tmp_path):
+    from infra_radar.cli.publish import SERVE_PORT
+    from infra_radar.pipeline.demo import sample_files
+
+    pages = []
+    for n in (12, 13):
+        page = tmp_path / f"p{n}.txt"
+        page.write_text(f"Fix the rope kernel #{n}\nOpen\nalice wants to merge 1 commit into main\n", encoding="utf-8")
+        pages.append(page)
+    result = radar("import-page", *map(str, pages), str(tmp_path / "missing.txt"), "--repo", "acme/infer", ok=False)
+    assert f"{pages[0]}: acme/infer#12 open: 1 new" in result.stdout and "acme/infer#13 open: 1 new" in result.stdout
+    assert "missing.txt" in result.stderr and "1 of 3 page(s) not imported; the others were" in result.stderr
+    # not on a terminal: the stage's total when it starts, and what was done when it ends
+    assert "importing pages: 3 page(s) to do" in result.stderr and "importing pages: 3 page(s) done in" in result.stderr
+    assert "one FILE" in radar("import-page", *map(str, pages), "--number", "5", ok=False).output
+
+    sample = sample_files()[0]
+    records = sum(1 for line in sample.read_text(encoding="utf-8").splitlines() if line.strip()) - 1
+    err = radar("import-jsonl", str(sample)).stderr
+    assert f"importing: {records:,} record(s) to do" in err and f"importing: {records:,} record(s) done in" in err
+    assert SERVE_PORT != 8000  # `mkdocs serve` and vLLM listen there by default

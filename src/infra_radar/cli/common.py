@@ -166,15 +166,15 @@ def _progress(label: str, total: int | None = None, unit: str = "item"):
 
 
 class _Lines:
-    """A stage's progress as lines (not on a terminal): started with its total, ended with what was done."""
+    """A stage's progress as lines (not on a terminal): one when its first step is done (with its total when
+    known), one when it ends; a stage whose first step is its last says only the end, and a stage that fails
+    before its first step says nothing (its error stays the one line)."""
 
     def __init__(self, label: str, unit: str, total: int | None) -> None:
         import time
 
         self.label, self.unit, self.total, self.done, self.said = label, unit, total, 0, False
         self.start = time.monotonic()
-        if total:
-            self._say(f"{total:,} {unit}(s) to do")
 
     def _say(self, text: str) -> None:
         click.echo(f"{self.label}: {text}", err=True)
@@ -182,18 +182,16 @@ class _Lines:
 
     def set_total(self, n: int) -> None:
         self.total = n
-        if n and not self.said:
-            self._say(f"{n:,} {self.unit}(s) to do")
 
     def advance(self, n: int) -> None:
-        if not self.said:
-            self._say("started")
         self.done += n
+        if not self.said and not (self.total and self.done >= self.total):
+            self._say(f"{self.total:,} {self.unit}(s) to do" if self.total else "started")
 
     def end(self) -> None:
         import time
 
-        if self.said:
+        if self.done:
             of = f" of {self.total:,}" if self.total and self.total != self.done else ""
             self._say(f"{self.done:,}{of} {self.unit}(s) done in {time.monotonic() - self.start:.1f}s")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -10,6 +11,10 @@ import click
 from ..errors import few
 from ..models import MAX_NUMBER
 from .common import Context, pass_ctx
+
+
+def _no_tick(_n: int) -> None:
+    pass
 
 
 def _counts(counter) -> str:
@@ -35,7 +40,9 @@ def import_page_cmd(obj: Context, files: tuple[Path, ...], repo: str | None, num
     if number is not None and len(files) > 1:
         raise click.UsageError("--number names one pull request: give one FILE with it")
     engine, failed = obj.engine(write=True), []
-    with _progress("importing pages", total=len(files), unit="page") as tick:
+    # several pages: progress (a line per stage when not on a terminal); one page: its report alone
+    with (_progress("importing pages", total=len(files), unit="page") if len(files) > 1 else nullcontext(_no_tick)) \
+            as tick:
         for file in files:
             report = PageReport()
             try:

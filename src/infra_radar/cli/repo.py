@@ -30,7 +30,7 @@ def _globs(values: tuple[str, ...]) -> list[str] | None:
 @pass_ctx
 def repo_add(obj: Context, name: str, role: str | None, branches: tuple[str, ...], core_paths: tuple[str, ...]) -> None:
     """Watch OWNER/NAME (or change its role, branches or core paths): the next fetch and radars include it."""
-    from ..repo_config import add_repo
+    from ..pipeline.repos import add_repo
 
     edit = add_repo(obj.config, name, role, _globs(branches), _globs(core_paths))
     for note in edit.notes:
@@ -78,7 +78,7 @@ def _stored_names(obj: Context) -> list[str]:
 @pass_ctx
 def repo_remove(obj: Context, name: str) -> None:
     """Stop watching OWNER/NAME: off [[repos]] (what the store holds of it stays, and can be read by name)."""
-    from ..repo_config import remove_repo
+    from ..pipeline.repos import remove_repo
 
     edit = remove_repo(obj.config, name)
     for note in edit.notes:

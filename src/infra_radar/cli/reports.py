@@ -55,7 +55,8 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
           out_dir: Path | None, llm: bool | None, dry_run: bool, record: bool) -> None:
     """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
     from ..pipeline.reports import daily as run_daily
-    from ..windows import parse_when
+    from ..pipeline.reports import report_repos
+    from ..windows import make_window, parse_when
 
     if dry_run:
         from ..pipeline.reports import daily_prompts
@@ -74,12 +75,16 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
             click.echo(text + "\n")
         click.echo(summary.line(), err=True)
         return
+    start, end = parse_when(since) if since else None, parse_when(until) if until else None
+    if start and end:
+        make_window(start, end)  # a bad window is one error line, before any progress line
+    engine = obj.engine(write=True)
+    if repos:
+        report_repos(obj.settings(lang), engine, list(repos))  # so is an unknown repository
     _analyse_first(obj, lang)
-    engine = obj.engine(write=True)  # the lock before the progress line: a busy store prints one error line
     with _progress("daily", total=1, unit="report") as tick:
-        report = run_daily(obj.settings(lang), engine, parse_when(since) if since else None,
-                           parse_when(until) if until else None, list(repos) or None, out_dir_of(obj, out_dir), llm,
-                           record)
+        report = run_daily(obj.settings(lang), engine, start, end, list(repos) or None, out_dir_of(obj, out_dir),
+                           llm, record)
         tick(1)
     _emit(report)
 
@@ -117,6 +122,7 @@ def _model_configured(settings) -> bool:
 def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
            out_dir: Path | None, llm: bool | None) -> None:
     """The weekly report of one repository: counts, themes, trends, risks, key PRs."""
+    from ..pipeline.reports import report_repos
     from ..pipeline.reports import weekly as run_weekly
     from ..windows import iso_week, make_window, parse_when
 
@@ -128,8 +134,9 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
         window = make_window(parse_when(since), parse_when(until))
     else:
         raise click.UsageError("give --week 2026-W31, or --since and --until")
-    _analyse_first(obj, lang)
     engine = obj.engine(write=True)
+    report_repos(obj.settings(lang), engine, [repo])  # an unknown repository is one error line, before progress
+    _analyse_first(obj, lang)
     with _progress("weekly", total=1, unit="report") as tick:
         report = run_weekly(obj.settings(lang), engine, repo, window, out_dir_of(obj, out_dir), llm)
         tick(1)

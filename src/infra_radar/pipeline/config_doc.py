@@ -5,7 +5,7 @@ line). Top-level keys and [focus] show the packaged value as the default; [[repo
 are the packaged list rather than defaults, show the defaults of config.RepoSettings. tests/test_first_hour.py
 keeps the docs equal to what this prints; after editing a comment in radar.toml run
 
-    python -m infra_radar.config_doc docs/configuration.md
+    python -m infra_radar.pipeline.config_doc docs/configuration.md
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-BEGIN = "<!-- options: generated from src/infra_radar/defaults/radar.toml by `python -m infra_radar.config_doc " \
+BEGIN = "<!-- options: generated from src/infra_radar/defaults/radar.toml by `python -m infra_radar.pipeline.config_doc " \
         "docs/configuration.md`; edit the comments there -->"
 END = "<!-- end of options -->"
 _KEY = re.compile(r"^([a-z0-9_]+)\s*=\s*(.*?)\s*(?:#\s*(.*))?$")
@@ -36,7 +36,7 @@ def _value(raw: str) -> str:
 
 
 def _repo_default(key: str) -> str:
-    from .config import RepoSettings
+    from ..config import RepoSettings
 
     field = RepoSettings.__dataclass_fields__[key]
     if field.default is not dataclasses.MISSING:
@@ -105,10 +105,10 @@ def rewrite(doc: str, text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from .config import default_config_text
+    from ..config import default_config_text
 
     if len(argv) != 1:
-        print("usage: python -m infra_radar.config_doc docs/configuration.md", file=sys.stderr)
+        print("usage: python -m infra_radar.pipeline.config_doc docs/configuration.md", file=sys.stderr)
         return 2
     path = Path(argv[0])
     path.write_text(rewrite(path.read_text(encoding="utf-8"), default_config_text()), encoding="utf-8")

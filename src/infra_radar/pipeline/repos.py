@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import CONFIG_NAME, ROLES, default_config_text, home_dir, load_settings
-from .errors import ConfigError, few
-from .models import check_repo
+from ..config import CONFIG_NAME, ROLES, default_config_text, home_dir, load_settings
+from ..errors import ConfigError, few
+from ..models import check_repo
 
 
 @dataclass(slots=True)
