@@ -82,10 +82,8 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
     if repos:
         report_repos(obj.settings(lang), engine, list(repos))  # so is an unknown repository
     _analyse_first(obj, lang)
-    with _progress("daily", total=1, unit="report") as tick:
-        report = run_daily(obj.settings(lang), engine, start, end, list(repos) or None, out_dir_of(obj, out_dir),
-                           llm, record)
-        tick(1)
+    report = run_daily(obj.settings(lang), engine, start, end, list(repos) or None, out_dir_of(obj, out_dir), llm,
+                       record)  # with --out, the path alone on stdout and nothing on stderr (cron mails stay empty)
     _emit(report)
 
 
