@@ -159,4 +159,6 @@ def test_import_page_takes_several_files_and_progress_is_a_line_per_stage(tmp_pa
     records = sum(1 for line in sample.read_text(encoding="utf-8").splitlines() if line.strip()) - 1
     err = radar("import-jsonl", str(sample)).stderr
     assert f"importing: {records:,} record(s) to do" in err and f"importing: {records:,} record(s) done in" in err
+    week = radar("weekly", "--repo", "acme/infer", "--week", "2026-W31")
+    assert "weekly: 1 report(s) done in" in week.stderr and week.stdout.startswith("# ")
     assert SERVE_PORT != 8000  # `mkdocs serve` and vLLM listen there by default
