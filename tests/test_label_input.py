@@ -294,7 +294,7 @@ def test_warnings_are_capped_and_a_file_past_the_line_cap_is_refused(tmp_path, m
     monkeypatch.setattr(label_file, "MAX_LINES", 300)
     out = radar("label", "--import", str(bad), ok=False)
     assert out.exit_code == 1 and out.output == (f"error: {bad}: more than 300 lines; a labels file holds at most "
-                                                 "that many (split it): nothing was imported\n")
+                                                 "that many (split it): none of it was used\n")
 
 
 @pytest.mark.no_store

@@ -138,7 +138,7 @@ def _lines(fh, path: Path, problems: Problems) -> Iterator[tuple[int, str | None
             return
         if number > MAX_LINES:
             raise InputError(f"{path}: more than {MAX_LINES:,} lines; a labels file holds at most that many "
-                             "(split it): nothing was imported")
+                             "(split it): none of it was used")
         if len(data) > 4 * MAX_LINE and not data.endswith(b"\n"):
             while data and not data.endswith(b"\n"):  # the rest of the line, a bounded piece at a time
                 data = fh.readline(1 << 16)
