@@ -258,14 +258,14 @@ def test_control_characters_never_reach_the_daily_or_the_terminal(tmp_path):
     path = write(tmp_path / "nasty.jsonl", {"item": "acme/infer#301", "priority": "P0", "note": nasty,
                                              "by": "m\x1bei"})
     imported = radar("label", "--import", str(path))
-    assert f"warning: {path}:1: \"note\" held control characters" in imported.output
     radar("label", "acme/infer#302", "--priority", "P1", "--note", "ci\x07 only", "--by", "li\x1b")
     outputs = [radar("label", "--list").output, radar("show", "acme/infer#301", "--lang", "en").output,
                radar("daily", "--since", "2026-07-03T00:00Z", "--until", "2026-07-04T00:00Z", "--repo", REPOS[0],
                      "--lang", "en").output]
     for out in outputs:
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", out), out
-    assert "hot path [31mred[0m" in outputs[1] and "mei" in outputs[1]
+    assert "hot path [31mred[0m" in outputs[1] and "mei" in outputs[1] and "mei" in outputs[2]
+    assert f"warning: {path}:1: \"note\" held control characters" in imported.output
 
 
 def test_note_and_by_are_capped_as_the_import_caps_them(tmp_path):
