@@ -9,20 +9,34 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, RadarError
+from ..evaluate.labels import BY_MAX, NOTE_MAX
 from .common import Context, pass_ctx
 
 BY_ENV = "RADAR_LABEL_BY"  # who labels, when --by is not given (else the OS user)
 
 
 def _who(by: str | None) -> str:
-    if by:
-        return by.strip()
+    if by and by.strip():
+        return _text(by, "--by", BY_MAX)
     if os.environ.get(BY_ENV, "").strip():
-        return os.environ[BY_ENV].strip()
+        return _text(os.environ[BY_ENV], BY_ENV, BY_MAX)
     try:
-        return getpass.getuser()
+        return _text(getpass.getuser(), "the user name", BY_MAX) or "unknown"
     except (KeyError, OSError):  # no user name known to the system
         return "unknown"
+
+
+def _text(value: str, name: str, limit: int) -> str:
+    """A note or name given on the command line as stored: one line without control characters (a warning says
+    when some were removed), refused past the import's cap (evaluate/labels.py NOTE_MAX, BY_MAX)."""
+    from ..models import one_line_text
+
+    text, changed = one_line_text(value)
+    if changed:
+        click.echo(f"warning: {name} held control characters or line breaks; they were removed", err=True)
+    if len(text) > limit:
+        raise InputError(f"{name} is {len(text):,} characters long; at most {limit:,} are kept with a label")
+    return text
 
 
 @click.command("label")
@@ -73,7 +87,7 @@ def label(obj: Context, ref: str | None, priority: str | None, grade: str | None
         return
     if not priority and not grade:
         raise click.UsageError("give --priority (and/or --grade), or --remove")
-    _set(obj, repo, number, priority, grade, note, _who(by))
+    _set(obj, repo, number, priority, grade, _text(note, "--note", NOTE_MAX), _who(by))
 
 
 def _set(obj: Context, repo: str, number: int, priority: str | None, grade: str | None, note: str, by: str) -> None:
@@ -81,7 +95,7 @@ def _set(obj: Context, repo: str, number: int, priority: str | None, grade: str 
     from ..store import labels, queries
 
     engine = obj.engine(write=True)
-    done = labels.set_label(engine, labels.TeamLabel(repo, number, priority, grade, note.strip(), by, source="cli"))
+    done = labels.set_label(engine, labels.TeamLabel(repo, number, priority, grade, note, by, source="cli"))
     what = " / ".join(v for v in (priority, grade) if v)
     click.echo(f"{repo}#{number}: {what} ({done}, by {by})")
     if not queries.item_exists(engine, repo, number):
@@ -118,20 +132,22 @@ def _import(obj: Context, path: Path, by: str) -> None:
     found = load_labels(path)
     for problem in found.problems:
         click.echo(f"warning: {problem}", err=True)
+    if found.problems.more:
+        click.echo(f"warning: {found.problems.summary(str(path))}", err=True)
     usable = [lab for lab in found.labels if lab.values.get("priority") or lab.values.get("grade")]
     if not usable and not found.windows:
         raise InputError(f"{path}: no label with a priority or grade")
     engine = obj.engine(write=True)
-    counts = {"added": 0, "updated": 0, "unchanged": 0}
+    team = []
     for lab in usable:
         # a list of acceptable values (two fair readings) is stored as its first one
         priority = (lab.values.get("priority") or [None])[0]
         grade = (lab.values.get("grade") or [None])[0]
         part = lab.split if lab.split == TEAM or lab.split.startswith(TEAM + "-") else ""
-        counts[labels.set_label(engine, labels.TeamLabel(lab.repo, lab.number, priority, grade, lab.note,
-                                                         lab.by or by, source=str(path), part=part))] += 1
-    for part, window in found.windows.items():
-        labels.set_window(engine, part, window["since"], window["until"], window["repos"])
+        team.append(labels.TeamLabel(lab.repo, lab.number, priority, grade, lab.note, lab.by or by,
+                                     source=str(path), part=part))
+    done = labels.set_labels(engine, team, found.windows)  # the whole file in one transaction, or nothing
+    counts = {what: done.count(what) for what in ("added", "updated", "unchanged")}
     click.echo(f"{path}: {counts['added']} added, {counts['updated']} updated, {counts['unchanged']} unchanged"
                + (f", {len(found.windows)} window(s)" if found.windows else "") + f" (by {by})")
     refit(obj.settings(), engine)
