@@ -27,8 +27,10 @@ class Edit:
 
 
 def config_file(config: Path | None) -> Path:
-    """The radar.toml an edit writes: --config when given, else $RADAR_HOME/radar.toml."""
-    return config if config is not None else home_dir() / CONFIG_NAME
+    """The radar.toml an edit writes: --config when given, else $RADAR_HOME/radar.toml (a symbolic link's target:
+    the link stays a link)."""
+    path = config if config is not None else home_dir() / CONFIG_NAME
+    return path.resolve() if path.is_symlink() else path
 
 
 def _load(path: Path, notes: list[str]):
