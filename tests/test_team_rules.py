@@ -13,6 +13,7 @@ the shapes the held-back days bring:
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 
@@ -253,3 +254,21 @@ def history(full_store):
         items = [ai for ai in queries.analysed_in_window(engine, None)
                  if ai.item.kind in ("pr", "issue") and settings.repo(ai.item.repo).role != "downstream"]
     return {ai.item.ref: ai for ai in items}, items
+
+
+# --- labels generalise, end to end: `radar label --import` of one day, the next day's kin follow --------------
+
+from .test_labels import days, radar  # noqa: E402,F401  (the invented two days of tests/test_labels.py)
+
+
+def test_after_a_days_labels_the_next_days_kin_follow_and_name_the_label(days):  # noqa: F811
+    """Day 1's connector changes are labelled S (the rules: M); day 2's connector fix in the same directory, under
+    the same rule and topics, follows them, and its card says whose label moved it; `radar eval` reports it."""
+    radar("label", "--import", str(days["2026-07-03"]))
+    obj = {f"{o['repo']}#{o['number']}": o for o in json.loads(radar("export", "--format", "json"))}["acme/omni#212"]
+    assert obj["rules"]["grade"] == "M" and obj["grade"] == "S", obj
+    assert obj["learned"]["by"] and all(r.startswith("acme/omni#20") for r in obj["learned"]["by"])
+    card = radar("show", "acme/omni#212")
+    assert "随团队对 acme/omni#20" in card, card
+    out = radar("eval", str(days["2026-07-04"]))
+    assert "moved by a labelled kin item" in out

@@ -278,18 +278,18 @@ def _series(flags: Iterable[str]) -> set[str]:
 
 def _kin(flags: frozenset[str], other: frozenset[str], limits: Limits) -> bool:
     """Two items of one repository and one series (most title words shared) or one place and mechanism (a changed
-    code directory, the priority rule that decided and the same topics)."""
+    code directory and most of their topics)."""
     if not {f for f in flags if f.startswith("repo:")} & {f for f in other if f.startswith("repo:")}:
         return False  # kin live in one repository
     mine, theirs = _series(flags), _series(other)
     shared = mine & theirs
     if len(shared) >= limits.kin_words and len(shared) >= limits.kin_title * len(mine | theirs):
         return True
-    # one place and mechanism: a changed code directory, the rule that decided and the same topics
+    # one place and mechanism: a changed code directory and most of the topics (the same share as a series)
     dirs = {f for f in flags if f.startswith("dir:")} & {f for f in other if f.startswith("dir:")}
-    why = {f for f in flags if f.startswith("why:")} & {f for f in other if f.startswith("why:")}
-    topics = {f for f in flags if f.startswith("topic:")}
-    return bool(dirs and why and topics) and topics == {f for f in other if f.startswith("topic:")}
+    mine = {f for f in flags if f.startswith("topic:")}
+    theirs = {f for f in other if f.startswith("topic:")}
+    return bool(dirs and mine & theirs) and len(mine & theirs) >= limits.kin_title * len(mine | theirs)
 
 
 def _residual(name: str, rules: str, label: str | Sequence[str] | None) -> float | None:
