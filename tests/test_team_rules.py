@@ -67,6 +67,10 @@ def test_an_evaluation_alignment_is_p2_on_the_target_too(rules, conf):
                  [("benchmarks/tts/eval_wer.py", 40, 12), ("benchmarks/tts/utils_npu.py", 10, 2)],
                  repo="vllm-project/vllm-omni")
     assert a.priority == "P2", (a.priority, a.why)
+    # a pasted page (no diffstat): the title says it fixes how the score is computed
+    page = analysed(rules, conf, "[Bugfix][NPU] Fix Qwen3-TTS WER accuracy calculation in the benchmark script", None,
+                    repo="vllm-project/vllm-omni", state="open")
+    assert page.priority == "P2", (page.priority, page.why)
 
 
 @pytest.mark.no_store
