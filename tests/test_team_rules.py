@@ -196,6 +196,9 @@ def test_install_paths_compile_work_and_split_k_are_p1(rules, conf):
     split_k = analysed(rules, conf, "[Attention] perf: split-K for the decode attention kernel", None,
                        repo="vllm-project/vllm-omni", state="open")
     assert split_k.priority == "P1", split_k.why
+    fix = analysed(rules, conf, "[Bugfix] Fix the split-K reduction of the decode attention kernel",
+                   [("csrc/attention/decode_split_k.cu", 12, 4)], repo="vllm-project/vllm-omni")
+    assert fix.priority == "P1" and fix.grade == "L", (fix.priority, fix.why, fix.grade)
 
 
 @pytest.mark.one_store
