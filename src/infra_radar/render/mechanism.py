@@ -415,6 +415,9 @@ def _trim(words: list[str], most: int) -> list[str]:
     words = [w for w in words if w not in (",", ";") and _low(w) not in r.filler and "…" not in w and "..." not in w]
     while words and _low(words[0]) in ("a", "an", "the", "some", "all", "any", "this", "these"):
         words = words[1:]
+    but = next((i for i, w in enumerate(words) if _low(w) == "but" and 0 < i < len(words) - 1), -1)
+    if len(words) > most and but > 0 and len(words) <= 2 * most + 1:
+        return words  # "X but Y": both sides say the change, neither goes
     if len(words) > most:  # the head noun is last: the leading modifiers go
         words = words[-most:]
         while words and _low(words[0]) in ("and", "or", "of", "for", "with", "to", "in", "on", "&"):
