@@ -264,11 +264,12 @@ def test_themes_group_by_mechanism_each_item_once() -> None:
     text = render_weekly(weekly_input(), "en")
     changes = text.split("## Key changes\n", 1)[1].split("\n## ", 1)[0]
     headings = re.findall(r"^### \d+\. (.+?) \((\d+)\)$", changes, re.M)
-    assert headings == [("`infer/core/kv_cache.py` (KV cache): features and refactors", "3")], changes
+    # named by the mechanism its PRs share first, the file after it
+    assert headings == [("KV cache (`infer/core/kv_cache.py`): features and refactors", "3")], changes
     listed = re.findall(r"#(\d+)", changes.split("\n\n", 2)[1].splitlines()[0])
     assert listed == ["4821", "4850", "4836"]  # each PR once, every one of them changes the file
     summary = text.split("## Executive summary\n", 1)[1].split("\n## ", 1)[0]
-    assert "**`infer/core/kv_cache.py` (KV cache)**" in summary and "#4821" in summary
+    assert "**KV cache (`infer/core/kv_cache.py`)**" in summary and "#4821" in summary
     assert all(int(n) <= 0.4 * 10 for _, n in headings)
 
 
@@ -484,7 +485,7 @@ def test_weekly_rules_from_the_users_rules_dir(tmp_path: Path) -> None:
     inp = weekly_input()
     inp.rules_dir = tmp_path
     text = render_weekly(inp, "en")
-    assert "`infer/core/kv_cache.py` (the paged cache)" in text
+    assert "the paged cache (`infer/core/kv_cache.py`)" in text
     quick = text.split("## Key PRs\n", 1)[1].split("\n## ", 1)[0]
     assert len(re.findall(r"^\d+\. \[", quick, re.M)) == 2  # shrunk as far as the report goes
 
