@@ -328,10 +328,11 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
             checks.append({**r, "checklist": steps[:2]})
     for r in top_rows:
         r.pop("alternates", None)
-    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=r["summary"]),
+    # each dive beside its own row (the dives are chosen among the table's rows, not its first ones)
+    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=row(ai)["summary"]),
                    "label": ref_label(ai.item.ref, short),
                    "head": title_head(ai.item.title, 100), "state": state_text(ai, t)}
-                  for ai, r in zip(deep, top_rows, strict=False)]
+                  for ai in deep]
     distinct_dives(deep_views, t)
     shown = {ai.item.ref for ai in top + listed} | {w.ref for w in inp.watch}
     with_data = {ai.item.repo.lower() for ai in inp.items}

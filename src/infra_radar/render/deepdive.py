@@ -182,8 +182,9 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     view["code_facts"] = code_facts(ai, t)
     # the decision is in the dive's first line; its reason is the rules' text, shown only where no other dive of
     # the report says it (daily.distinct_dives)
-    # a dive that argues its boundary and says what to measure has said more than the rules' reason
-    view["decide"] = Md("") if view["measure"] and view["boundary"] else fmt(
+    # a dive that says what to measure, with the item's own switch or metric, has said more than the rules'
+    # reason for the decision (the decision itself is on its first line)
+    view["decide"] = Md("") if view["measure"] else fmt(
         d["dive_decide"], decision=name(t, "decisions", a.decision),
         reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
     rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
