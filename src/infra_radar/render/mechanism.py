@@ -124,6 +124,7 @@ class Action:
     negated: bool = False  # "Do not read ip": the change stops doing it
     component: bool = False  # the subject is the component the title names first ("ReplaySSM: cache X")
     fallback: bool = False  # read as a bare noun phrase: no verb or structure of the rules was found
+    unknown: str = ""  # the title's verb, when the rules do not know it: said after the object, never framed
 
 
 def clean_title(title: str) -> tuple[str, str]:
@@ -344,10 +345,35 @@ def _read_action(words: list[str], depth: int = 0, type_verb: str = "") -> Actio
         _, mods, _ = _read_rest(["x", *words[at + n:]], 1)
         keep = [(k, v) for k, v in mods if k in ("at", "on", "in", "when", "during", "after", "with")]
         return Action("", subject, keep, symptom=(symptom, " ".join(words[at:at + n])))
+    if _unknown_verb(words):  # "revise the X", "centralize async DCP save": a verb the rules do not know
+        obj, _mods, _purpose = _read_rest(words[1:], depth)
+        if obj:  # the object only: the rest hangs on a verb we cannot say
+            return Action("", obj, fallback=True, unknown=_low(words[0]))
     found = _noun_phrase(words, depth)
     if found is not None and not found.verb and type_verb and not found.revert:
         found.verb = type_verb
     return found
+
+
+_DETERMINERS = {"the", "a", "an", "all", "some", "any", "each", "every", "its", "their", "our", "this", "these"}
+_VERB_ENDING = re.compile(r"^[a-z]{3,}(?:ize|ify)$")
+_ADJECTIVE = re.compile(r"(?:al|wise|ic|ous|ive|ed|ing|less|ful|able|ible|ly)$")
+
+
+def _unknown_verb(words: list[str]) -> bool:
+    """Whether a title opens with a verb the rules do not know: a plain word (no digit, not all capitals, not a
+    known noun or glossary word) followed by a determiner, an adverb in -ly or an identifier, or a word made
+    as a verb ("-ize", "-ify")."""
+    r = rules()
+    if len(words) < 2 or is_identifier(words[0]):
+        return False
+    first, raw, nxt = _low(words[0]), words[0].strip(_TRAIL), words[1]
+    if (not first.isalpha() or raw[1:] != raw[1:].lower() or first in r.nouns or first in r.added
+            or (first,) in r.glossary or first in r.preps or lemma(first) or _ADJECTIVE.search(first)
+            or _low(words[-1]) in r.nouns):
+        return False
+    return (_low(nxt) in _DETERMINERS or (_low(nxt).endswith("ly") and len(words) > 2) or is_identifier(nxt)
+            or bool(_VERB_ENDING.match(first)))
 
 
 def _split_actions(words: list[str]) -> list[list[str]]:
@@ -505,6 +531,8 @@ def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
     if a.revert:  # two noun phrases with act heads
         return "，并".join(_say_zh(x, most, 0, False) for x in a.revert[:2])
     x = phrase(a.obj, most, "zh")
+    if a.unknown:  # the component first, the author's verb after it: "`foo.md`：revise"
+        return tidy(f"{x}：{text(a.unknown, inside=True)}")
     if a.symptom[0]:
         pre = [_fill(r.preps[k]["pre"], "", phrase(v, most, "zh")) for k, v in a.mods[:1] if r.preps.get(k, {}).get("pre")]
         return tidy(f"{''.join(pre)} {x} {a.symptom[0]}" if pre and a.mods[0][0] == "when" else
@@ -556,6 +584,8 @@ def _say_en(a: Action, most: int, mods: int, purpose: bool, base: bool = False) 
     if a.revert:
         return " and ".join(_say_en(x, most, 0, False) for x in a.revert[:2])
     x = phrase(a.obj, most, "en")
+    if a.unknown:
+        return f"{a.unknown} {x}"
     if a.symptom[0]:
         tail = [f"{k} {phrase(v, most, 'en')}" for k, v in a.mods[:1]]
         return " ".join([x, text(a.symptom[1], inside=True), *tail])
