@@ -59,7 +59,7 @@ class Settings:
     weekly_key_prs: int = 8
     short_p2_limit: int = 2
     top_table_limit: int = 8
-    short_table_limit: int = 12
+    short_table_limit: int = 24
     downstream_limit: int = 4
     rules_dir: Path | None = None
     focus: list[str] = field(default_factory=list)
@@ -233,7 +233,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
             short_p2_limit=_number(data.get("short_p2_limit", 2), "short_p2_limit", where, 0, 10_000, True),
             top_table_limit=_number(data.get("top_table_limit", 8), "top_table_limit", where, 0, 10_000, True),
-            short_table_limit=_number(data.get("short_table_limit", 12), "short_table_limit", where, 0, 10_000, True),
+            short_table_limit=_number(data.get("short_table_limit", 24), "short_table_limit", where, 0, 10_000, True),
             downstream_limit=_number(data.get("downstream_limit", 4), "downstream_limit", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),

@@ -81,7 +81,7 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
     the team labelled leads it, with the team's mark: the short table has no grade column). `parts`: the
     item's short conclusion parts, when the caller has them already."""
     if parts is None:
-        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)
+        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
     note = join_sentence(parts, t)
     if (ai.analysis.label or {}).get("grade"):
         return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
@@ -168,6 +168,13 @@ def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any], short: dic
     if more:
         members.append(fmt(d["story_more"], n=more))
     return fmt(d["story"], members=join(members, t["common"]["sep"]))
+
+
+def short_p2(leftover: list[AnalysedItem], most: int) -> list[AnalysedItem]:
+    """The P2 rows of the short table: open items first (still moving, worth a line), then merged or closed
+    ones, each group in rank order; at most `most`."""
+    p2 = [ai for ai in leftover if ai.analysis.priority == "P2"]
+    return sorted(p2, key=lambda ai: ai.item.state != "open")[:most]
 
 
 def _more_line(rest: list[AnalysedItem], t: dict[str, Any], short: dict[str, str]) -> Md:
@@ -304,15 +311,16 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
 
     def short_parts(ai: AnalysedItem) -> tuple[list[Md], list[Md]]:
         if id(ai) not in shorts:
-            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)
+            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
         return shorts[id(ai)]
 
     top_rows = [{**row(ai), "story": _story_text(ai, inp, t, short)} for ai in top]
     # the short table: the P0/P1 items the table left out, then the first P2 items, at most short_table_limit
+    # every P0/P1 item of the window is listed (one compact line each); P2 rows follow while the table is under
+    # short_table_limit rows, open work first (it may still change; a merged P2 is done), at most short_p2_limit
     leftover = [ai for ai in ranked if id(ai) not in tabled]
-    p2 = [ai for ai in leftover if ai.analysis.priority == "P2"]
-    listed = [ai for ai in leftover if ai.analysis.priority in TOP] + p2[: max(inp.short_p2_limit, 0)]
-    listed = listed[: max(inp.short_table_limit, 0)]
+    listed = [ai for ai in leftover if ai.analysis.priority in TOP]
+    listed += short_p2(leftover, max(min(inp.short_p2_limit, inp.short_table_limit - len(listed)), 0))
     listed_ids = {id(ai) for ai in listed}
     rest = [ai for ai in leftover if id(ai) not in listed_ids]
     short_rows = [{**_base(ai, t, short), "note": short_note(ai, t, target, short_parts(ai)),
