@@ -47,8 +47,10 @@ DAY1 = [
     ("acme/omni", 203, "[connector] feat: msgpack wire format for stage connector payloads",
      CONNECTOR.format(what="stage payloads", a="AR", b="diffusion", how="msgpack replaces pickle on the wire"),
      [("acme_omni/distributed/connectors/serializer.py", 150, 60)], None, "S"),
-    ("acme/infer", 301, "[Attention] Chunked prefill for the paged MLA backend",
-     "Splits long prefills into chunks inside the MLA attention backend; reuses the KV cache blocks.\n",
+    ("acme/infer", 301, "[Attention] Add chunked prefill to the paged MLA backend",
+     "### Motivation\nA long unsplit prefill causes decode stalls for every request of the batch.\n"
+     "### What this PR does\nSplits long prefills into chunks inside the MLA attention backend; reuses the KV cache "
+     "blocks.\n",
      [("acme_infer/attention/backends/mla.py", 320, 40)], "P0", "M"),
     ("acme/infer", 302, "[CI] Run the nightly e2e suite on two runners", "CI only.\n",
      [(".github/workflows/nightly.yml", 20, 4)], "none", "S"),
