@@ -18,9 +18,11 @@ from ..analyse.porting import Applied
 from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
+from .cjk import tidy
 from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
-from .mechanism import is_identifier, read, rules, say, tidy
+from .mechanism import is_identifier, read, rules
+from .saying import say
 from .zh_words import function_words
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -107,7 +109,8 @@ def metric_name(metric: str, lang: str) -> str:
     """A figure's metric as the author named it; in zh, a name held together by English grammar words ("wall
     clock for 150 steps") said with Chinese joints (the metric names stay)."""
     if lang == "zh" and function_words(metric):
-        from .mechanism import _TOKEN, phrase
+        from .mechanism import _TOKEN
+        from .saying import phrase
 
         return str(phrase(_TOKEN.findall(metric), 12, "zh"))
     return text(metric)
