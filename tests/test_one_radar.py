@@ -120,3 +120,24 @@ def test_a_first_site_build_publishes_nothing(rocm, tmp_path):
              daily_window(settings, engine, None, datetime(2026, 8, 4, tzinfo=UTC)))
     assert after == before
     assert before[2][0] == Window(datetime(2026, 8, 2, 2, tzinfo=UTC), datetime(2026, 8, 4, tzinfo=UTC))
+
+
+def test_history_gives_a_pr_no_creation_time():
+    """A squash commit's authored time is its merge time, not when the PR was opened: a PR read from history
+    has no creation time (and a re-import drops one an older import took from the commit); a direct commit
+    keeps its authored time; a creation time from GitHub is kept over history."""
+    from dataclasses import replace
+
+    from infra_radar.sources.history import BodyCleaner, commit_item
+    from infra_radar.store.merge import merge_items
+
+    rec = {"sha": "a" * 40, "subject": "Faster decode (#12)", "body": "", "author_name": "a", "author_email": "a@x",
+           "authored_at": "2026-07-01T10:00:00+00:00", "committed_at": "2026-07-01T10:00:00+00:00", "files": []}
+    pr = commit_item("acme/infer", rec, "main", "jsonl", BodyCleaner([]))
+    assert pr.number == 12 and pr.created_at is None and pr.merged_at is not None
+    direct = commit_item("acme/infer", {**rec, "subject": "Faster decode"}, "main", "git", BodyCleaner([]))
+    assert direct.created_at == datetime(2026, 7, 1, 10, tzinfo=UTC)
+    older = replace(pr, created_at=pr.merged_at)  # what an older import stored
+    assert merge_items(older, replace(pr)).created_at is None
+    opened = datetime(2026, 6, 28, tzinfo=UTC)
+    assert merge_items(replace(pr, source="github", created_at=opened), replace(pr)).created_at == opened
