@@ -69,14 +69,15 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
                 first: bool = False, explicit: bool = False, calendar_day: bool = False,
                 generated_at: datetime | None = None, found: list[AnalysedItem] | None = None,
                 memory: Any = None, lookup: Any = None, compiled: dict | None = None,
-                remember: bool = True) -> DailyRadar:
+                remember: bool = True, related: dict | None = None) -> DailyRadar:
     """The daily radar of `window` over repositories `names` (default: every stored one), from `settings`.
 
     `found`: the items touched or opened in the window as the store holds them, when the caller has read them
     already (a site build reads the whole store once); they are taken as they stood at the window's end and
     judged here, as the store's are. `memory` (pipeline.memory.Memory, default: the store's published records)
     and `lookup` (where rechecks read items, default: the store) give the radar its recall; with `remember`
-    off it has none (a preview of prompts needs it, a test may not)."""
+    off it has none (a preview of prompts needs it, a test may not). `compiled` (the rules) and `related` (what
+    the related-item look-ups read once: the ledger, the term index) are kept across calls when given."""
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
     from ..store.ledger import adapted_in_window
@@ -97,7 +98,7 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     inp = DailyInput(window=window, repos=names, items=items, watch=[], deep_dive_limit=settings.deep_dive_limit,
                      first_run=first, generated_at=generated_at or datetime.now(UTC).replace(microsecond=0),
                      explicit=explicit, calendar_day=calendar_day,
-                     related=related_links(settings, engine, top, window.until), target=settings.target,
+                     related=related_links(settings, engine, top, window.until, related), target=settings.target,
                      short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
                      short_table_limit=settings.short_table_limit, downstream=downstream,
                      downstream_limit=settings.downstream_limit,

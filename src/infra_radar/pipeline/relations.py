@@ -188,10 +188,11 @@ def related_of(settings: Settings, db: Engine | Reader, item: Item, cache: dict 
 
 
 def related_links(settings: Settings, db: Engine | Reader, found: list[AnalysedItem],
-                  until: datetime | None = None) -> dict[str, list[Link]]:
+                  until: datetime | None = None, cache: dict | None = None) -> dict[str, list[Link]]:
     """For the daily radar: each item's duplicates, chain parts, same-mechanism items and adaptations; with
-    `until` (the window's end), only the items known to exist by then: a radar never links what came later."""
-    cache = batch_cache(db)
+    `until` (the window's end), only the items known to exist by then: a radar never links what came later.
+    `cache`: a batch_cache kept across calls (a site build asks for every day)."""
+    cache = batch_cache(db) if cache is None else cache
     out = {}
     for ai in found:
         rel = related_of(settings, db, ai.item, cache)

@@ -126,6 +126,7 @@ class Site:
         self.engine, self.backfill = engine, backfill
         self._radar: tuple[date, Any] | None = None  # the last daily radar built (the home page reuses it)
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
+        self._related: dict | None = None  # what the daily pages' related-item look-ups read once a build
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
         self.names = {lang: load_strings(lang) for lang in LANGS}
@@ -252,13 +253,16 @@ class Site:
         (pipeline.radar.daily_radar): the day's items from the site's data, judged as they stood at its end, the
         rules, when an item needs judging again, compiled once a build."""
         from ..pipeline.radar import daily_radar
+        from ..pipeline.relations import batch_cache
 
+        if self._related is None:
+            self._related = batch_cache(self.engine)
         if self._radar is None or self._radar[0] != day:
             window = day_window(day)
             radar = daily_radar(self.settings, self.engine, window, self.data.repos, calendar_day=True,
                                 generated_at=window.until, found=self.data.by_day.get(day, []),
                                 memory=self.memory, lookup=SiteLookup(self), compiled=self._compiled,
-                                remember=self.memory is not None)
+                                remember=self.memory is not None, related=self._related)
             self._radar = (day, radar)
         return self._radar[1]
 
