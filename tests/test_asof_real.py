@@ -13,6 +13,7 @@ from infra_radar.config import load_settings
 from infra_radar.models import Window
 from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.radar import daily_radar
+from infra_radar.pipeline.reports import report_repos
 from infra_radar.store import queries
 from infra_radar.windows import parse_when
 
@@ -38,7 +39,7 @@ def store(full_store):
 def test_a_past_window_links_nothing_known_after_its_end(store, since, until) -> None:
     settings, engine = store
     window = Window(parse_when(since), parse_when(until))
-    radar = daily_radar(settings, engine, window, remember=False)
+    radar = daily_radar(settings, engine, window, report_repos(settings, engine, None), remember=False)
     text = radar.markdown()
     given = {(lk.repo, lk.number) for links in radar.input.related.values() for lk in links
              if lk.repo and lk.number is not None}

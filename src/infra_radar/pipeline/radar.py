@@ -65,12 +65,13 @@ class DailyRadar:
         return self.recall.save(engine, self.input, self.context(t))
 
 
-def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[str] | None = None, *,
+def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[str], *,
                 first: bool = False, explicit: bool = False, calendar_day: bool = False,
                 generated_at: datetime | None = None, found: list[AnalysedItem] | None = None,
                 memory: Any = None, lookup: Any = None, compiled: dict | None = None,
                 remember: bool = True, related: dict | None = None) -> DailyRadar:
-    """The daily radar of `window` over repositories `names` (default: every stored one), from `settings`.
+    """The daily radar of `window` over repositories `names` (pipeline.reports.report_repos: every stored one and
+    every one radar.toml lists, unless some were asked for), from `settings`.
 
     `found`: the items touched or opened in the window as the store holds them, when the caller has read them
     already (a site build reads the whole store once); they are taken as they stood at the window's end and
@@ -85,7 +86,7 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     from .judgment import judge
     from .relations import related_links
 
-    names = list(names) if names is not None else queries.repo_names(engine)
+    names = list(names)
     if found is None:
         found = queries.analysed_in_window(engine, window, names, opened=True)
     else:

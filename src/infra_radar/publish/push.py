@@ -104,8 +104,10 @@ def daily_digest(settings: Settings, engine: Engine, window: Window | date, repo
         window, calendar_day = day_window(window), True
     t = load_strings(settings.lang)
     window = _up_to_now(window, horizon(settings.clock_skew))
-    names = repos or queries.repo_names(engine)
-    radar = daily_radar(settings, engine, window, names, calendar_day=calendar_day, explicit=not calendar_day,
+    from ..pipeline.reports import report_repos
+
+    radar = daily_radar(settings, engine, window, repos or report_repos(settings, engine, None),
+                        calendar_day=calendar_day, explicit=not calendar_day,
                         generated_at=window.until)
     ctx = radar.context(t)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
@@ -487,8 +489,8 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
     if repos and not names:
         raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
     limit = horizon(settings.clock_skew)
-    if report == "daily":
-        return [_daily(settings, engine, names, day, window, site_url)]
+    if report == "daily":  # every repository `radar daily` names, unless some were given
+        return [_daily(settings, engine, names if repos else [], day, window, site_url)]
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
 

@@ -127,6 +127,7 @@ class Site:
         self._radar: tuple[date, Any] | None = None  # the last daily radar built (the home page reuses it)
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self._related: dict | None = None  # what the daily pages' related-item look-ups read once a build
+        self._names: list[str] = []  # the repositories a daily page covers (pipeline.reports.report_repos)
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
         self.names = {lang: load_strings(lang) for lang in LANGS}
@@ -256,10 +257,13 @@ class Site:
         from ..pipeline.relations import batch_cache
 
         if self._related is None:
+            from ..pipeline.reports import report_repos
+
             self._related = batch_cache(self.engine)
+            self._names = report_repos(self.settings, self.engine, None)  # as `radar daily` names them
         if self._radar is None or self._radar[0] != day:
             window = day_window(day)
-            radar = daily_radar(self.settings, self.engine, window, self.data.repos, calendar_day=True,
+            radar = daily_radar(self.settings, self.engine, window, self._names, calendar_day=True,
                                 generated_at=window.until, found=self.data.by_day.get(day, []),
                                 memory=self.memory, lookup=SiteLookup(self), compiled=self._compiled,
                                 remember=self.memory is not None, related=self._related)
