@@ -91,14 +91,6 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
-def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
-    """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
-    from .judgment import judge
-
-    return judge(settings, engine, as_of(settings, queries.analysed_in_window(engine, window, names, opened=True),
-                                         window.until))
-
-
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
           record: bool = True) -> Report:
