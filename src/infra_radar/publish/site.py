@@ -128,6 +128,7 @@ class Site:
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
         self._related: dict | None = None  # what the daily pages' related-item look-ups read once a build
         self._names: list[str] = []  # the repositories a daily page covers (pipeline.reports.report_repos)
+        self._backfilled: set[date] = set()
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
         self.names = {lang: load_strings(lang) for lang in LANGS}
@@ -273,9 +274,11 @@ class Site:
     def backfill_day(self, day: date) -> None:
         """With `backfill`: the radar of `day` remembered as published for the pages after it, and kept in
         `records` to be recorded when the build ends (a page not rendered again is backfilled too)."""
-        radar = self.daily_radar(day) if self.backfill else None
-        if radar is not None and radar.recall is not None and not any(r.until == radar.input.window.until
-                                                                      for r in self.records[-1:]):
+        if not self.backfill or day in self._backfilled:  # once a day (a feed may render a page again)
+            return
+        self._backfilled.add(day)
+        radar = self.daily_radar(day)
+        if radar.recall is not None:
             record = radar.record(self.t)
             self.memory.put(record)
             self.records.append(record)
