@@ -258,7 +258,7 @@ def test_the_next_day_scores_at_least_as_well_after_the_first_days_labels(days):
     # this team's taste differs from the rules' on two classes; day 1 taught both
     assert rules["priority"]["accuracy"] < 1 and rules["grade"]["accuracy"] < 1
     assert shown["priority"]["accuracy"] == 1.0, shown  # every recipe moved to P2
-    # the connector features move to S; the fix of day 2 resembles day 1's connectors too little to follow them
+    # the connector features move to S (the fix of day 2 by kin: the same directory and topics as day 1's fix)
     assert shown["grade"]["accuracy"] > rules["grade"]["accuracy"], shown
     assert shown["high_recall"] == rules["high_recall"] == 1.0
     # every labelled item shows the team's priority
@@ -289,7 +289,7 @@ def test_eval_prints_the_cross_validated_figures_and_checks_them(days):
     assert re.search(r"team-2026-07-04\s+\d\.\d{3} -> \d\.\d{3}", out)
     assert "as the radar shows them" in out
     data = _scores(days["2026-07-04"])
-    assert set(data["learning"]) == {"cross_validated", "folds", "shown"}
+    assert set(data["learning"]) == {"cross_validated", "folds", "kin", "shown"}
 
 
 def test_a_read_fits_the_calibration_itself_when_the_store_has_none_for_its_inputs(days):
