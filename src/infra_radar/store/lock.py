@@ -4,7 +4,9 @@ A writing command (imports, fetch, analyze, daily, weekly, watch add/remove, mig
 from before it opens the store until it exits. A second writer waits for it, saying once on stderr who
 holds it, up to `lock_timeout` seconds (`--wait`, RADAR_LOCK_TIMEOUT), then fails with one line naming the
 holder. Readers (show, export, eval, site build, push) analyse pending items only when the lock is free
-and otherwise show what is already analysed, so they never wait for a writer.
+and otherwise show what is already analysed, so they never wait for a writer. `radar push` takes the lock for
+each message it delivers (the "already delivered" check, the post and its record), so two pushes at once
+never post a message twice.
 
 The lock dies with its holder, so a killed run never leaves a stale lock:
 
