@@ -18,14 +18,19 @@ def watch() -> None:
 @watch.command("add")
 @click.argument("ref")
 @click.option("--reason", default="", help="Why it is watched.")
+@click.option("--since", "since", metavar="WHEN",
+              help="Watch it from WHEN (a date or an ISO time, UTC; default now): only radars of windows ending "
+                   "later recheck it (a backfill of an earlier day does not).")
 @pass_ctx
-def watch_add(obj: Context, ref: str, reason: str) -> None:
+def watch_add(obj: Context, ref: str, reason: str, since: str | None) -> None:
     """Watch OWNER/NAME#N."""
     from ..models import parse_ref
     from ..store.save import watch_add as add
+    from ..windows import parse_when
 
     repo, number = parse_ref(ref)
-    click.echo(f"watching {repo}#{number}" if add(obj.engine(write=True), repo, number, reason)
+    when = parse_when(since) if since else None
+    click.echo(f"watching {repo}#{number}" if add(obj.engine(write=True), repo, number, reason, when)
                else f"{repo}#{number} is already watched")
 
 

@@ -339,6 +339,11 @@ def _exists_at(ai: AnalysedItem | None, until: datetime) -> bool:
     return opened is None or opened < until
 
 
+def _watched_by(entry: queries.WatchEntry, until: datetime) -> bool:
+    """Whether the item was on the watch list before `until` (`radar watch add`, or its --since)."""
+    return entry.added_at is None or entry.added_at < until
+
+
 def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
            compiled: dict | None = None) -> Recall:
     """Fill the radar `inp` from memory: its rechecks (carried items, then the watch list), the items it must
@@ -352,9 +357,11 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
     carried = {k: c for k, c in memory.carried(window.until).items() if k[0] in names}
     hand = {_key(e.repo, e.number): e for e in lookup.watch()}
     found = {key: lookup.item(*key) for key in [*carried, *(k for k in hand if k not in carried)]}
-    # a backfill of a day before a watched item was opened does not recheck it
+    # a radar of a window that ended before an item was watched (a backfill, a site build's past days), or
+    # before the item was opened, does not recheck it
     keys = sorted(carried, key=lambda k: (carried[k].origin_until, k)) + \
-        [k for k in hand if k not in carried and _exists_at(found[k], window.until)]
+        [k for k in hand if k not in carried and _watched_by(hand[k], window.until)
+         and _exists_at(found[k], window.until)]
     present = [k for k in keys if found[k] is not None]
     then = dict(zip(present, as_of(settings, [found[k] for k in present], window.until, compiled), strict=True))
     referencing = {then[k].item.ref: lookup.referencing(*k) for k in present}

@@ -271,6 +271,7 @@ class Message:
 
     url: str
     payload: dict[str, Any]
+    secret: str = ""  # the platform's signing secret, if any: never sent, redacted from every answer
 
     @property
     def body(self) -> bytes:
@@ -301,7 +302,7 @@ def _feishu(digest: Digest, conf: dict, words: dict, url: str, secret: str, now:
             "elements": [{"tag": "markdown", "content": text}]}}
         if secret:
             payload = {"timestamp": str(int(now)), "sign": feishu_sign(secret, int(now)), **payload}
-        messages.append(Message(url, payload))
+        messages.append(Message(url, payload, secret))
     return messages
 
 
@@ -335,7 +336,7 @@ def _dingtalk(digest: Digest, conf: dict, words: dict, url: str, secret: str, no
     if secret and url:
         ms = int(now * 1000)
         url += ("&" if "?" in url else "?") + f"timestamp={ms}&sign={dingtalk_sign(secret, ms)}"
-    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}})
+    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}}, secret)
             for text in texts]
 
 
@@ -408,17 +409,17 @@ def _accepted(platform: str, text: str) -> bool:
 
 
 def post(message: Message, platform: str, timeout: float = 15.0, total: float = 30.0,
-         max_bytes: int = 65536, extra_secrets: tuple[str, ...] = ()) -> None:
+         max_bytes: int = 65536) -> None:
     """POST one message; PushError (without the URL, which is secret) when it is refused or not answered.
     The whole exchange has `total` seconds (however slowly the receiver trickles bytes), the answer at most
     `max_bytes`, and a redirect is not followed (the message and the URL stay with the webhook's origin).
-    Whatever the answer echoes, every form of the URL's secret parts (and of `extra_secrets`, the signing
-    secret) is blanked out before the message is cut (errors.redact)."""
+    Whatever the answer echoes, every form of the URL's secret parts (and of the signing secret) is blanked out
+    before the message is cut (errors.redact)."""
     import httpx
 
     from ..sources.http import Deadline, TooLarge, bounded_client, read_capped
 
-    secrets = [*url_secrets(message.url), *extra_secrets]
+    secrets = [*url_secrets(message.url), *([message.secret] if message.secret else [])]
     deadline = Deadline()
     began = time.monotonic()
     try:
@@ -532,7 +533,7 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
                 before = delivered_at(engine, target, found.report, sha)
                 if before is None:
                     try:
-                        post(message, platform, extra_secrets=(secret,) if secret else ())
+                        post(message, platform)
                     except PushError as exc:
                         raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
                                         "rerun to send the rest") from None
