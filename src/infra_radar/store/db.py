@@ -48,7 +48,11 @@ def open_engine(url: str, *, writer: bool = False, wait: float | None = None) ->
             raise StoreError(f"cannot create the store's folder {exc.filename or folder}: {why} "
                              f"(check the path of {_where(url)})") from None
     try:
-        engine = sa.create_engine(url)
+        try:
+            engine = sa.create_engine(url)
+        except ValueError:  # a host or port SQLAlchemy cannot read (http://[::1): the URL is not shown
+            raise StoreError("invalid database URL: its host or port cannot be read (check db_url / RADAR_DB_URL "
+                             "/ --db)") from None
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
             sa.event.listen(engine, "begin", _sqlite_begin)
