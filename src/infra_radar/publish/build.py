@@ -226,7 +226,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     analyze(settings, engine)
     from ..pipeline.judgment import judge
 
-    site = Site(settings, load_site_data(engine, settings, horizon(settings.clock_skew)), site_url, Memory.load(settings, engine),
+    site = Site(settings, load_site_data(engine, settings, horizon(settings.clock_skew)), site_url, Memory.everything(settings, engine),
                 lambda items: judge(settings, engine, items))
     progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
                  f"({time.perf_counter() - started:.1f}s)")
