@@ -5,7 +5,7 @@ Each side gets its own copy of the store (--home's radar.db copied file by file,
 day (20 items each, as a real radar shows them), and the commands are timed (median of --runs) with their peak
 memory (the process's maxrss). A daily should cost what its carry window holds (14 days), not every record.
 
-usage: python bench/memory_records.py [--home RADAR_HOME] [--runs 3] [--records 10 10000]
+usage: python bench/memory_records.py [--home RADAR_HOME] [--runs 3] [--records 10 10000] [--src DIR]
 """
 
 from __future__ import annotations
@@ -68,11 +68,13 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="RADAR_HOME whose radar.db is copied (default: build one)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--records", type=int, nargs="+", default=[10, 10_000])
+    parser.add_argument("--src", type=Path, default=REPO / "src",
+                        help="the src/ folder to run (default this checkout's; e.g. a `git archive` of a baseline)")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="radar-bench-memory-") as tmp:
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR_")}
-        env["PYTHONPATH"] = str(REPO / "src")
+        env["PYTHONPATH"] = str(opts.src.resolve())
         first = root / "base"
         if opts.home:
             copy_store(opts.home, first)

@@ -93,3 +93,20 @@ def test_a_daily_and_the_watch_list_read_what_the_carry_window_holds(radar_home,
     # last showings: not 400 days of them (1,600 rows)
     assert 0 < max(counts[400]) <= 16 * 4 + 10, counts
 
+
+
+def test_a_site_build_does_not_recheck_a_watched_item_on_the_days_before_it_was_watched(settings, sample_store,
+                                                                                        tmp_path, monkeypatch):
+    from infra_radar.publish import charts
+    from infra_radar.publish.build import build_site
+
+    monkeypatch.setattr(charts, "available", lambda: False)
+    assert CliRunner().invoke(main, ["watch", "add", "acme/infer-npu#851", "--reason", "CANN"]).exit_code == 0
+    out = tmp_path / "site"
+    built = build_site(settings, sample_store, out)
+    assert built.daily_pages > 0
+    # watched now: after every day of the site, so no daily page rechecks it and no record says it did
+    rechecked = [r.day() for r in published.load_records(sample_store) for i in r.items
+                 if i.key == ("acme/infer-npu", 851) and i.rechecked]
+    assert rechecked == [], rechecked
+    assert not any("infer-npu#851" in p.read_text(encoding="utf-8") for p in (out / "daily").rglob("*.html"))
