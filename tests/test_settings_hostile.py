@@ -92,6 +92,10 @@ def test_a_config_that_is_not_a_small_regular_file_is_refused(tmp_path):
     assert str(big) in line and "larger than 1 MiB" in line, line
     line = one_error(run(["--config", str(tmp_path), "watch", "list"]))
     assert str(tmp_path) in line, line
+    fifo = tmp_path / "radar.fifo"
+    os.mkfifo(fifo)  # no writer: opening it the usual way waits forever
+    line = one_error(run(["--config", str(fifo), "watch", "list"]))
+    assert str(fifo) in line and "not a regular file" in line, line
 
 
 @pytest.mark.no_store

@@ -99,11 +99,11 @@ MAX_LIST = 10_000  # entries of any list of the configuration (repos, branches, 
 
 def _read_toml(path: Path, most: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     """The TOML file `path`: a regular file of at most `most` bytes (a device such as /dev/zero, a FIFO or a
-    folder is refused, never read without end)."""
+    folder is refused, never read without end nor waited on)."""
     import stat
 
-    try:
-        with open(path, "rb") as fh:
+    try:  # opened without blocking: a FIFO with no writer would otherwise wait forever
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
             mode = os.fstat(fh.fileno()).st_mode
             if not stat.S_ISREG(mode):
                 kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, a pipe or a socket)"
