@@ -54,7 +54,7 @@ class Settings:
     lang: str = "zh"
     out_dir: Path = Path("radar-out")
     target: str = "ascend"
-    deep_dive_limit: int = 5
+    deep_dive_limit: int = 3
     first_lookback_hours: int = 72
     weekly_key_prs: int = 8
     short_p2_limit: int = 2
@@ -300,7 +300,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
         settings = Settings(
             home=home, db_url=url, lang=lang, out_dir=Path(data.get("out_dir") or "radar-out"),
             target=str(data.get("target", "ascend")),
-            deep_dive_limit=_number(data.get("deep_dive_limit", 5), "deep_dive_limit", where, 0, 10_000, True),
+            deep_dive_limit=_number(data.get("deep_dive_limit", 3), "deep_dive_limit", where, 0, 10_000, True),
             first_lookback_hours=_number(data.get("first_lookback_hours", 72), "first_lookback_hours", where,
                                          0, 24 * 365 * 20, True),
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),

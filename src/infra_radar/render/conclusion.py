@@ -21,6 +21,7 @@ from .base import change_text, context_text, name, pick, signed, with_unit
 from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules, say, tidy
+from .zh_words import function_words
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
@@ -102,12 +103,22 @@ def _worse(unit: str) -> str:
     return "slower" if unit in _TIME_UNITS else "more_memory" if unit in _MEMORY_UNITS else "worse"
 
 
+def metric_name(metric: str, lang: str) -> str:
+    """A figure's metric as the author named it; in zh, a name held together by English grammar words ("wall
+    clock for 150 steps") said with Chinese joints (the metric names stay)."""
+    if lang == "zh" and function_words(metric):
+        from .mechanism import _TOKEN, phrase
+
+        return str(phrase(_TOKEN.findall(metric), 12, "zh"))
+    return text(metric)
+
+
 def claim_text(c: PerfClaim, t: dict[str, Any], flat: bool = False, condition: bool = True) -> Md:
     """A figure with its direction and condition: "Qwen3.5-35B-A3B 上 Total Step Time 534.13 s → 397.71 s
     （−25.5%）"; a slowdown says so, as does a result its author calls unchanged. Percent and factor are the
     claim's own (computed from its before and after)."""
     f = t["figure"]
-    metric = text(c.metric)
+    metric = Md(metric_name(c.metric, t["lang"]))
     if c.before is not None and c.after is not None:
         body = f"{metric} {with_unit(c.before, c.unit)} → {with_unit(c.after, c.unit)}"
         notes = [_signed_pct(c)] if c.change_pct is not None else []

@@ -226,6 +226,39 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
     return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
 
 
+# --- deep dives -------------------------------------------------------------------------------------
+
+
+def choose_dives(candidates: list[AnalysedItem], limit: int) -> list[AnalysedItem]:
+    """The few items the radar deep-dives, in table order: the best by relevance to the target and the evidence
+    their sources hold (render/why.dive_score); an item with no mechanism to explain gets its row only."""
+    from .why import causes, dive_rules, dive_score
+
+    floor = float(dive_rules()["select"].get("min_score", 0.0))
+    scored = [(dive_score(ai, bool(causes(ai.item.body))), i, ai) for i, ai in enumerate(candidates)]
+    best = sorted((x for x in scored if x[0] > 0 and x[0] >= floor), key=lambda x: (-x[0], x[1]))
+    chosen = {x[1] for x in best[: max(limit, 0)]}
+    return [ai for i, ai in enumerate(candidates) if i in chosen]
+
+
+_PARTS = ("why", "mechanism", "where", "evidence", "boundary", "measure", "decide")
+
+
+def distinct_dives(views: list[dict[str, Any]], t: dict[str, Any]) -> None:
+    """No sentence of one report's dives is said twice: a part an earlier dive said word for word (a porting
+    caveat, "no figures", a decision's reason) is left out of the later ones; the first line's fixed labels
+    stay."""
+    said: set[str] = set()
+    for v in views:
+        for part in _PARTS:
+            value = str(v.get(part) or "")
+            if not value:
+                continue
+            if value in said and part != "mechanism":
+                v[part] = Md("")
+            said.add(value)
+
+
 # --- the context -----------------------------------------------------------------------------------
 
 
@@ -255,7 +288,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
                 seen.add(id(story))
     top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
     # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
-    deep = [ai for ai in top if ai.item.ref.lower() not in inp.no_deep][: max(inp.deep_dive_limit, 0)]
+    deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep], inp.deep_dive_limit)
     tabled = {id(ai) for ai in top}
     watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
@@ -295,10 +328,12 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
             checks.append({**r, "checklist": steps[:2]})
     for r in top_rows:
         r.pop("alternates", None)
-    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=r["summary"]),
+    # each dive beside its own row (the dives are chosen among the table's rows, not its first ones)
+    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=row(ai)["summary"]),
                    "label": ref_label(ai.item.ref, short),
                    "head": title_head(ai.item.title, 100), "state": state_text(ai, t)}
-                  for ai, r in zip(deep, top_rows, strict=False)]
+                  for ai in deep]
+    distinct_dives(deep_views, t)
     shown = {ai.item.ref for ai in top + listed} | {w.ref for w in inp.watch}
     with_data = {ai.item.repo.lower() for ai in inp.items}
     scope_repos = [r for r in inp.repos if r.lower() not in down]
