@@ -22,7 +22,8 @@ from .cjk import tidy
 from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules
-from .saying import metric_name, say
+from .metrics import metric_name
+from .saying import say
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")

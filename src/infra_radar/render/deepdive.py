@@ -194,7 +194,7 @@ def measure(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     """What to measure on the target, naming the item's own switch and metrics ("" when it names neither)."""
     from .checklist import item_switches
     from .escape import code, join
-    from .saying import metric_name
+    from .metrics import metric_name
 
     switches, envs = item_switches(ai)
     names = [sw for sw in [*switches, *envs] if "=" not in sw][:2] or [*switches, *envs][:1]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from .cjk import tidy
 from .escape import Md, code, text
-from .mechanism import _TOKEN, _TRAIL, Action, _low, is_identifier, lemma, rules
-from .zh_words import Zh, function_words, joint
+from .mechanism import _TRAIL, Action, _low, is_identifier, lemma, rules
+from .zh_words import Zh, joint
 from .zh_words import words as zh_words
 
-__all__ = ["metric_name", "phrase", "say"]
+__all__ = ["phrase", "say"]
 
 
 def _trim(words: list[str], most: int) -> list[str]:
@@ -204,11 +204,3 @@ def say(actions: list[Action], lang: str, most: int | None = None, mods: int | N
     if lang == "zh":
         return Md(tidy(lead + "，并".join(_say_zh(a, most, mods, mods > 0) for a in chosen)))
     return Md(lead + ", and ".join(_say_en(a, most, mods, mods > 0) for a in chosen))
-
-
-def metric_name(metric: str, lang: str) -> str:
-    """A figure's metric as the author named it; in zh, a name held together by English grammar words ("wall
-    clock for 150 steps") said with Chinese joints (the metric names stay)."""
-    if lang == "zh" and function_words(metric):
-        return str(phrase(_TOKEN.findall(metric), 12, "zh"))
-    return text(metric)

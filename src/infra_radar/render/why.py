@@ -132,6 +132,7 @@ def dive_score(ai: AnalysedItem, has_cause: bool) -> float:
     score += float(s["figures"]) * min(len(a.perf_claims), int(s["figures_most"]))
     score += float(s["mechanism"]) * min(how, int(s["mechanism_most"]))
     if e.tests:  # each thing the author's validation covered (parity, backward, a benchmark, a training run)
+
         score += float(s["validation"]) * min(len(validation_cues(ai, "en")), int(s.get("validation_most", 3)))
     score += float(s["tests"]) if any(file_role(f.path) == "tests" for f in item.files) else 0.0
     return score
