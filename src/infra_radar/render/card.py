@@ -74,11 +74,12 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
                                                                          ai.analysis.risk_labels],
         "claims": claim_rows(ai.analysis.perf_claims, t), "file_groups": _file_groups(item.files),
         "files_total": files_total(item.files, t), "named_paths": item.named_paths[:20],
-        "references": link_views(lk for lk in links if lk.kind in _REFERENCE_KINDS),
-        "referenced_by": link_views([*inp.referenced_by, *(lk for lk in links if lk.kind == "follow-up")]),
-        "duplicates": link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")]),
-        "related": link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")]),
-        "follow_ups": link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
+        "references": link_views((lk for lk in links if lk.kind in _REFERENCE_KINDS), inp.kinds),
+        "referenced_by": link_views([*inp.referenced_by, *(lk for lk in links if lk.kind == "follow-up")],
+                                    inp.kinds),
+        "duplicates": link_views([*inp.duplicates, *(lk for lk in links if lk.kind == "duplicate")], inp.kinds),
+        "related": link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")], inp.kinds),
+        "follow_ups": link_views(inp.chain, inp.kinds), "adapted": adapted_views(inp.adapted, t),
         "known": inp.known, "upstream_repo": item.repo, "more": more_views(inp.more, t),
     })
     if inp.known:
