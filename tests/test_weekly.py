@@ -282,3 +282,21 @@ def test_zh_themes_are_stories_in_chinese_named_by_mechanism(reports, store, rep
         name = re.sub(r"^### \d+\. ", "", head)
         assert not re.match(r"`[^`]+` 模块", name) or "（" not in name, name  # a directory leads only when no
         # mechanism is shared; then it says what it is: "`dir/` 模块"
+
+
+def test_a_kind_absent_this_week_reads_as_last_weeks_count() -> None:
+    """The mix line says a kind the week does not have with last week's count ("杂项 0（上周 2）"), never as a
+    change from nothing ("0（−2）")."""
+    from infra_radar.models import AnalysedItem, Analysis, Item
+    from infra_radar.render.weekly_story import mix_line
+
+    def items(*kinds: str) -> list[AnalysedItem]:
+        return [AnalysedItem(Item(repo="acme/infer", kind="pr", key=str(i), number=i, title=f"invented #{i}"),
+                             Analysis(item_kind=k)) for i, k in enumerate(kinds, 1)]
+
+    now, before = items("feature", "feature", "bugfix"), items("feature", "other", "other")
+    zh, en = (str(mix_line(now, before, load_strings(lang))) for lang in ("zh", "en"))
+    other_zh, other_en = load_strings("zh")["kinds"]["other"], load_strings("en")["kinds"]["other"]
+    assert f"{other_zh} 0（上周 2）" in zh and "−2" not in zh and "-2" not in zh, zh
+    assert f"{other_en} 0 (2 the week before)" in en, en
+    assert "（+1）" in zh  # a kind present both weeks keeps its move

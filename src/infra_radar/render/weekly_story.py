@@ -234,8 +234,10 @@ def mix_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, A
     if not before:  # nothing to compare with: the counts alone
         listed = c["sep"].join(w["kind_alone"].format(kind=name(t, "kinds", k), n=cur[k]) for k in kinds)
         return Md(w["mix_alone"].format(kinds=listed, eng=_share(now)))
-    listed = c["sep"].join(w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
-                                                  delta=signed(cur[k] - prev[k])) for k in kinds)
+    # a kind absent this week says how many it had the week before, not a change from nothing
+    listed = c["sep"].join(w["kind_gone"].format(kind=name(t, "kinds", k), before=prev[k]) if not cur[k] else
+                           w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k], delta=signed(cur[k] - prev[k]))
+                           for k in kinds)
     eng, eng_before = _share(now), _share(before)
     fix = round(100 * cur["bugfix"] / len(now)) if now else 0
     if before and eng - eng_before >= 10:
