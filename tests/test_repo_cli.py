@@ -81,6 +81,8 @@ def test_repo_add_round_trip_keeps_comments_and_the_scope_line_names_it(sample_s
     alone = json.dumps(json.loads(radar(*push, "--repo", "acme/serve").stdout.split("\n", 1)[1]))
     assert "unknown repository" not in alone and "no data for the window: acme/serve" in alone
     assert "no data for the window: acme/serve" in radar(*push).stdout
+    weekly = radar("push", "weekly", "--dry-run", "--to", "slack", "--repo", "acme/serve", "--week", "2026-W31")
+    assert "unknown repository" not in weekly.output and "acme/serve" in weekly.stdout  # its week, empty
     site = tmp_path / "site"
     radar("site", "build", str(site))
     page = (site / "daily" / "2026-08-02.html").read_text(encoding="utf-8")

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact, url_secrets
+from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, redact, url_secrets
 from ..models import Window, check_repo
 from ..pipeline.judgment import judge
 from ..render.context import WeeklyInput, load_strings, weekly_context
@@ -506,9 +506,9 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
     if report == "daily":  # every repository `radar daily` names (pipeline.reports.report_repos), or those given
         return [_daily(settings, engine, report_repos(settings, engine, repos) if repos else [], day, window,
                        site_url)]
-    names = [n for n in queries.repo_names(engine) if not repos or n.lower() in {r.lower() for r in repos}]
-    if repos and not names:
-        raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
+    # the weekly of each repository given (one radar.toml lists but the store has nothing of is known: its
+    # week is empty), else of every stored one
+    names = report_repos(settings, engine, repos) if repos else queries.repo_names(engine)
     limit = horizon(settings.clock_skew)
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
