@@ -186,49 +186,124 @@ class GitLog:
                 stream.close()
 
 
-class StartedClone:
-    """A clone checked, its branches resolved and its first branch's `git log` already running:
-    `radar import-git` starts git before it opens the store, so git reads while Python imports SQLAlchemy and
-    takes the writer lock. `close()` stops git if the import never reads it."""
+class _Diffs:
+    """The code facts of one branch's commits (sources/diffs.py DiffLog, running beside its GitLog), taken in
+    the log's order: `of(sha)` skips what the other log did not list and never goes back."""
 
-    def __init__(self, path: Path, patterns: list[str], since: datetime | None, until: datetime | None):
+    def __init__(self, log) -> None:
+        self.log, self.commits = log, log.commits()
+        self.ahead: tuple[str, dict | None] | None = None
+
+    def of(self, sha: str) -> dict | None:
+        for _ in range(64):  # the two logs list the same commits in the same order: a miss is a gap, not a search
+            if self.ahead is None:
+                self.ahead = next(self.commits, None)
+                if self.ahead is None:
+                    return None
+            found, facts = self.ahead
+            if found == sha:
+                self.ahead = None
+                return facts
+            self.ahead = None
+        return None
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def _diff_log(path: Path, revs: list[str], since: datetime | None, until: datetime | None,
+              rules, boundary: set[str]) -> _Diffs:
+    from .diffs import DiffLog
+
+    return _Diffs(DiffLog(path, revs, rules, since, until, boundary))
+
+
+class StartedClone:
+    """A clone checked, its branches resolved and its first branch's `git log` already running (and, with
+    `diffs`, its `git log -p` beside it): `radar import-git` starts git before it opens the store, so git reads
+    while Python imports SQLAlchemy and takes the writer lock. `close()` stops git if the import never reads it."""
+
+    def __init__(self, path: Path, patterns: list[str], since: datetime | None, until: datetime | None,
+                 diffs: bool = False, rules=None):
         check_clone(path)
         self.notes: list[str] = []
         self.branches = resolve_branches(path, patterns, self.notes)
         self.first: GitLog | None = GitLog(path, [self.branches[0][1]], since, until)
+        self.rules, self.boundary, self.first_diffs = rules, set(), None
+        if diffs:
+            from ..analyse.code_facts import load_code_rules
+            from .diffs import shallow_boundary
+
+            self.rules = rules or load_code_rules()
+            self.boundary = shallow_boundary(path)
+            self.first_diffs = _diff_log(path, [self.branches[0][1]], since, until, self.rules, self.boundary)
 
     def take_first(self) -> GitLog | None:
         first, self.first = self.first, None
         return first
 
+    def take_first_diffs(self) -> _Diffs | None:
+        first, self.first_diffs = self.first_diffs, None
+        return first
+
     def close(self) -> None:
         if self.first is not None:
             self.take_first().close()
+        if self.first_diffs is not None:
+            self.take_first_diffs().close()
 
 
 def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
                since: datetime | None = None, until: datetime | None = None,
-               notes: list[str] | None = None, started: StartedClone | None = None) -> Iterator[Item]:
+               notes: list[str] | None = None, started: StartedClone | None = None,
+               diffs: bool = False, rules=None) -> Iterator[Item]:
     """Items of every matching branch, then tags (`started`: the same clone and window, its git log running).
 
     The first branch (main) is read whole; later ones only for the commits not on it, as the release
-    branch exports are. A PR found on two branches is merged into one item by the store.
+    branch exports are. A PR found on two branches is merged into one item by the store. With `diffs`, each
+    commit's diff against its first parent is read too (`git log -p` beside the log) and only its code facts
+    kept (`Item.code`); a commit at a shallow clone's boundary has none (its history is not known).
     """
+    boundary: set[str] = set()
+    first_diffs = None
     if started is not None:
         found, first = started.branches, started.take_first()
+        first_diffs, boundary = started.take_first_diffs(), started.boundary
+        rules = rules or started.rules
+        diffs = diffs or first_diffs is not None
         if notes is not None:
             notes.extend(started.notes)
     else:
         found, first = resolve_branches(path, branches, notes), None
+    if diffs and rules is None:
+        from ..analyse.code_facts import load_code_rules
+
+        rules = load_code_rules()
+    if started is None or not boundary:
+        from .diffs import shallow_boundary
+
+        boundary = shallow_boundary(path)
     for position, (name, ref) in enumerate(found):
         killpoint.reached("git.branch")
         revs = [ref] if position == 0 else [ref, f"^{found[0][1]}"]
         log = first if position == 0 and first is not None else GitLog(path, revs, since, until)
-        for rec in log.records():
-            killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
-            item = commit_item(repo, rec, name, "git", clean)
-            if (since is None or item.when >= since) and (until is None or item.when < until):
-                yield item
+        code = None
+        if diffs:
+            code = first_diffs if position == 0 and first_diffs is not None else \
+                _diff_log(path, revs, since, until, rules, boundary)
+        try:
+            for rec in log.records():
+                killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
+                item = commit_item(repo, rec, name, "git", clean)
+                if code is not None:
+                    item.code = code.of(rec["sha"])
+                if rec["sha"] in boundary:  # a shallow clone's first commit shows its whole tree: not its change
+                    item.files, item.code = [], None
+                if (since is None or item.when >= since) and (until is None or item.when < until):
+                    yield item
+        finally:
+            if code is not None:
+                code.close()
     tokens = _git(path, "for-each-ref", f"--format={_TAG_FORMAT}", "refs/tags").split("\0")
     for start in range(0, len(tokens) - len(_TAG_FIELDS) + 1, len(_TAG_FIELDS)):  # fields by position
         name, obj, peeled, created, tagger, message = tokens[start:start + len(_TAG_FIELDS)]

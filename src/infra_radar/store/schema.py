@@ -421,12 +421,32 @@ def m009_push_deliveries(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+# 010: the code facts of an item's diff (analyse/code_facts.py), one JSON record per item: never the diff itself,
+# so what is stored stays linear in the history
+def _v10_columns() -> list[sa.Column]:
+    return [
+        sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("source", sa.String(8), nullable=False),  # git | api | page
+        sa.Column("complete", sa.Boolean, nullable=False),  # False: a cap, a patch left out, a cut hunk
+        sa.Column("data", sa.JSON, nullable=False),
+    ]
+
+
+code_facts = sa.Table("code_facts", metadata, *_v10_columns())
+
+
+def m010_code_facts(op: Operations) -> None:
+    """The code facts read from each item's diff."""
+    op.create_table("code_facts", *_v10_columns())
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
     m007_published_radars,
     m008_labels,
     m009_push_deliveries,
+    m010_code_facts,
 ], strict=True))
 
 

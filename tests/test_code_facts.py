@@ -1,0 +1,162 @@
+"""Code facts read from diffs: real changes of the shared clones (one per fact kind), a page's diff hunk, the
+caps, the shallow boundary, and description-against-code contradictions."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from infra_radar.analyse.code_claims import contradictions
+from infra_radar.analyse.code_facts import ChangeFacts, load_code_rules
+from infra_radar.sources.diffs import facts_of_commit, facts_of_diff, feed_patch, shallow_boundary
+
+VERL, ASCEND, VEOMNI = "verl-project+verl.git", "vllm-project+vllm-ascend.git", "ByteDance-Seed+VeOmni.git"
+
+
+def _sha(clone: Path, subject_part: str) -> str:
+    """The commit of the clone whose subject holds `subject_part` (the PR number, as the history writes it)."""
+    out = subprocess.run(["git", "-C", str(clone), "log", "--all", "--format=%H %s", "--fixed-strings",
+                          f"--grep={subject_part}"], capture_output=True, text=True, check=True).stdout
+    found = [line.split(" ", 1) for line in out.splitlines() if subject_part in line.split(" ", 1)[1]]
+    assert found, f"no commit with {subject_part!r} in {clone.name}"
+    return found[0][0]
+
+
+def _facts(clones: Path, name: str, pr: str) -> tuple[dict, str]:
+    clone = clones / name
+    sha = _sha(clone, f"(#{pr})")
+    body = subprocess.run(["git", "-C", str(clone), "log", "-1", "--format=%b", sha], capture_output=True,
+                          text=True, check=True).stdout
+    facts = facts_of_commit(clone, sha, load_code_rules())
+    assert facts is not None
+    return facts, body
+
+
+@pytest.mark.no_store
+def test_a_default_that_ships_on_while_the_description_says_off(shared_clones):
+    facts, body = _facts(shared_clones, VERL, "6901")
+    shipped = {(d["file"], d["value"]) for d in facts["defaults"] if d["name"] == "pad_bshd_to_minibatch_max"}
+    assert shipped == {("verl/trainer/config/engine/megatron.yaml", "True"), ("verl/workers/config/engine.py", "True")}
+    assert all(d["previous"] is None for d in facts["defaults"] if d["name"] == "pad_bshd_to_minibatch_max")
+    assert facts["skipped"].get("generated") == 1  # the generated trainer config is counted, not read
+    found = contradictions(body, facts, load_code_rules())
+    assert {c["file"] for c in found} == {"verl/trainer/config/engine/megatron.yaml", "verl/workers/config/engine.py"}
+    assert all("pad_bshd_to_minibatch_max = True" == c["code"] for c in found)
+    assert all("opt-in" in c["description"] and "false" in c["description"] for c in found)
+
+
+@pytest.mark.no_store
+def test_a_version_gate_moved(shared_clones):
+    facts, _ = _facts(shared_clones, ASCEND, "12427")  # the vllm upgrade moves every `vllm_version_is` gate
+    moved = {(g["package"], g["before"], g["after"]) for g in facts["version_gates"]}
+    assert ("vllm", "0.25.0", "0.25.1") in moved
+    assert facts["complete"]
+
+
+@pytest.mark.no_store
+def test_an_env_var_removed_from_the_env_table(shared_clones):
+    facts, _ = _facts(shared_clones, ASCEND, "12117")
+    removed = {(r["name"], r["kind"], r["file"]) for r in facts["removed"]}
+    assert ("VLLM_ASCEND_FLASHCOMM2_PARALLEL_SIZE", "env", "vllm_ascend/envs.py") in removed
+    assert {"name": "VLLM_ASCEND_FLASHCOMM2_PARALLEL_SIZE", "kind": "env", "change": "removed",
+            "file": "vllm_ascend/envs.py"} in facts["switches"]
+    # a Triton heuristics dict ("NAME": lambda args: ...) is no env table: nothing of it counts as an env var
+    triton, _ = _facts(shared_clones, ASCEND, "13723")
+    assert not [r for r in triton["removed"] if r["kind"] == "env"]
+
+
+@pytest.mark.no_store
+def test_a_device_check_added(shared_clones):
+    facts, _ = _facts(shared_clones, ASCEND, "14116")
+    assert {"check": "is_310p", "change": "added", "file": "vllm_ascend/sample/rejection_sampler.py"} \
+        in facts["device_checks"]
+
+
+@pytest.mark.no_store
+def test_a_kernel_touched(shared_clones):
+    triton, _ = _facts(shared_clones, VEOMNI, "879")
+    assert any(k["kind"] == "triton" and k["file"].endswith("chunk_o.py") for k in triton["kernels"])
+    ascendc, _ = _facts(shared_clones, ASCEND, "14412")
+    assert any(k["kind"] == "ascendc" and "/op_kernel/" in k["file"] for k in ascendc["kernels"])
+
+
+@pytest.mark.no_store
+def test_remove_downcast_removes_a_cast_not_a_definition(shared_clones):
+    facts, _ = _facts(shared_clones, ASCEND, "13987")  # "... Remove e_correction_bias downcast"
+    casts = [c for c in facts["casts"] if c["file"] == "vllm_ascend/ops/fused_moe/routed_experts.py"]
+    assert casts and all(c["change"] == "removed" for c in casts)
+    assert any("e_score_correction_bias" in c["line"] and ".to(" in c["line"] for c in casts)
+    assert not [r for r in facts["removed"] if "correction_bias" in r["name"]]
+    assert facts["tests"]  # the change touches tests, listed by path
+
+
+@pytest.mark.no_store
+def test_the_shallow_boundary_is_history_unknown(shared_clones):
+    clone = shared_clones / VERL
+    boundary = shallow_boundary(clone)
+    assert boundary
+    for sha in boundary:
+        assert facts_of_commit(clone, sha, load_code_rules()) is None  # never "everything added"
+
+
+@pytest.mark.no_store
+def test_a_page_diff_hunk(shared_data):
+    from infra_radar.config import load_settings
+    from infra_radar.sources.page import load_page_rules, parse_page, read_page
+
+    page = shared_data / "pages" / "threads-2026-07-02" / "ByteDance-Seed+VeOmni+860.txt"
+    item = parse_page(read_page(page), load_page_rules(load_settings()), None, None, page.stem)
+    assert item.code is not None and item.code["source"] == "page" and item.code["complete"] is False
+    assert item.code["read"]["files"] == 1 and item.code["read"]["lines"] >= 5  # the hunk a review thread shows
+    invented = ("url: https://github.com/acme/infer/pull/5\ntitle: gate the fused path\nstate: open\n\n"
+                "acme/infer · pull request #5 · open · Python\n# gate the fused path\n\n"
+                "dev · description · 2026-06-01\nGates the path.\n\n"
+                "reviewer · review thread · 2026-06-02\nacme/ops/fused.py\n```diff\n"
+                "-    if torch.cuda.is_available():\n+    if current_platform.is_cuda():\n"
+                '+        use_fused = os.getenv("ACME_USE_FUSED", "0") == "1"\n```\nWhy the env var?\n')
+    facts = parse_page(invented, load_page_rules(load_settings())).code
+    assert {"check": "current_platform.is_cuda", "change": "added", "file": "acme/ops/fused.py"} in facts["device_checks"]
+    assert {"name": "ACME_USE_FUSED", "kind": "env", "change": "added", "file": "acme/ops/fused.py"} in facts["switches"]
+    assert {"name": "ACME_USE_FUSED", "value": '"0"', "previous": None, "file": "acme/ops/fused.py"} in facts["defaults"]
+
+
+@pytest.mark.no_store
+def test_caps_skips_and_incomplete():
+    rules = load_code_rules()
+    lines = ["diff --git a/uv.lock b/uv.lock", "@@ -1 +1 @@", "+x = 1",
+             "diff --git a/third_party/x/a.py b/third_party/x/a.py", "@@ -1 +1 @@", "+import os",
+             "diff --git a/img.png b/img.png", "Binary files a/img.png and b/img.png differ",
+             "diff --git a/pkg/big.py b/pkg/big.py", "@@ -0,0 +1,5000 @@",
+             *(f'+    v{i}: int = {i}' for i in range(5000)),
+             "diff --git a/pkg/conf.yaml b/pkg/conf.yaml", "@@ -1,2 +1,2 @@", "-use_x: False", "+use_x: True"]
+    facts = facts_of_diff(rules, lines, "git")
+    assert facts["skipped"] == {"lock": 1, "vendored": 1, "binary": 1}
+    assert facts["complete"] is False  # the big file was cut at its cap
+    assert facts["read"]["lines"] <= rules.caps["file_lines"] + 2
+    assert len(facts["defaults"]) <= 40  # what is stored per change is bounded
+    assert {"name": "use_x", "value": "True", "previous": "False", "file": "pkg/conf.yaml"} in facts["defaults"]
+
+
+@pytest.mark.no_store
+def test_api_patch_missing_is_incomplete_and_removed_file_counts():
+    facts = ChangeFacts(load_code_rules())
+    feed_patch(facts, "pkg/a.py", "@@ -1,2 +1,2 @@\n-def old_api(x):\n+def new_api(x):", "modified")
+    feed_patch(facts, "pkg/huge.py", None)  # the API left the patch out: too big
+    feed_patch(facts, "pkg/gone.py", None, status="removed")
+    out = facts.facts("api")
+    assert out["complete"] is False
+    assert {"name": "old_api", "kind": "function", "file": "pkg/a.py"} in out["removed"]
+    assert {"name": "pkg/gone.py", "kind": "file", "file": "pkg/gone.py"} in out["removed"]
+
+
+@pytest.mark.no_store
+def test_no_api_change_against_a_removed_public_function():
+    facts = ChangeFacts(load_code_rules())
+    feed_patch(facts, "pkg/api.py", "@@ -1,3 +1,1 @@\n-def fetch_all(x):\n-    return x\n+X = 1")
+    out = facts.facts("git")
+    said = "Refactor the loader. No API change.\n\nNothing else."
+    assert contradictions(said, out, load_code_rules()) == [
+        {"description": "No API change.", "code": "removes function fetch_all", "file": "pkg/api.py"}]
+    assert contradictions("This is not a breaking change for callers? It is.", out, load_code_rules()) == []
