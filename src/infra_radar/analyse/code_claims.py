@@ -27,11 +27,12 @@ def _sentences(body: str) -> list[str]:
             if s.strip() and len(s) <= _MAX_SENTENCE]
 
 
-def _said(pattern: re.Pattern[str] | None, sentence: str) -> bool:
-    """The sentence holds the phrase, not negated just before it."""
+def _said(pattern: re.Pattern[str] | None, sentence: str) -> list[str]:
+    """The phrases of `pattern` the sentence says (not negated just before them), as written."""
     if pattern is None:
-        return False
-    return any(not _NEGATION.search(sentence[:m.start()]) for m in pattern.finditer(sentence))
+        return []
+    return list(dict.fromkeys(m.group(0).strip() for m in pattern.finditer(sentence)
+                              if not _NEGATION.search(sentence[:m.start()])))
 
 
 def _switch_state(value: str) -> str | None:
@@ -45,8 +46,9 @@ def _names(name: str) -> list[str]:
     return [n for n in dict.fromkeys([name, last]) if len(n) >= 6 and ("_" in n or "-" in n or "." in n)]
 
 
-def contradictions(body: str, code: dict[str, Any] | None, rules: CodeRules) -> list[dict[str, str]]:
-    """[{"description", "code", "file"}] of each statement of the description the diff contradicts."""
+def contradictions(body: str, code: dict[str, Any] | None, rules: CodeRules) -> list[dict[str, Any]]:
+    """[{"description", "code", "file"}] of each statement of the description the diff contradicts, with what
+    the report words it from: `kind` ("default" or "api"), `said` (the phrases as written), `name`, `value`."""
     if not code or not body:
         return []
     sentences = _sentences(body)
@@ -59,20 +61,24 @@ def contradictions(body: str, code: dict[str, Any] | None, rules: CodeRules) -> 
             continue  # not a switch, or its value did not move
         against = rules.phrases.get("off" if state == "on" else "on")
         for sentence, low in zip(sentences, lowered, strict=True):
-            if any(n.lower() in low for n in _names(default["name"])) and _said(against, sentence):
+            said = _said(against, sentence) if any(n.lower() in low for n in _names(default["name"])) else []
+            if said:
                 key = (default["name"], default["file"])
                 if key not in seen:
                     seen.add(key)
                     found.append({"description": sentence, "code": f"{default['name']} = {default['value']}",
-                                  "file": default["file"]})
+                                  "file": default["file"], "kind": "default", "said": said[:3],
+                                  "name": default["name"], "value": default["value"]})
                 break
     public = [r for r in code.get("removed", []) if r.get("kind") in ("function", "class")
               and not r["name"].startswith("_")]
     if public:
         for sentence in sentences:
-            if _said(rules.phrases.get("no_api_change"), sentence):
+            said = _said(rules.phrases.get("no_api_change"), sentence)
+            if said:
                 for removed in public[:3]:
                     found.append({"description": sentence, "code": f"removes {removed['kind']} {removed['name']}",
-                                  "file": removed["file"]})
+                                  "file": removed["file"], "kind": "api", "said": said[:3],
+                                  "name": removed["name"], "value": removed["kind"]})
                 break
     return found

@@ -168,6 +168,9 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
                         if caveat and caveat not in plain(shown) else Md("") if said in shown else
                         fmt(d["dive_boundary"], target=target_short(profile, lang), text=said))
     # the decision's reason is the rules' text naming the item's paths and words: text, escaped once
+    from .code_view import contradiction_clause
+
+    view["code"] = contradiction_clause(ai, t)  # the description against the diff, both sides and the file
     view["decide"] = fmt(d["dive_decide"], decision=name(t, "decisions", a.decision),
                          reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
     rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
