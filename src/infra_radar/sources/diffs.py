@@ -74,22 +74,21 @@ class PatchReader:
 
 
 def feed_patch(facts: ChangeFacts, path: str, patch: str | None, status: str = "modified",
-               binary: bool = False) -> None:
-    """One file's patch (hunks only, as the GitHub API gives it); None: the source left it out (incomplete)."""
-    if status == "removed":
-        facts.removed_files.append(path)
-    if binary:
-        facts.file(path, status, binary=True)
-        return
-    reading = facts.file(path, "modified")
+               binary: bool = False) -> bool:
+    """One file's patch (hunks only, as the GitHub API gives it); None: the source left it out (incomplete).
+    True when the file's lines went to the rules (not skipped, not past the caps)."""
+    reading = facts.file(path, status, binary=binary)
+    if binary or not reading:
+        return False
     if patch is None:
-        if reading:
-            facts.incomplete()
-        return
+        facts.incomplete()
+        return False
     for line in patch.splitlines():
         head = line[:1]
-        if reading and head in "+-" and line[:3] not in ("+++", "---"):
-            reading = facts.line(head, line[1:])
+        if head in "+-" and line[:3] not in ("+++", "---"):
+            if not facts.line(head, line[1:]):
+                return False
+    return True
 
 
 def facts_of_diff(rules: CodeRules, lines: Iterable[str], source: str) -> dict[str, Any]:
