@@ -161,3 +161,23 @@ def test_no_api_change_against_a_removed_public_function():
     assert [{k: c[k] for k in ("description", "code", "file")} for c in found] == [
         {"description": "No API change.", "code": "removes function fetch_all", "file": "pkg/api.py"}]
     assert contradictions("This is not a breaking change for callers? It is.", out, load_code_rules()) == []
+
+
+@pytest.mark.no_store
+def test_the_boundary_follows_the_code():
+    from infra_radar.models import AnalysedItem, Analysis, Item
+    from infra_radar.render.base import load_strings
+    from infra_radar.render.code_view import code_boundary
+
+    facts = ChangeFacts(load_code_rules())
+    feed_patch(facts, "acme/ops/attn.py", "@@ -1 +1,2 @@\n+    if torch.cuda.get_device_capability()[0] >= 9:\n+        x = 1")
+    feed_patch(facts, "csrc/attn.cu", "@@ -1 +1 @@\n-__global__ void k() {}\n+__global__ void k(int n) {}")
+    item = Item(repo="acme/infer", kind="pr", key="1", title="t", number=1, code=facts.facts("git"))
+    said = str(code_boundary(item, load_strings("en")))
+    assert "GPU-only guard `torch.cuda.get_device_capability`" in said
+    assert "kernel for another device (cuda: `attn.cu`)" in said
+    npu = ChangeFacts(load_code_rules())
+    feed_patch(npu, "acme/ops/attn.py", "@@ -1 +1,2 @@\n+    if is_310p():\n+        x = 1")
+    assert str(code_boundary(Item(repo="a/b", kind="pr", key="2", title="t", code=npu.facts("git")),
+                             load_strings("en"))) == ""
+    assert AnalysedItem(item, Analysis(item_kind="feature")).analysis.contradictions == []

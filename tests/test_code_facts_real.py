@@ -92,6 +92,8 @@ def test_card_and_deep_dive_state_the_shipped_default_and_the_contradiction(code
                    if line.startswith("| P") and "verl#6901" in line)
         assert says in row
         assert "`pad_bshd_to_minibatch_max` = `True`" in card  # the code section lists the default it ships
+        checklist = card[card.index("## 验证清单" if lang == "zh" else "## Verification checklist"):]
+        assert "`pad_bshd_to_minibatch_max = True`" in checklist.splitlines()[2]  # the first step: its default
 
 
 def test_export_carries_code_and_contradictions(code_store):

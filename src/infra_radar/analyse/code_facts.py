@@ -62,6 +62,7 @@ class CodeRules:
     definitions: list[_Rule]
     casts: _Rule | None
     phrases: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
+    boundary: dict[str, list[str]] = field(default_factory=dict)
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
@@ -136,6 +137,7 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
         casts=_rule(data["casts"]) if data.get("casts") else None,
         phrases={name: re.compile("|".join(f"(?:{p})" for p in words), re.IGNORECASE) if words else None
                  for name, words in phrases.items()},
+        boundary={k: list(v) for k, v in data.get("boundary", {}).items()},
     )
 
 

@@ -45,6 +45,28 @@ def with_contradiction(sentence: Md, ai: AnalysedItem, t: dict[str, Any]) -> Md:
     return Md(f"{sentence}{end}{sep}{clause}{t['code']['end']}")
 
 
+def code_boundary(item: Item, t: dict[str, Any]) -> Md:
+    """What the diff says of the target boundary, before any keyword: a GPU-only guard it adds, a kernel for
+    another device it touches (code_facts.toml [boundary]); "" when it says neither or no diff was read."""
+    facts = item.code
+    if not facts:
+        return Md("")
+    from ..analyse.code_facts import load_code_rules
+
+    k, sep = t["code"], t["common"]["sep"]
+    rules = load_code_rules().boundary
+    guards = [d["check"] for d in facts.get("device_checks", []) if d.get("change") == "added"
+              and any(w in d["check"].lower() for w in rules.get("gpu_checks", []))]
+    kernels = [x for x in facts.get("kernels", []) if x.get("kind") in rules.get("other_device_kernels", [])]
+    parts = []
+    if guards:
+        parts.append(fmt(k["boundary_guard"], checks=join([code(c) for c in dict.fromkeys(guards)][:2], sep)))
+    if kernels:
+        parts.append(fmt(k["boundary_kernel"], kind=kernels[0]["kind"],
+                         files=join([code(x["file"].rsplit("/", 1)[-1]) for x in kernels[:2]], sep)))
+    return join(parts, t["common"]["comma"]) if parts else Md("")
+
+
 def _listed(lines: list[Md], facts: list, t: dict[str, Any]) -> list[Md]:
     more = len(facts) - _SHOWN
     return lines + ([fmt(t["code"]["more"], n=more)] if more > 0 else [])

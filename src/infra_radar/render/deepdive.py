@@ -168,9 +168,11 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
                         if caveat and caveat not in plain(shown) else Md("") if said in shown else
                         fmt(d["dive_boundary"], target=target_short(profile, lang), text=said))
     # the decision's reason is the rules' text naming the item's paths and words: text, escaped once
-    from .code_view import contradiction_clause
+    from .code_view import code_boundary, contradiction_clause
 
-    view["code"] = contradiction_clause(ai, t)  # the description against the diff, both sides and the file
+    # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws
+    said_code = [part for part in (code_boundary(item, t), contradiction_clause(ai, t)) if part]
+    view["code"] = join(said_code, t["code"]["end"] + (" " if lang == "en" else "")) if said_code else Md("")
     view["decide"] = fmt(d["dive_decide"], decision=name(t, "decisions", a.decision),
                          reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
     rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
