@@ -63,6 +63,7 @@ class CodeRules:
     casts: _Rule | None
     phrases: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     boundary: dict[str, list[str]] = field(default_factory=dict)
+    pathspecs: list[str] = field(default_factory=list)  # what a clone's `git log -p` is kept to
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
@@ -115,6 +116,13 @@ def _rule(entry: dict[str, Any]) -> _Rule:
                  entry.get("package", ""), tuple(entry.get("gate", ())), _globs(entry.get("paths", [])))
 
 
+def pathspecs(data: dict[str, Any]) -> list[str]:
+    """Git pathspecs a clone's `git log -p` is kept to ([git] exclude: a few big folders the rules never read;
+    their paths come from the change's file list, see `with_file_list`). Few on purpose: git matches every
+    pathspec against every changed path, and a long list costs it more than the lines it saves."""
+    return [f":(exclude,glob){p}" for p in data.get("git", {}).get("exclude", [])]
+
+
 def compile_rules(data: dict[str, Any]) -> CodeRules:
     """Compile the tables of code_facts.toml (a malformed pattern raises re.error naming it)."""
     skip = data.get("skip", {})
@@ -138,6 +146,7 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
         phrases={name: re.compile("|".join(f"(?:{p})" for p in words), re.IGNORECASE) if words else None
                  for name, words in phrases.items()},
         boundary={k: list(v) for k, v in data.get("boundary", {}).items()},
+        pathspecs=pathspecs(data),
     )
 
 
@@ -208,6 +217,8 @@ class ChangeFacts:
         self.casts: list[dict[str, str]] = []
         self.last_reason = ""  # why the last file started was skipped ("" when it was not)
         self.last_path = ""
+        caps = rules.caps
+        self._file_cap, self._change_cap, self._line_cap = caps["file_lines"], caps["change_lines"], caps["line_chars"]
 
     # --- feeding ---------------------------------------------------------------------------------------------
 
@@ -263,20 +274,22 @@ class ChangeFacts:
         f = self.current
         if f is None:
             return False
-        if f.lines >= self.rules.caps["file_lines"] or self.lines_read >= self.rules.caps["change_lines"]:
+        if f.lines >= self._file_cap or self.lines_read >= self._change_cap:
             self.complete = False
             self._close_file()
             return False
         f.lines += 1
         self.lines_read += 1
-        text = text[:self.rules.caps["line_chars"]]
-        if f.kind == "python":
+        if len(text) > self._line_cap:
+            text = text[:self._line_cap]
+        if f.pending:
             pending = f.pending.pop(sign, "")
             if pending:
                 text = pending + text.strip()
-            elif text.rstrip().endswith("(") and len(text) < 200:
-                f.pending[sign] = text.rstrip()
-        self._apply(f, sign, text)
+        if f.kind == "python" and text.endswith("(") and len(text) < 200:
+            f.pending[sign] = text
+        if f.gate is None or f.gate.search(text) is not None:  # most lines hold no rule's gate: done here
+            self._apply(f, sign, text)
         return True
 
     def _apply(self, f: _File, sign: str, text: str) -> None:
@@ -408,6 +421,30 @@ def _file_facts(f: _File, out: dict[str, Any]) -> None:
                                            "file": f.path})
     for kind, facts in found.items():
         out[kind] += facts[:_FILE_CAP]
+
+
+def with_file_list(facts: dict[str, Any] | None, files: list[tuple[str, bool]], rules: CodeRules) -> dict[str, Any] | None:
+    """Facts read from a diff kept to the rules' files (`pathspecs`), completed from the change's whole file list
+    ((path, binary) pairs): its tests, its skipped files by reason, the kernels its paths name."""
+    if facts is None:
+        return None
+    tests, skipped = [], dict.fromkeys(_SKIP_REASONS, 0)
+    kernels = {(k["file"], k["kind"]) for k in facts["kernels"]}
+    for path, binary in files:
+        reason = rules.skip_reason(path)
+        if rules.is_test(path):
+            tests.append(path)
+        elif reason or binary:
+            skipped[reason or "binary"] += 1
+        for kind, regex in rules.kernel_paths:
+            if _glob_match(regex, path):
+                if (path, kind) not in kernels and len(facts["kernels"]) < _LIST_CAP:
+                    kernels.add((path, kind))
+                    facts["kernels"].append({"file": path, "kind": kind})
+                break
+    facts["tests"] = list(dict.fromkeys(tests))[:_LIST_CAP]
+    facts["skipped"] = {k: v for k, v in skipped.items() if v}
+    return facts
 
 
 def empty_facts(source: str, complete: bool = False) -> dict[str, Any]:

@@ -133,8 +133,9 @@ class DiffLog:
             args.append(f"--since={since.isoformat()}")
         if until:
             args.append(f"--until={until.isoformat()}")
-        self.proc = subprocess.Popen([*args, *revs, "--"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     bufsize=1 << 16)
+        # only the files the rules read: git leaves the rest out (their paths come from the change's file list)
+        self.proc = subprocess.Popen([*args, *revs, "--", *rules.pathspecs], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, bufsize=1 << 16)
 
     def commits(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
         stream = self.proc.stdout
@@ -179,8 +180,22 @@ class DiffLog:
 
 
 def facts_of_commit(path: Path, sha: str, rules: CodeRules) -> dict[str, Any] | None:
-    """The code facts of one commit of a clone (its diff against its first parent); None at a shallow boundary."""
-    log = DiffLog(path, ["-1", sha], rules, boundary=shallow_boundary(path))
-    for _sha, facts in log.commits():
-        return facts
-    return None
+    """The code facts of one commit of a clone (its diff against its first parent, completed from its file
+    list as an import completes them); None at a shallow boundary."""
+    from ..analyse.code_facts import with_file_list
+
+    boundary = shallow_boundary(path)
+    if sha in boundary:
+        return None
+    found = ChangeFacts(rules).facts("git")  # a commit the kept diff does not list changed no file the rules read
+    for _sha, facts in DiffLog(path, ["-1", sha], rules, boundary=boundary).commits():
+        found = facts if facts is not None else found
+    listed = subprocess.run(["git", "-C", str(path), "show", "--first-parent", "--no-renames", "--numstat", "-z",
+                             "--format=", sha], capture_output=True, check=True).stdout.decode("utf-8", "replace")
+    files = []
+    for entry in listed.split("\0"):
+        add, _, rest = entry.strip("\n").partition("\t")
+        dele, _, name = rest.partition("\t")
+        if name:
+            files.append((name, add == "-" and dele == "-"))
+    return with_file_list(found, files, rules)

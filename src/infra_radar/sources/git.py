@@ -15,6 +15,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from .. import killpoint
+from ..analyse.code_facts import with_file_list
 from ..errors import SourceError
 from ..models import Item
 from .history import BodyCleaner, commit_item, tag_item
@@ -188,24 +189,24 @@ class GitLog:
 
 class _Diffs:
     """The code facts of one branch's commits (sources/diffs.py DiffLog, running beside its GitLog), taken in
-    the log's order: `of(sha)` skips what the other log did not list and never goes back."""
+    the log's order. The diff log is kept to the files the rules read, so it lists a subsequence of the
+    commits: one it does not list changed none of them (its facts are empty, not unknown)."""
 
-    def __init__(self, log) -> None:
-        self.log, self.commits = log, log.commits()
+    def __init__(self, log, rules) -> None:
+        self.log, self.commits, self.rules = log, log.commits(), rules
         self.ahead: tuple[str, dict | None] | None = None
+        self.ended = False
 
     def of(self, sha: str) -> dict | None:
-        for _ in range(64):  # the two logs list the same commits in the same order: a miss is a gap, not a search
-            if self.ahead is None:
-                self.ahead = next(self.commits, None)
-                if self.ahead is None:
-                    return None
-            found, facts = self.ahead
-            if found == sha:
-                self.ahead = None
-                return facts
-            self.ahead = None
-        return None
+        from ..analyse.code_facts import ChangeFacts
+
+        if self.ahead is None and not self.ended:
+            self.ahead = next(self.commits, None)
+            self.ended = self.ahead is None
+        if self.ahead is not None and self.ahead[0] == sha:
+            facts, self.ahead = self.ahead[1], None
+            return facts
+        return ChangeFacts(self.rules).facts("git")
 
     def close(self) -> None:
         self.log.close()
@@ -215,7 +216,7 @@ def _diff_log(path: Path, revs: list[str], since: datetime | None, until: dateti
               rules, boundary: set[str]) -> _Diffs:
     from .diffs import DiffLog
 
-    return _Diffs(DiffLog(path, revs, rules, since, until, boundary))
+    return _Diffs(DiffLog(path, revs, rules, since, until, boundary), rules)
 
 
 class StartedClone:
@@ -296,7 +297,8 @@ def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
                 killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
                 item = commit_item(repo, rec, name, "git", clean)
                 if code is not None:
-                    item.code = code.of(rec["sha"])
+                    item.code = with_file_list(code.of(rec["sha"]), [(f.path, f.additions is None and
+                                                                      f.deletions is None) for f in item.files], rules)
                 if rec["sha"] in boundary:  # a shallow clone's first commit shows its whole tree: not its change
                     item.files, item.code = [], None
                 if (since is None or item.when >= since) and (until is None or item.when < until):
