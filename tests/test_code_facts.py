@@ -99,6 +99,18 @@ def test_the_shallow_boundary_is_history_unknown(shared_clones):
     assert boundary
     for sha in boundary:
         assert facts_of_commit(clone, sha, load_code_rules()) is None  # never "everything added"
+    from datetime import UTC, datetime, timedelta
+
+    from infra_radar.sources.git import read_clone
+
+    first = subprocess.run(["git", "-C", str(clone), "log", "-1", "--format=%cI", *boundary], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    day = datetime.fromisoformat(first).astimezone(UTC).replace(hour=0, minute=0, second=0)
+    items = list(read_clone(clone, "verl-project/verl", ["main"], lambda s: s, day, day + timedelta(days=4),
+                            diffs=True))
+    at_boundary = [i for i in items if i.merge_commit in boundary]
+    assert at_boundary and all(i.code is None and i.files == [] for i in at_boundary)  # its whole tree is no change
+    assert any(i.code is not None for i in items if i.merge_commit not in boundary)
 
 
 @pytest.mark.no_store
@@ -181,3 +193,25 @@ def test_the_boundary_follows_the_code():
     assert str(code_boundary(Item(repo="a/b", kind="pr", key="2", title="t", code=npu.facts("git")),
                              load_strings("en"))) == ""
     assert AnalysedItem(item, Analysis(item_kind="feature")).analysis.contradictions == []
+
+
+@pytest.mark.no_store
+def test_a_full_clone_reads_its_root_and_no_diffs_reads_none(make_repo):
+    from infra_radar.sources.git import read_clone
+
+    from .conftest import commit
+
+    repo = make_repo()
+    commit(repo, "init (#1)", {"pkg/cfg.py": "class C:\n    fast: bool = False\n", "README.md": "x\n"},
+           "2026-07-01T10:00:00+00:00")
+    commit(repo, "turn fast on (#2)", {"pkg/cfg.py": "class C:\n    fast: bool = True\n",
+                                       "tests/test_cfg.py": "def test(): pass\n"}, "2026-07-02T10:00:00+00:00")
+    commit(repo, "docs only (#3)", {"README.md": "y\n"}, "2026-07-03T10:00:00+00:00")
+    items = {i.number: i for i in read_clone(repo, "acme/infer", ["main"], lambda s: s, diffs=True)}
+    assert shallow_boundary(repo) == set()
+    assert {"name": "fast", "value": "False", "previous": None, "file": "pkg/cfg.py"} in items[1].code["defaults"]
+    assert items[2].code["defaults"] == [{"name": "fast", "value": "True", "previous": "False", "file": "pkg/cfg.py"}]
+    assert items[2].code["tests"] == ["tests/test_cfg.py"]
+    assert items[3].code["complete"] and not items[3].code["defaults"]  # a diff read: nothing the rules read
+    plain = list(read_clone(repo, "acme/infer", ["main"], lambda s: s))
+    assert all(i.code is None for i in plain)
