@@ -64,6 +64,8 @@ class CodeRules:
     phrases: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     boundary: dict[str, list[str]] = field(default_factory=dict)
     pathspecs: list[str] = field(default_factory=list)  # what a clone's `git log -p` is kept to
+    ignore_values: frozenset[str] = frozenset()  # a default with this value is no setting
+    ignore_prefixes: tuple[str, ...] = ()
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
@@ -147,6 +149,8 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
                  for name, words in phrases.items()},
         boundary={k: list(v) for k, v in data.get("boundary", {}).items()},
         pathspecs=pathspecs(data),
+        ignore_values=frozenset(data.get("no_defaults", {}).get("ignore_values", [])),
+        ignore_prefixes=tuple(data.get("no_defaults", {}).get("ignore_prefixes", [])),
     )
 
 
@@ -310,12 +314,16 @@ class ChangeFacts:
                 continue
             if category == "default":
                 if not defaults_done and (m := rule.regex.search(text)):
-                    f.defaults[sign].setdefault(_group(m, "name"), _value(_group(m, "value")))
+                    value = _value(_group(m, "value"))
+                    if value not in self.rules.ignore_values and not value.startswith(self.rules.ignore_prefixes):
+                        f.defaults[sign].setdefault(_group(m, "name"), value)
                     defaults_done = True
             elif category == "kernel":
                 if rule.regex.search(text):
                     self.kernels.setdefault((f.path, rule.kind), None)
             elif category == "switch":
+                if f.no_defaults:
+                    continue  # CI, docs, examples and tooling read their own switches, not the project's
                 for m in rule.regex.finditer(text):
                     sides = f.switches.setdefault((rule.kind, _group(m, "name")), {"+": set(), "-": set()})
                     sides[sign].add(text.strip())
