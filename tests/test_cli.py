@@ -58,12 +58,12 @@ def test_demo_writes_three_outputs(tmp_path, monkeypatch):
     paths = [Path(line) for line in out.splitlines()]
     assert [p.name for p in paths] == ["2026-08-03.md", "2026-W31.md", "export.json"]
     assert all((tmp_path / p).exists() or p.exists() for p in paths)
-    daily = (tmp_path / "radar-out" / "daily" / "2026-08-03.md").read_text()
+    daily = (tmp_path / "radar-demo" / "daily" / "2026-08-03.md").read_text()
     assert daily.startswith("# ") and "## P0 / P1" in daily
     # a reference names the item, never how a link to it was found ("cherry-pick of", "subject")
     refs = daily.split("## 参考链接\n", 1)[1]
     assert "acme/infer-npu#812" in refs and not re.search(r"\) (cherry-pick of|subject)$", refs, re.M), refs
-    export = json.loads((tmp_path / "radar-out" / "export.json").read_text())
+    export = json.loads((tmp_path / "radar-demo" / "export.json").read_text())
     assert {e["repo"] for e in export} == {"acme/infer", "acme/infer-npu", "acme/trainer"}
 
 

@@ -147,10 +147,11 @@ def test_label_sets_lists_and_removes_with_who_and_when(days, monkeypatch):
                                            "--note", "core path | for us")
     out = radar("label", "acme/infer#301", "--priority", "P0", "--by", "mei")
     assert "acme/infer#301: P0 (updated, by mei)" in out
-    listed = radar("label", "--list").splitlines()
-    assert len(listed) == 1
+    header, *listed = radar("label", "--list").splitlines()
+    assert header.split("\t") == ["ref", "priority", "grade", "by", "at", "part", "note"] and len(listed) == 1
     ref, priority, grade, by, at, part, note = listed[0].split("\t")
-    assert (ref, priority, grade, by, part, note) == ("acme/infer#301", "P0", "-", "mei", "-", "")
+    assert (ref, priority, grade, by, part, note) == ("acme/infer#301", "P0", "", "mei", "", "")
+    assert json.loads(radar("label", "--list", "--json"))[0]["grade"] is None
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\dZ", at)
     # an item not imported yet keeps its label until it is
     assert "is not in the store yet" in radar("label", "acme/infer#999", "--priority", "P2")
@@ -161,7 +162,7 @@ def test_label_sets_lists_and_removes_with_who_and_when(days, monkeypatch):
     out = radar("label", "--import", str(days["2026-07-03"]))
     assert "11 added, 0 updated, 0 unchanged, 1 window(s) (by lead)" not in out  # #301 was labelled before
     assert "10 added, 1 updated, 0 unchanged, 1 window(s) (by lead)" in out
-    assert len(radar("label", "--list").splitlines()) == 11
+    assert len(radar("label", "--list").splitlines()) == 1 + 11  # the header line and one per label
 
 
 def test_import_reports_bad_lines_and_keeps_the_rest(days, tmp_path):
@@ -240,7 +241,7 @@ def test_labels_survive_reanalysis_and_new_rule_versions(days, radar_home, tmp_p
         if labelled and obj["label"]["priority"]:
             assert obj["priority"] == obj["label"]["priority"]  # the team's priority, under any rules
     assert after["acme/trainer#101"]["rules"]["priority"] == "P1"  # the new rules' answer, kept beside it
-    assert len(radar("label", "--list").splitlines()) == len(DAY1)
+    assert len(radar("label", "--list").splitlines()) == 1 + len(DAY1)
 
 
 # --- learning -------------------------------------------------------------------------------------------

@@ -155,6 +155,7 @@ class Report:
     missing: list[str]
     problems: list[str]
     path: str = ""
+    more_problems: int = 0  # problems of the labels file counted past those kept (evaluate.labels.Problems)
 
 
 def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem],
@@ -193,7 +194,7 @@ def evaluate(labels: LabelFile, found: Mapping[str, AnalysedItem],
             if lab.split == name:
                 inside = (lab.repo.lower(), lab.number) in present
                 (part.in_window if inside else part.outside_window).append(f"{lab.repo}#{lab.number}")
-    return Report(parts, missing, list(labels.problems), labels.path)
+    return Report(parts, missing, list(labels.problems), labels.path, getattr(labels.problems, "more", 0))
 
 
 def _score_item(part: PartScore, label: Label, analysis: Analysis) -> None:
@@ -452,6 +453,8 @@ def report_text(report: Report, parts: Sequence[str] | None = None, details: boo
     if report.missing:
         lines.append(f"missing from the store ({len(report.missing)}): " + ", ".join(report.missing))
     lines += [f"label problem: {p}" for p in report.problems]
+    if report.more_problems:
+        lines.append(f"label problem: {report.more_problems:,} more not shown")
     return "\n".join(lines)
 
 
@@ -490,4 +493,5 @@ def report_json(report: Report) -> dict[str, Any]:
             "in_window_share": part.in_window_share,
         }
     return {"labels": report.path, "parts": {name: part_json(p) for name, p in report.parts.items()},
-            "missing": report.missing, "problems": report.problems, "failures": check(report)}
+            "missing": report.missing, "problems": report.problems, "more_problems": report.more_problems,
+            "failures": check(report)}

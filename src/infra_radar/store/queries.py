@@ -48,7 +48,7 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
                    "006_created_index", "007_published_radars", "008_labels",
-                   "009_push_deliveries", "010_code_facts")
+                   "009_push_deliveries", "010_labels_number", "011_code_facts")
 
 
 def applied_migrations(store) -> set[str]:
@@ -355,3 +355,24 @@ def watch_list(store) -> list[WatchEntry]:
         return [WatchEntry(repo, number, reason, db.time(added), state, digest) for repo, number, reason, added,
                 state, digest in db.rows("SELECT watch.repo, watch.number, watch.reason, watch.added_at, "
                                          "watch.last_state, watch.last_files FROM watch ORDER BY watch.id")]
+
+
+def repo_summary(store) -> dict[str, tuple[int, datetime | None]]:
+    """{lower-case repository name: (items stored, time of its newest item)} for every stored repository:
+    what `radar repo list` and `radar doctor` say each configured repository holds."""
+    with reading(store) as db:
+        rows = db.rows("SELECT repos.name, COUNT(items.id), MAX(items.when_at) FROM repos "
+                       "LEFT JOIN items ON items.repo_id = repos.id GROUP BY repos.name")
+        return {name.lower(): (int(count), db.time(newest)) for name, count, newest in rows}
+
+
+def item_state(store, repo: str, number: int) -> str | None:
+    """The stored state of PR or issue `number` of `repo` (open, merged, closed, with ", draft"), None when the
+    store does not hold it."""
+    with reading(store) as db:
+        rows = db.rows(f"SELECT items.state, items.draft FROM items WHERE {IN_REPO} AND items.number = :number "
+                       "ORDER BY items.kind LIMIT 1", {"repo": repo.lower(), "number": number})
+    if not rows:
+        return None
+    state, draft = rows[0]
+    return state + (", draft" if draft and state == "open" else "")

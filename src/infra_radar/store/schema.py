@@ -421,9 +421,21 @@ def m009_push_deliveries(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
-# 010: the code facts of an item's diff (analyse/code_facts.py), one JSON record per item: never the diff itself,
+# 010: the labels' look-ups by item (number, then the repository compared case-insensitively) served by an index;
+# the unique (repo, number) index cannot serve `lower(repo) = ...`, so each look-up scanned every label
+_V10_INDEXES = [("ix_labels_number", "labels", ["number"])]
+for _ix, _table, _cols in _V10_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+
+
+def m010_labels_number(op: Operations) -> None:
+    """An index on the labels' item numbers (a label file's import looks each item up by it)."""
+    for ix, table, cols in _V10_INDEXES:
+        op.create_index(ix, table, cols)
+
+# 011: the code facts of an item's diff (analyse/code_facts.py), one JSON record per item: never the diff itself,
 # so what is stored stays linear in the history
-def _v10_columns() -> list[sa.Column]:
+def _v11_columns() -> list[sa.Column]:
     return [
         sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("source", sa.String(8), nullable=False),  # git | api | page
@@ -432,12 +444,12 @@ def _v10_columns() -> list[sa.Column]:
     ]
 
 
-code_facts = sa.Table("code_facts", metadata, *_v10_columns())
+code_facts = sa.Table("code_facts", metadata, *_v11_columns())
 
 
-def m010_code_facts(op: Operations) -> None:
+def m011_code_facts(op: Operations) -> None:
     """The code facts read from each item's diff."""
-    op.create_table("code_facts", *_v10_columns())
+    op.create_table("code_facts", *_v11_columns())
 
 
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
@@ -446,7 +458,8 @@ MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_
     m007_published_radars,
     m008_labels,
     m009_push_deliveries,
-    m010_code_facts,
+    m010_labels_number,
+    m011_code_facts,
 ], strict=True))
 
 
