@@ -70,7 +70,8 @@ def contradictions(body: str, code: dict[str, Any] | None, rules: CodeRules) -> 
                                   "file": default["file"], "kind": "default", "said": said[:3],
                                   "name": default["name"], "value": default["value"]})
                 break
-    public = [r for r in code.get("removed", []) if r.get("kind") in ("function", "class")
+    # an API is what a module offers at its top level under a public name (a method or nested helper is not)
+    public = [r for r in code.get("removed", []) if r.get("kind") in ("function", "class") and r.get("top")
               and not r["name"].startswith("_")]
     if public:
         for sentence in sentences:

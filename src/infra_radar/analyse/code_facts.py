@@ -216,6 +216,7 @@ class ChangeFacts:
         self.tests: list[str] = []
         self.kernels: dict[tuple[str, str], None] = {}
         self.definitions: dict[str, dict[tuple[str, str], str]] = {"+": {}, "-": {}}  # (kind, name) -> file
+        self.top_level: set[tuple[str, str]] = set()  # removed definitions at a module's top level
         self.env_entries: dict[str, dict[str, str]] = {"+": {}, "-": {}}
         self.removed_files: list[str] = []
         self.casts: list[dict[str, str]] = []
@@ -356,6 +357,8 @@ class ChangeFacts:
         if kind == "function" and name.startswith("__") and name.endswith("__"):
             return
         self.definitions[sign].setdefault((kind, name), f.path)
+        if indent == 0 and sign == "-":
+            self.top_level.add((kind, name))
 
     def _close_file(self) -> None:
         if self.current is not None:
@@ -384,8 +387,8 @@ class ChangeFacts:
 
     def _removed(self) -> list[dict[str, str]]:
         added, removed = self.definitions["+"], self.definitions["-"]
-        found = [{"name": name, "kind": kind, "file": path} for (kind, name), path in removed.items()
-                 if (kind, name) not in added and kind != "config_key"]
+        found = [{"name": name, "kind": kind, "file": path, "top": (kind, name) in self.top_level}
+                 for (kind, name), path in removed.items() if (kind, name) not in added and kind != "config_key"]
         # a config key is removed when no file of the change sets it again (a YAML key at any depth)
         added_keys = {name for (kind, name) in added if kind == "config_key"}
         found += [{"name": name, "kind": "config", "file": path} for (kind, name), path in removed.items()

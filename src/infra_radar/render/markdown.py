@@ -142,8 +142,10 @@ def code_json(code: dict[str, Any] | None) -> dict[str, Any] | None:
     """The code facts read from an item's diff as the export gives them; None when no diff was read."""
     if not code:
         return None
-    return {"source": code.get("source"), "complete": bool(code.get("complete")),
-            **{key: list(code.get(key) or []) for key in _CODE_KEYS}}
+    out = {"source": code.get("source"), "complete": bool(code.get("complete")),
+           **{key: list(code.get(key) or []) for key in _CODE_KEYS}}
+    out["removed"] = [{k: r.get(k) for k in ("name", "kind", "file")} for r in out["removed"]]
+    return out
 
 
 def card_json(inp: CardInput) -> dict[str, Any]:
