@@ -216,3 +216,23 @@ def test_a_full_clone_reads_its_root_and_no_diffs_reads_none(make_repo):
     assert items[3].code["complete"] and not items[3].code["defaults"]  # a diff read: nothing the rules read
     plain = list(read_clone(repo, "acme/infer", ["main"], lambda s: s))
     assert all(i.code is None for i in plain)
+
+
+@pytest.mark.no_store
+def test_weekly_risks_follow_the_code_when_a_diff_was_read():
+    from infra_radar.models import AnalysedItem, Analysis, FileChange, Item
+    from infra_radar.render.weekly_risks import find, removed
+
+    def analysed(title: str, patch: str) -> AnalysedItem:
+        facts = ChangeFacts(load_code_rules())
+        feed_patch(facts, "acme/ops/moe.py", patch)
+        item = Item(repo="acme/infer", kind="pr", key="1", title=title, number=1, code=facts.facts("git"),
+                    files=[FileChange("acme/ops/moe.py", 3, 9)])
+        return AnalysedItem(item, Analysis(item_kind="refactor"))
+
+    cast = analysed("Remove bias_scale downcast", "@@ -1,3 +1,1 @@\n-        w.data = w.data.to(\n-            dtype=t\n-        )")
+    assert removed(cast) is None  # the diff removes a cast, not bias_scale
+    api = analysed("Tidy the loader", "@@ -1,2 +1 @@\n-def load_all(x):\n-    return x\n+X = 1")
+    assert str(removed(api)) == "`load_all`"
+    on = analysed("Tidy", "@@ -1 +1 @@\n-    use_fused: bool = False\n+    use_fused: bool = True")
+    assert find([on, cast]).defaults == [on]
