@@ -64,6 +64,7 @@ class CodeRules:
     phrases: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     boundary: dict[str, list[str]] = field(default_factory=dict)
     pathspecs: list[str] = field(default_factory=list)  # what a clone's `git log -p` is kept to
+    path_cache: dict[str, tuple[str, str, bool, str]] = field(default_factory=dict)
     ignore_values: frozenset[str] = frozenset()  # a default with this value is no setting
     ignore_prefixes: tuple[str, ...] = ()
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
@@ -97,20 +98,27 @@ class CodeRules:
             self.by_kind[kind] = found
         return self.by_kind[kind]
 
+    def classes(self, path: str) -> tuple[str, str, bool, str]:
+        """(file kind, skip reason, is a test, kernel kind by path) of a path: the same paths recur in every
+        change of a history, so each is classified once (the cache is emptied past 50,000 paths)."""
+        found = self.path_cache.get(path)
+        if found is None:
+            kind = next((k for k, regex in self.kinds if _glob_match(regex, path)), "")
+            reason = next((r for r in _SKIP_REASONS if _glob_match(self.skip.get(r), path)), "")
+            kernel = next((k for k, regex in self.kernel_paths if _glob_match(regex, path)), "")
+            if len(self.path_cache) >= 50_000:
+                self.path_cache.clear()
+            found = self.path_cache[path] = (kind, reason, _glob_match(self.tests, path), kernel)
+        return found
+
     def file_kind(self, path: str) -> str:
-        for kind, regex in self.kinds:
-            if _glob_match(regex, path):
-                return kind
-        return ""
+        return self.classes(path)[0]
 
     def skip_reason(self, path: str) -> str:
-        for reason in _SKIP_REASONS:
-            if _glob_match(self.skip.get(reason), path):
-                return reason
-        return ""
+        return self.classes(path)[1]
 
     def is_test(self, path: str) -> bool:
-        return _glob_match(self.tests, path)
+        return self.classes(path)[2]
 
 
 def _rule(entry: dict[str, Any]) -> _Rule:
@@ -244,11 +252,9 @@ class ChangeFacts:
             self.complete = False
             return False
         self.files_read += 1
-        for kernel, regex in self.rules.kernel_paths:
-            if _glob_match(regex, path):
-                self.kernels.setdefault((path, kernel), None)
-                break
-        kind = self.rules.file_kind(path)
+        kind, _, _, kernel = self.rules.classes(path)
+        if kernel:
+            self.kernels.setdefault((path, kernel), None)
         if not kind:
             return False  # a file kind no line rule reads (docs, data): only its path counts
         gate, gate_rules = self.rules.gate_for(kind)
@@ -447,12 +453,10 @@ def with_file_list(facts: dict[str, Any] | None, files: list[tuple[str, bool]], 
             tests.append(path)
         elif reason or binary:
             skipped[reason or "binary"] += 1
-        for kind, regex in rules.kernel_paths:
-            if _glob_match(regex, path):
-                if (path, kind) not in kernels and len(facts["kernels"]) < _LIST_CAP:
-                    kernels.add((path, kind))
-                    facts["kernels"].append({"file": path, "kind": kind})
-                break
+        kind = rules.classes(path)[3]
+        if kind and (path, kind) not in kernels and len(facts["kernels"]) < _LIST_CAP:
+            kernels.add((path, kind))
+            facts["kernels"].append({"file": path, "kind": kind})
     facts["tests"] = list(dict.fromkeys(tests))[:_LIST_CAP]
     facts["skipped"] = {k: v for k, v in skipped.items() if v}
     return facts
