@@ -102,8 +102,10 @@ def code_lines(item: Item, t: dict[str, Any]) -> list[Md]:
     removed = facts.get("removed", [])
     out += _listed([fmt(k["removed"], kind=k["removed_kinds"].get(r["kind"], r["kind"]), name=r["name"],
                         file=r["file"]) for r in removed[:_SHOWN]], removed, t)
-    if len(out) == 1:
-        out.append(Md(text(k["nothing"])))
+    if len(out) == 1:  # what was read holds none: said of what was read, never of the whole change
+        said = "nothing_page" if facts.get("source") == "page" else "nothing" if facts.get("complete") \
+            else "nothing_partial"
+        out.append(Md(text(k[said])))
     tests = facts.get("tests", [])
     if tests:
         out.append(fmt(k["tests"], n=len(tests), paths=join([code(p) for p in tests[:3]], t["common"]["sep"])))

@@ -448,8 +448,9 @@ code_facts = sa.Table("code_facts", metadata, *_v11_columns())
 
 
 def m011_code_facts(op: Operations) -> None:
-    """The code facts read from each item's diff."""
-    op.create_table("code_facts", *_v11_columns())
+    """The code facts read from each item's diff (a store made while this step had another number has it)."""
+    if not sa.inspect(op.get_bind()).has_table("code_facts"):
+        op.create_table("code_facts", *_v11_columns())
 
 
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
