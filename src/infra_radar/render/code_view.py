@@ -77,7 +77,7 @@ def code_lines(item: Item, t: dict[str, Any]) -> list[Md]:
     facts = item.code
     if not facts:
         return []
-    k = t["code"]
+    k, sep = t["code"], t["common"]["sep"]
     head = k.get(f"source_{facts.get('source', '')}", "")
     if not facts.get("complete"):
         head += k["partial"].format(why=k["partial_caps"]) if facts.get("source") != "page" else ""
@@ -97,11 +97,17 @@ def code_lines(item: Item, t: dict[str, Any]) -> list[Md]:
     devices = facts.get("device_checks", [])
     out += _listed([fmt(k["device"], check=d["check"], change=k["changes"].get(d["change"], d["change"]),
                         file=d["file"]) for d in devices[:_SHOWN]], devices, t)
-    kernels = facts.get("kernels", [])
-    out += _listed([fmt(k["kernel"], kind=x["kind"], file=x["file"]) for x in kernels[:_SHOWN]], kernels, t)
+    by_kind: dict[str, list[str]] = {}
+    for x in facts.get("kernels", []):
+        by_kind.setdefault(x["kind"], []).append(x["file"])
+    out += [fmt(k["kernel"], kind=kind, n=len(files), files=join([code(f) for f in files[:3]], sep))
+            for kind, files in by_kind.items()]
     removed = facts.get("removed", [])
     out += _listed([fmt(k["removed"], kind=k["removed_kinds"].get(r["kind"], r["kind"]), name=r["name"],
                         file=r["file"]) for r in removed[:_SHOWN]], removed, t)
+    casts = facts.get("casts", [])
+    out += [fmt(k["cast"], change=k["changes"].get(c["change"], c["change"]), line=c["line"], file=c["file"])
+            for c in casts[:2]]
     if len(out) == 1:  # what was read holds none: said of what was read, never of the whole change
         said = "nothing_page" if facts.get("source") == "page" else "nothing" if facts.get("complete") \
             else "nothing_partial"
