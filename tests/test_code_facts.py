@@ -236,3 +236,38 @@ def test_weekly_risks_follow_the_code_when_a_diff_was_read():
     assert str(removed(api)) == "`load_all`"
     on = analysed("Tidy", "@@ -1 +1 @@\n-    use_fused: bool = False\n+    use_fused: bool = True")
     assert find([on, cast]).defaults == [on]
+
+
+@pytest.mark.no_store
+@pytest.mark.parametrize(("path", "line", "kind", "want"), [
+    ("acme/conf/engine.yaml", "use_fused_attn: true  # faster", "defaults", ("use_fused_attn", "true")),
+    ("pyproject.toml", "max_batch = 64", "defaults", ("max_batch", "64")),
+    ("acme/presets/a.json", '  "enable_overlap": false,', "defaults", ("enable_overlap", "false")),
+    ("acme/cli.py", '    p.add_argument("--chunk-size", type=int, default=512)', "defaults", ("--chunk-size", "512")),
+    ("acme/cli.py", '@click.option("--warmup", default=3)', "switches", ("--warmup", "cli")),
+    ("acme/run.py", 'x = os.getenv("ACME_FAST", "1")', "defaults", ("ACME_FAST", '"1"')),
+    ("acme/envs.py", '    "ACME_DEBUG_SYNC": lambda: bool(int(os.getenv("ACME_DEBUG_SYNC", "0"))),', "switches",
+     ("ACME_DEBUG_SYNC", "env")),
+    ("acme/cfg.py", 'if getattr(model_config, "use_mla", False):', "switches", ("use_mla", "config")),
+    ("acme/compat.py", 'if version.parse(torch.__version__) >= version.parse("2.6.0"):', "version_gates", ("torch", ">= 2.6.0")),
+    ("acme/compat.py", 'if vllm_version_is("0.19.0"):', "version_gates", ("vllm", "0.19.0")),
+    ("acme/ops.py", "    if torch.cuda.get_device_capability()[0] >= 9:", "device_checks", ("torch.cuda.get_device_capability",)),
+    ("acme/ops.py", "    if current_platform.is_cuda():", "device_checks", ("current_platform.is_cuda",)),
+    ("acme/ops.py", "    out = torch_npu.npu_rms_norm(x, w)", "kernels", ("torch_npu",)),
+    ("acme/ops.py", "@triton.jit", "kernels", ("triton",)),
+    ("csrc/k.cu", "__global__ void k() {}", "kernels", ("cuda",)),
+])
+def test_each_rule_on_one_added_line(path, line, kind, want):
+    facts = ChangeFacts(load_code_rules())
+    feed_patch(facts, path, f"@@ -1 +1,1 @@\n+{line}")
+    out = facts.facts("git")[kind]
+    if kind == "defaults":
+        assert (want[0], want[1]) in {(d["name"], d["value"]) for d in out}, out
+    elif kind == "switches":
+        assert {"name": want[0], "kind": want[1], "change": "added", "file": path} in out, out
+    elif kind == "version_gates":
+        assert {"package": want[0], "before": None, "after": want[1], "file": path} in out, out
+    elif kind == "device_checks":
+        assert {"check": want[0], "change": "added", "file": path} in out, out
+    else:
+        assert {"file": path, "kind": want[0]} in out, out
