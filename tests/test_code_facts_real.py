@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-from .conftest import TEST_DB_URL
+from .conftest import SHARED, TEST_DB_URL
 from .test_explain_real import masked
 
 pytestmark = pytest.mark.one_store
@@ -53,6 +53,11 @@ def code_store(full_store, shared_clones, tmp_path_factory) -> dict[str, str]:
         for name, (repo, branches) in CLONES.items():
             out[repo] = radar("import-git", str(shared_clones / name), "--repo", repo, "--branches", branches,
                               "--since", "2026-06-28", "--until", "2026-07-05")
+        db = sqlite3.connect(copy / "radar.db")
+        out["facts before jsonl"] = str(db.execute("SELECT count(*) FROM code_facts").fetchone()[0])
+        db.close()
+        # the export of the same history imported again (no diffs in it) keeps the facts the clone gave
+        radar("import-jsonl", str(SHARED / "git" / "verl-project+verl.jsonl.gz"))
         radar("analyze")
         for lang in ("zh", "en"):
             out[f"card {lang}"] = radar("show", REF, "--lang", lang)
@@ -70,7 +75,9 @@ def test_import_git_over_jsonl_updates_the_same_items(code_store):
     db = sqlite3.connect(Path(code_store["home"]) / "radar.db")
     assert db.execute("SELECT count(*) FROM items").fetchone()[0] == int(code_store["before"])
     sources = dict(db.execute("SELECT source, count(*) FROM code_facts GROUP BY source").fetchall())
+    after_jsonl = db.execute("SELECT count(*) FROM code_facts").fetchone()[0]
     db.close()
+    assert after_jsonl == int(code_store["facts before jsonl"])
     assert sources.get("git", 0) > 20 and sources.get("page", 0) >= 1
 
 
