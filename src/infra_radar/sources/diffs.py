@@ -141,26 +141,34 @@ class DiffLog:
         stream = self.proc.stdout
         assert stream is not None
         sha, facts, reader = "", None, None
+        # the hot loop keeps the reader's state in locals (in a hunk, reading the file) and hands it back to the
+        # reader only on a header line: most lines are a changed or context line of a hunk
+        in_hunk = reading = False
+        line = None
+        plus, minus, space, mark = b"+", b"-", b" ", _MARK
         try:
             for raw in stream:
-                if raw.startswith(_MARK):
+                head = raw[:1]
+                if in_hunk:
+                    if head == plus or head == minus:  # in a hunk: a changed line, never a header
+                        if reading:
+                            reading = line("+" if head == plus else "-", raw[1:].decode("utf-8", "replace").rstrip("\r\n"))
+                        continue
+                    if head == space:
+                        continue  # context: never decoded
+                if raw.startswith(mark):
                     if sha:
                         yield sha, self._done(sha, facts)
-                    sha = raw[len(_MARK):].strip().decode("ascii", "replace")
+                    sha = raw[len(mark):].strip().decode("ascii", "replace")
                     facts = ChangeFacts(self.rules)
-                    reader = PatchReader(facts)
+                    reader, line = PatchReader(facts), facts.line
+                    in_hunk = reading = False
                     continue
                 if reader is None:
                     continue
-                head = raw[:1]
-                if reader.in_hunk and (head == b"+" or head == b"-"):  # in a hunk: a changed line, never a header
-                    if reader.reading:
-                        reader.reading = facts.line("+" if head == b"+" else "-",
-                                                    raw[1:].decode("utf-8", "replace").rstrip("\r\n"))
-                    continue
-                if reader.in_hunk and head == b" ":
-                    continue  # context: never decoded
+                reader.in_hunk, reader.reading = in_hunk, reading
                 reader.feed(raw.decode("utf-8", "replace"))
+                in_hunk, reading = reader.in_hunk, reader.reading
             if sha:
                 yield sha, self._done(sha, facts)
         finally:
