@@ -39,7 +39,9 @@ from .weekly_words import Refs, figure, gist, theme_name, title_phrase
 
 
 def _changes(items: list[AnalysedItem]) -> list[AnalysedItem]:
-    return [ai for ai in items if ai.item.kind in CHANGE_KINDS]
+    """What the week changed: its merged PRs and direct commits. A PR still open, or closed without being
+    merged, changed nothing: it is neither counted, nor a theme's lead, nor a key PR."""
+    return [ai for ai in items if ai.item.kind in CHANGE_KINDS and (ai.item.kind != PR or ai.item.state == MERGED)]
 
 
 def _merged(items: list[AnalysedItem]) -> int:
@@ -206,7 +208,9 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
               for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
     if ctx["quick_more"]:
         more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
-        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more"].format(n=ctx["quick_more_n"], links=more)]
+        said = w["quick_more"] if ctx["quick_more_n"] == len(ctx["quick_more"]) else w["quick_more_first"]
+        lines += [f"{len(ctx['quick']) + 1}. " + said.format(n=ctx["quick_more_n"], k=len(ctx["quick_more"]),
+                                                             links=more)]
     lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
                                                        [w["no_recommendations"]])]
     if ctx["adapted"]:
@@ -349,7 +353,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
-    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations)
+    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations, inp.target)
     ctx["adapted"] = built[1][: shape.adapted]
     ctx["adapted_more"] = max(len({e.down_ref for e in inp.adapted}) - shape.adapted, 0)
 
