@@ -271,3 +271,37 @@ def test_each_rule_on_one_added_line(path, line, kind, want):
         assert {"check": want[0], "change": "added", "file": path} in out, out
     else:
         assert {"file": path, "kind": want[0]} in out, out
+
+
+def test_code_facts_round_trip_through_the_store(make_repo):
+    """import-git keeps each change's facts in the store (either store), the export gives them back, and a
+    re-import changes nothing."""
+    import json
+
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    from .conftest import commit
+
+    repo = make_repo()
+    commit(repo, "add the engine (#1)", {"acme/cfg.py": "class C:\n    use_overlap: bool = False\n"},
+           "2026-07-01T10:00:00+00:00")
+    commit(repo, "overlap by default (#2)", {"acme/cfg.py": "class C:\n    use_overlap: bool = True\n"},
+           "2026-07-02T10:00:00+00:00",
+           body="Adds nothing new: `use_overlap` stays opt-in, default `false`.")
+    runner = CliRunner()
+    for _ in range(2):
+        done = runner.invoke(main, ["import-git", str(repo), "--repo", "acme/infer"])
+        assert done.exit_code == 0, done.output
+    assert "0 new, 0 updated, 2 unchanged" in done.output
+    out = runner.invoke(main, ["export", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    items = {i["number"]: i for i in (data["items"] if isinstance(data, dict) else data)}
+    assert items[2]["code"]["defaults"] == [{"name": "use_overlap", "value": "True", "previous": "False",
+                                             "file": "acme/cfg.py"}]
+    assert items[2]["contradictions"] == [{"description": "Adds nothing new: `use_overlap` stays opt-in, default `false`.",
+                                           "code": "use_overlap = True", "file": "acme/cfg.py"}]
+    plain = runner.invoke(main, ["import-git", str(repo), "--repo", "acme/infer", "--no-diffs"])
+    assert plain.exit_code == 0 and "0 new, 0 updated, 2 unchanged" in plain.output  # facts kept, not wiped
