@@ -145,8 +145,8 @@ def third_day(store: Store) -> None:
 @pytest.fixture
 def store(radar_home) -> Store:
     found = Store(radar_home, deep_dive_limit=2)
-    assert CliRunner().invoke(main, ["watch", "add", f"{REPO}#106", "--reason", "waiting for the `v2` design"]
-                              ).exit_code == 0
+    assert CliRunner().invoke(main, ["watch", "add", f"{REPO}#106", "--reason", "waiting for the `v2` design",
+                                     "--since", "2026-07-01"]).exit_code == 0
     return found
 
 
@@ -358,7 +358,7 @@ def test_sigkill_while_recording_leaves_the_earlier_records(radar_home, tmp_path
     assert len(recorded) > len(earlier) and recorded[:1] == earlier[:1]
 
     # killed while replacing the record of the same window: the record it replaces stays whole
-    assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811"]).exit_code == 0
+    assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811", "--since", "2026-06-01"]).exit_code == 0
     killed = _radar(second, env, kill_at="record.written:1")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert published_rows(url) == recorded

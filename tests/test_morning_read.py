@@ -351,7 +351,9 @@ def test_docs_describe_the_reading() -> None:
     ("[Bug]: DeepSeek MTP hangs at step 3 on 16 ranks", "报告 DeepSeek MTP 在 step 3 卡死", "bug report: DeepSeek MTP hangs at step 3"),
 ])
 def test_titles_are_read_into_a_chinese_frame(title: str, zh: str, en: str) -> None:
-    from infra_radar.render.mechanism import read, say, tidy
+    from infra_radar.render.cjk import tidy
+    from infra_radar.render.mechanism import read
+    from infra_radar.render.saying import say
 
     kind = {"[RFC]": "propose", "[Bug]": "report"}
     actions, chinese = read(title, next((v for k, v in kind.items() if title.startswith(k)), ""))

@@ -15,7 +15,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from infra_radar.render.mechanism import read, say
+from infra_radar.render.mechanism import read
+from infra_radar.render.saying import say
 from infra_radar.render.zh_words import function_words
 
 pytestmark = pytest.mark.one_store

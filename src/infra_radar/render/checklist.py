@@ -16,10 +16,10 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
+from .cjk import squeeze_cjk
 from .escape import Md, code, fmt, join
 from .escape import text as escape_text
 from .explain import code_module, explain_body, file_role, identifiers, sentences
-from .mechanism import squeeze_cjk
 from .zh_words import function_words
 
 

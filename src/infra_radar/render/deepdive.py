@@ -100,6 +100,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     target boundary, decision), each our own sentence; the author's text is reached by the item's link.
     `mechanism` is the part model prose may replace (`mechanism_rule` keeps the rules' one)."""
     from .checklist import checklist_rules
+    from .cjk import tidy
     from .conclusion import (
         central_identifiers,
         claim_text,
@@ -110,7 +111,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     )
     from .escape import code, join, plain, text
     from .explain import code_module, file_role
-    from .mechanism import is_identifier, tidy
+    from .mechanism import is_identifier
     from .why import causes, say_cause, validation_cues
 
     d, c, lang = t["daily"], t["common"], t["lang"]
@@ -189,7 +190,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
 
 
 def _words(words: list[str], lang: str) -> str:
-    from .mechanism import phrase
+    from .saying import phrase
 
     return str(phrase(words, len(words), lang))
 

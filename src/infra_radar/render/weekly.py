@@ -18,12 +18,12 @@ from typing import Any
 from ..analyse.porting import applied
 from ..models import COMMIT, MERGED, PR, AnalysedItem
 from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, row
+from .cjk import cjk_share
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, fmt, link, plain, text
 from .explain import described, identifiers
 from .inputs import WeeklyInput
-from .mechanism import cjk_share
 from .weekly_risks import Found, chains, find, recommendations, risk_lines
 from .weekly_story import (
     areas_line,

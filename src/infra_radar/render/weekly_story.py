@@ -62,7 +62,8 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
 def _said(what: Md, t: dict[str, Any]) -> Md:
     """An author's phrase in a zh theme: held together by English grammar words, it is said with Chinese
     joints (the title reading's phrase); code and names stay."""
-    from .mechanism import _TOKEN, phrase
+    from .mechanism import _TOKEN
+    from .saying import phrase
     from .zh_words import function_words
 
     if t["lang"] != "zh" or not function_words(what):
