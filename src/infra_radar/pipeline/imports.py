@@ -75,9 +75,10 @@ def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser, l
 
 
 def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
-               window: Window | None = None, tick: Tick = no_tick, started=None) -> ImportResult:
+               window: Window | None = None, tick: Tick = no_tick, started=None, diffs: bool = True) -> ImportResult:
     """Import a local clone's first-parent history of the matching branches, and its tags (`started`: a
-    sources.git.StartedClone of the same clone, branches and window, its git log already running)."""
+    sources.git.StartedClone of the same clone, branches and window, its git log already running; `diffs`:
+    each change's diff read for its code facts, when `started` did not say)."""
     from ..sources.git import check_clone, read_clone
 
     repo = check_repo(repo)
@@ -87,8 +88,14 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     run = save.start_run(engine, "import-git", repo, window)
     notes: list[str] = []
     later = LaterDates(settings.clock_skew)
+    rules = None
+    if diffs and started is None:
+        from ..analyse.code_facts import load_code_rules
+
+        rules = load_code_rules(settings)
     stream = later.watch(read_clone(path, repo, patterns, _cleaner(settings), window.since if window else None,
-                                    window.until if window else None, notes, started),
+                                    window.until if window else None, notes, started,
+                                    diffs=diffs and started is None, rules=rules),
                          lambda item: f"{path}: {item.ref}")
     try:
         with alongside(settings, engine) as analyser:

@@ -9,6 +9,7 @@ from ..analyse.porting import applied, target_name
 from ..models import PR, FileChange
 from .base import claim_rows, day, files_total, iso, lines, link_views, name, ref_url, row
 from .checklist import item_checklist
+from .code_view import code_lines, contradiction_clause
 from .conclusion import conclusion
 from .deepdive import deep_view
 from .escape import code, fmt, join
@@ -80,6 +81,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "related": link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")]),
         "follow_ups": link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
         "known": inp.known, "upstream_repo": item.repo, "more": more_views(inp.more, t),
+        "code_clause": contradiction_clause(ai, t), "code_lines": code_lines(item, t),
     })
     if inp.known:
         porting = applied(item, inp.target, text=described(item.body))

@@ -28,6 +28,7 @@ from .base import (
     shown_url,
 )
 from .checklist import checklist_options, spread_out
+from .code_view import with_contradiction
 from .conclusion import conclusion_parts, join_sentence
 from .deepdive import dive, grade_with_porting
 from .escape import Md, fmt, join, link
@@ -101,7 +102,7 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
     porting = _porting(ai, target)
     view = _base(ai, t, short)
     parts = conclusion_parts(ai, t, porting, target=target)
-    view["summary"] = join_sentence(parts, t)
+    view["summary"] = with_contradiction(join_sentence(parts, t), ai, t)  # the code against the description
     view["summary_rest"] = parts[1]  # the figure and the consequence: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], tname, porting)

@@ -169,6 +169,11 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
                             fmt(d["dive_boundary"], target=short_target, text=said))
     view["measure"] = measure(ai, t, short_target)
     view["code_facts"] = code_facts(ai, t)
+    from .code_view import code_boundary, contradiction_clause
+
+    # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws
+    said_code = [part for part in (code_boundary(item, t), contradiction_clause(ai, t)) if part]
+    view["code"] = join(said_code, t["code"]["end"] + (" " if lang == "en" else "")) if said_code else Md("")
     # the decision is in the dive's first line; its reason is the rules' text, shown only where no other dive of
     # the report says it (daily.distinct_dives)
     # a dive that says what to measure, with the item's own switch or metric, has said more than the rules'

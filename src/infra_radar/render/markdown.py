@@ -135,6 +135,19 @@ def _checklist_json(inp: CardInput) -> list[str]:
                                                     applied(ai.item, inp.target, text=described(ai.item.body)))]
 
 
+_CODE_KEYS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests")
+
+
+def code_json(code: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The code facts read from an item's diff as the export gives them; None when no diff was read."""
+    if not code:
+        return None
+    out = {"source": code.get("source"), "complete": bool(code.get("complete")),
+           **{key: list(code.get(key) or []) for key in _CODE_KEYS}}
+    out["removed"] = [{k: r.get(k) for k in ("name", "kind", "file")} for r in out["removed"]]
+    return out
+
+
 def card_json(inp: CardInput) -> dict[str, Any]:
     """The export object of one item (SPEC §5); prose fields in English, times as ISO-8601 Z or null."""
     item, a = inp.item.item, inp.item.analysis
@@ -154,6 +167,9 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
         "labels": list(item.labels), "checklist": _checklist_json(inp),
+        # what the diff says (null: no diff read) and where the description says otherwise
+        "code": code_json(item.code),
+        "contradictions": [{k: c.get(k) for k in ("description", "code", "file")} for c in a.contradictions],
         # the team's judgment: `priority` and `grade` above are the effective ones (the team's label, else the
         # calibration's, else the rules'); `label` is the team's own label (who, when, note), `learned` the
         # calibration's move and the flags that made it, `rules` what the rules alone said

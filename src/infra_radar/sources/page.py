@@ -344,8 +344,25 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
         updated_at=max(dates, default=None), merged_at=shaped.merged_at if state == MERGED else None,
         closed_at=shaped.closed_at if state in (MERGED, CLOSED) else None, branches=[shaped.base] if shaped.base else [],
         labels=[label[:200] for label in shaped.labels][:50], files=shaped.files, comments=shaped.comments, source="page",
-        named_paths=named_paths(rules.shapes, body, shaped.named_paths),
+        named_paths=named_paths(rules.shapes, body, shaped.named_paths), code=page_code(shaped.hunks),
     )
+
+
+def page_code(hunks: list[tuple[str, list[str]]]) -> dict | None:
+    """The code facts of the diff hunks a page shows (review threads): never the whole change (incomplete);
+    None when it shows none."""
+    if not hunks:
+        return None
+    from ..analyse.code_facts import ChangeFacts, load_code_rules
+
+    facts = ChangeFacts(load_code_rules())
+    for path, lines in hunks:
+        reading = facts.file(path)
+        for line in lines:
+            if reading and line[:1] in ("+", "-") and line[:3] not in ("+++", "---"):
+                reading = facts.line(line[0], line[1:])
+    facts.incomplete()
+    return facts.facts("page")
 
 
 def _comments(groups: list[list[int]], blocks: list[_Block], report: PageReport) -> list[Comment]:

@@ -42,6 +42,19 @@ def _union_comments(old: list[Comment], new: list[Comment]) -> list[Comment]:
     return [*old, *(c for c in new if _comment_key(c) not in seen)]
 
 
+_CODE_RANK = {"page": 0, "git": 1, "api": 2}
+
+
+def _code(old: dict | None, new: dict | None) -> dict | None:
+    """The code facts to keep: a diff read whole over a cut one, then the stronger source (the API's patches
+    over a clone's diff over a page's hunks); a record without facts never removes them."""
+    if old is None or new is None:
+        return new if new is not None else old
+    def rank(code: dict) -> tuple[bool, int]:
+        return bool(code.get("complete")), _CODE_RANK.get(code.get("source", ""), 0)
+    return new if rank(new) >= rank(old) else old
+
+
 def merge_items(old: Item, new: Item) -> Item:
     """`new` made never weaker than `old` (the stored item); returns `new`, changed in place."""
     weaker = _rank(new.source) < _rank(old.source)
@@ -63,6 +76,7 @@ def merge_items(old: Item, new: Item) -> Item:
     new.labels = list(dict.fromkeys([*old.labels, *new.labels])) if weaker or not new.labels else new.labels
     new.branches = list(dict.fromkeys([*old.branches, *new.branches]))
     new.named_paths = list(dict.fromkeys([*old.named_paths, *new.named_paths]))
+    new.code = _code(old.code, new.code)
     if new.source == "page" or not new.comments:
         new.comments = _union_comments(old.comments, new.comments)
 

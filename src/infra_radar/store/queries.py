@@ -48,7 +48,7 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
                    "006_created_index", "007_published_radars", "008_labels",
-                   "009_push_deliveries", "010_labels_number")
+                   "009_push_deliveries", "010_labels_number", "011_code_facts")
 
 
 def applied_migrations(store) -> set[str]:
@@ -86,11 +86,27 @@ def _load_children(db: Reader, ids: list[int]) -> tuple[dict[int, list[FileChang
     return by_files, by_comments
 
 
+def _load_code(db: Reader, ids: list[int]) -> dict[int, dict]:
+    """The code facts of these items (those with a diff read), by item id."""
+    found: dict[int, dict] = {}
+    for start in range(0, len(ids), CHUNK):
+        for item_id, data in db.rows("SELECT code_facts.item_id, code_facts.data FROM code_facts "
+                                     "WHERE code_facts.item_id IN :ids", {"ids": ids[start:start + CHUNK]}):
+            found[item_id] = db.json(data)
+    return found
+
+
 def _items(db: Reader, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Item, str, tuple]]:
-    """(item, content hash, the row's columns past the item's) of an `_ITEM` query, files and comments loaded."""
+    """(item, content hash, the row's columns past the item's) of an `_ITEM` query, files, comments and code
+    facts loaded."""
     rows = db.rows(sql, params)
-    by_files, by_comments = _load_children(db, [r[0] for r in rows])
-    return [(_item(db, r, by_files.get(r[0], []), by_comments.get(r[0], [])), r[19], r[21:]) for r in rows]
+    ids = [r[0] for r in rows]
+    by_files, by_comments = _load_children(db, ids)
+    code = _load_code(db, ids)
+    found = [(_item(db, r, by_files.get(r[0], []), by_comments.get(r[0], [])), r[19], r[21:]) for r in rows]
+    for item, _, _ in found:
+        item.code = code.get(item.id)
+    return found
 
 
 def _item(db: Reader, row: tuple, files: list[FileChange], comments: list[Comment]) -> Item:
