@@ -46,6 +46,11 @@ def _merged(items: list[AnalysedItem]) -> int:
     return sum(1 for ai in items if ai.item.kind == PR and ai.item.state == MERGED)
 
 
+def _landed(items: list[AnalysedItem]) -> list[AnalysedItem]:
+    """The merged PRs and direct commits: what the headline counts, so the mix of kinds adds up to it."""
+    return [ai for ai in items if ai.item.kind == COMMIT or (ai.item.kind == PR and ai.item.state == MERGED)]
+
+
 def _default_is_bot(login: str) -> bool:
     return login.lower().endswith("[bot]")
 
@@ -202,11 +207,16 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
     for key, title, empty in (("trends", "trends", "no_trends"), ("risk_lines", "risks", "no_risks")):
         lines += [f"## {w[title]}", "", *(f"- {x}" for x in ctx[key] or [w[empty]]), ""]
     lines += [f"## {w['key_prs']}", ""]
+    lines += [w["quick_others"].format(n=len(ctx["quick"]) + ctx["quick_more_n"]), ""] if ctx["quick_others"] else []
     lines += [f"{i}. [{q['short']}]({q['url']}) {q['summary']}{c['colon']}{q['rest']}"
               for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
-    if ctx["quick_more"]:
+    if ctx["quick_more"] and not ctx["quick_others"]:
         more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
-        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more"].format(n=ctx["quick_more_n"], links=more)]
+        key = "quick_more" if ctx["quick_more_n"] <= len(ctx["quick_more"]) else "quick_more_some"
+        lines += [f"{len(ctx['quick']) + 1}. " + w[key].format(n=ctx["quick_more_n"], shown=len(ctx["quick_more"]),
+                                                                 links=more)]
+    elif ctx["quick_more_n"] and not ctx["quick_others"]:
+        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more_none"].format(n=ctx["quick_more_n"])]
     lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
                                                        [w["no_recommendations"]])]
     if ctx["adapted"]:
@@ -339,7 +349,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
                       "refs": [f"#{ai.item.number}" for ai in th.members],
                       "members": [row(ai, t) for ai in th.members[:5]]} for th, (_, full) in zip(shown, names,
                                                                                                  strict=True)]
-    trends = [mix_line(changes, before, t) if changes else None, areas_line(changes, before, t),
+    trends = [mix_line(_landed(changes), _landed(before), t) if _landed(changes) else None, areas_line(changes, before, t),
               quality_line(found, found_before, t, bool(before)), people_line(changes, shown, is_bot, t)]
     ctx["trends"] = [x for x in trends if x][: shape.trends]
     ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit)
@@ -347,6 +357,8 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
+    # no key PR this week: the quick view lists the first-ranked others, and says so (the headline counts 0)
+    ctx["quick_others"] = bool(keyed) and not ctx["key"]
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
     ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations)
     ctx["adapted"] = built[1][: shape.adapted]
