@@ -99,9 +99,10 @@ def test_no_morning_deep_dives_the_same_change_elsewhere(mornings):
 
 def test_the_scope_says_what_changed_since_the_last_radar(mornings):
     texts = mornings["texts"]
-    assert re.search(r"^- 此前没有已发布的雷达：本期 \d+ 项均为新增$", texts["2026-07-02"], re.M)
+    assert re.search(r"^- 此前没有已发布的雷达：入选的 \d+ 项均为新增$", texts["2026-07-02"], re.M)
     for day, last in (("2026-07-03", "2026-07-02"), ("2026-07-04", "2026-07-03")):
-        assert re.search(rf"^- 自上次雷达（{last}）：新增 \d+ 项，跟踪项状态变化 \d+ 项，停止跟踪 \d+ 项$", texts[day],
+        assert re.search(rf"^- 自上次雷达（{last}）：入选项中新增 \d+ 项；跟踪项 \d+ 项：状态变化 \d+ 项、"
+                         r"其他变化 \d+ 项、无变化 \d+ 项；停止跟踪 \d+ 项$", texts[day],
                          re.M), day
 
 
