@@ -35,9 +35,12 @@ def _largest(files: list[FileChange]) -> list[str]:
 
 
 def _state(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
+    """The state at the window's end; a newer state known only from a source saved later (an undated page) is
+    marked beside it, as the tables mark it."""
     if w.state_now == MERGED and w.merge_commit:
         return Md(r["merged"].format(sha=code(w.merge_commit[:7])))
-    return text(name(t, "states", w.state_now))
+    later = t["daily"]["later"].get(w.later_state, "") if w.later_state else ""
+    return text(name(t, "states", w.state_now) + (t["common"]["paren"].format(later) if later else ""))
 
 
 def _files(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
