@@ -69,11 +69,25 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
 
 
 def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
-    """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
+    """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end. A
+    date-only time (a page) is shown once: when a radar published before held the start of this window's first
+    day, that day's dated items were its own."""
     from .judgment import judge
 
-    return judge(settings, engine, as_of(settings, queries.analysed_in_window(engine, window, names, opened=True),
-                                         window.until))
+    found = queries.analysed_in_window(engine, window, names, opened=True,
+                                       first_day=not first_day_shown(engine, window))
+    return judge(settings, engine, as_of(settings, found, window.until))
+
+
+def first_day_shown(engine: Engine, window: Window) -> bool:
+    """Whether a radar published before `window` held the start (00:00 UTC) of the window's first day."""
+    from ..store import published
+    from ..windows import day_start
+
+    start = day_start(window.since)
+    if start == window.since:
+        return False
+    return any(since <= start < until for since, until in published.windows_before(engine, window.since))
 
 
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,

@@ -143,10 +143,12 @@ def _analysed(db: Reader, sql: str, params: dict[str, Any]) -> list[AnalysedItem
 
 
 def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
-                       state: str = "all", kinds: list[str] | None = None, opened: bool = False) -> list[AnalysedItem]:
+                       state: str = "all", kinds: list[str] | None = None, opened: bool = False,
+                       first_day: bool = True) -> list[AnalysedItem]:
     """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
     window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
-    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches)."""
+    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches), the window's first
+    day only with `first_day` (no earlier window held its start)."""
     where, params = [], {}
     if window is not None and opened:
         where.append("(items.when_at >= :start AND items.when_at < :until "
@@ -167,7 +169,8 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + ("WHERE " + " AND ".join(where) if where else ""), params)
     if window is not None and opened:
-        found = [a for a in found if touches(a.item.when, window) or touches(opened_at(a.item), window)]
+        found = [a for a in found if touches(a.item.when, window, first_day)
+                 or touches(opened_at(a.item), window, first_day)]
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
