@@ -137,6 +137,12 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     later.check(item, str(path))
     report.later = later.note()
     _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
+    if item.created_at is None and item.number is not None:  # the page does not say when it was opened
+        from ..sources.page_dates import BOUND, bound_creation
+        from ..store import queries
+
+        item.created_at, bound = bound_creation(item, *queries.neighbours(engine, item.repo, item.number))
+        item.time_source = BOUND if bound else item.time_source
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,

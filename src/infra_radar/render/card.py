@@ -68,6 +68,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
     view = row(ai, t)
     view.update({
         "author": item.author or "—", "created": iso(item.created_at), "merged": iso(item.merged_at),
+        "created_bound": item.time_source == "created-bound",
         "closed": iso(item.closed_at),
         "imported": iso(item.updated_at) if item.time_source == "import" else "", "branches": item.branches, "merge_commit": item.merge_commit or "",
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in

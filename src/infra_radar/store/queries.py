@@ -191,8 +191,9 @@ def newest_time(store, repo: str, limit: datetime | None = None) -> datetime | N
 
 def opened_at(item: Item) -> datetime | None:
     """When a PR or issue was opened, when that is known: from GitHub or a page (a date); not from git, whose
-    `created_at` is the commit's authored time (often days before the PR, or after a rebase)."""
-    if item.kind not in ("pr", "issue"):
+    `created_at` is the commit's authored time (often days before the PR, or after a rebase), nor a bound
+    (sources/page_dates: a page that does not give its opening)."""
+    if item.kind not in ("pr", "issue") or item.time_source == "created-bound":
         return None
     return item.created_at if item.source in ("github", "page") or date_only(item.created_at) else None
 
@@ -342,3 +343,23 @@ def watch_list(store) -> list[WatchEntry]:
         return [WatchEntry(repo, number, reason, db.time(added), state, digest) for repo, number, reason, added,
                 state, digest in db.rows("SELECT watch.repo, watch.number, watch.reason, watch.added_at, "
                                          "watch.last_state, watch.last_files FROM watch ORDER BY watch.id")]
+
+
+def neighbours(store, repo: str, number: int, most: int = 3) -> tuple[list, list]:
+    """The PRs and issues of `repo` numbered nearest below and above `number` (at most `most` each, nearest
+    first), as sources.page_dates.Neighbour: what bounds the opening of an item whose opening is unknown."""
+    from ..sources.page_dates import Neighbour
+
+    sql = ("SELECT items.number, items.source, items.created_at, items.merged_at, items.time_source FROM items "
+           f"WHERE {IN_REPO} AND items.kind IN ('pr', 'issue') AND items.number {{op}} :number "
+           "ORDER BY items.number {order} LIMIT :most")
+    out = []
+    with reading(store) as db:
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            rows = db.rows(sql.format(op=op, order=order), {"repo": repo.lower(), "number": number, "most": most})
+            found = [(n, source, db.time(created), db.time(merged), ts) for n, source, created, merged, ts in rows]
+            # an opening as opened_at knows it: GitHub's, a page's (a date), never a bound
+            out.append([Neighbour(n, created if (source in ("github", "page") or date_only(created))
+                                  and ts != "created-bound" else None, merged)
+                        for n, source, created, merged, ts in found])
+    return out[0], out[1]
