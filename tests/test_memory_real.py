@@ -113,3 +113,12 @@ def test_the_watch_list_carries_6901_from_the_first_morning(mornings):
 def test_a_rerun_of_a_morning_changes_no_record_and_writes_the_same_radar(mornings):
     assert mornings["after"] == mornings["before"]
     assert STAMP.sub("", mornings["again"]) == STAMP.sub("", mornings["texts"]["2026-07-03"])
+
+
+def test_a_recheck_marks_a_closed_page_state_as_the_table_does(mornings):
+    """verl#6907's newest page says closed, with no date: the table of 07-02 shows it open then and marks the
+    later state; the next morning's recheck says the same, not a bare "open, as shown"."""
+    line = next(ln for ln in section(mornings["texts"]["2026-07-03"], "跟踪项复核").splitlines()
+                if "[verl-project/verl#6907]" in ln)
+    assert "进行中（页面保存时已关闭）" in line, line
+    assert "进行中（页面保存时已关闭）" in mornings["texts"]["2026-07-02"]

@@ -127,6 +127,30 @@ def _adopt_stored(engine: Engine, item: Item) -> None:
     item.kind, item.key = row.kind, row.key
 
 
+def _bound(engine: Engine, item: Item) -> None:
+    """Bound an opening the page does not give by its events and the neighbouring numbers
+    (sources/page_dates)."""
+    from ..sources.page_dates import BOUND, bound_creation
+    from ..store import queries
+
+    item.created_at, bound = bound_creation(item, *queries.neighbours(engine, item.repo, item.number))
+    item.time_source = BOUND if bound else "" if item.time_source == BOUND else item.time_source
+
+
+def _rebound_near(engine: Engine, item: Item) -> None:
+    """The bounded openings next to a newly imported item, bounded again: its opening or its merge may tighten
+    them, whichever order the pages came in (saved through the merge, which keeps the tighter bound)."""
+    from ..store import queries
+
+    if item.number is None:
+        return
+    near = queries.bounded_near(engine, item.repo, item.number)
+    for other in near:
+        _bound(engine, other)
+    if near:
+        save.save_items(engine, near)
+
+
 def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
                 report: PageReport | None = None) -> Item:
     """Read a pasted PR page, save it as one item (merged with the stored one) and return it."""
@@ -138,13 +162,10 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     report.later = later.note()
     _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
     if item.created_at is None and item.number is not None:  # the page does not say when it was opened
-        from ..sources.page_dates import BOUND, bound_creation
-        from ..store import queries
-
-        item.created_at, bound = bound_creation(item, *queries.neighbours(engine, item.repo, item.number))
-        item.time_source = BOUND if bound else item.time_source
+        _bound(engine, item)
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
+    _rebound_near(engine, item)
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,
                                        "updated": report.stats.updated})
     return item

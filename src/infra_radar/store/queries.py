@@ -363,3 +363,16 @@ def neighbours(store, repo: str, number: int, most: int = 3) -> tuple[list, list
                                   and ts != "created-bound" else None, merged)
                         for n, source, created, merged, ts in found])
     return out[0], out[1]
+
+
+def bounded_near(store, repo: str, number: int, most: int = 3) -> list[Item]:
+    """The items of `repo` whose opening is only bounded (sources.page_dates) among the `most` numbers nearest
+    below and above `number`: a newly known opening there may tighten their bounds."""
+    sql = (f"SELECT items.id FROM items WHERE {IN_REPO} AND items.kind IN ('pr', 'issue') "
+           "AND items.number {op} :number ORDER BY items.number {order} LIMIT :most")
+    ids = []
+    with reading(store) as db:
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            ids += [r[0] for r in db.rows(sql.format(op=op, order=order),
+                                          {"repo": repo.lower(), "number": number, "most": most})]
+    return [item for item, _ in items_by_id(store, ids) if item.time_source == "created-bound"] if ids else []
