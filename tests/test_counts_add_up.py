@@ -43,6 +43,10 @@ PAT = {
         "quick_more": re.compile(r"^\d+\. 另有 (\d+) 个重点 PR", re.M),
         "quick_others": re.compile(r"^本周没有 P0/P1 的重点 PR；以下是其余 (\d+) 个", re.M),
         "sections": ("P0 / P1", "简表", "重点机制", "下游进展", "重点 PR 速览"),
+        "theme": re.compile(r"^### \d+\. .*（(\d+)）\n\n(.*)$", re.M),
+        "theme_count": re.compile(r"^本周 (\d+) 个 PR"),
+        "untested": re.compile(r"(\d+) 个核心路径改动没有带测试（(.*?)）(?:。|；|$)", re.M),
+        "and_more": re.compile(r" 等另 (\d+) 个$"),
     },
     "en": {
         "counts": re.compile(r"^- Items: (\d+) scanned, (\d+) ranked \(([^)]*)\)(?:; (\d+) downstream items apart)?$",
@@ -58,6 +62,10 @@ PAT = {
         "quick_more": re.compile(r"^\d+\. (\d+) more key PRs", re.M),
         "quick_others": re.compile(r"^No key \(P0/P1\) PR this week; the first of the (\d+) other", re.M),
         "sections": ("P0 / P1", "Short table", "Deep dives", "Downstream", "Key PRs"),
+        "theme": re.compile(r"^### \d+\. .* \((\d+)\)\n\n(.*)$", re.M),
+        "theme_count": re.compile(r"^(\d+) PRs this week"),
+        "untested": re.compile(r"(\d+) core-path changes came without tests \((.*?)\)(?:\.|;|$)", re.M),
+        "and_more": re.compile(r" and (\d+) more$"),
     },
 }
 
@@ -172,7 +180,7 @@ def test_every_daily_total_is_the_sum_of_its_parts(dailies):
 
 @pytest.mark.one_store
 def test_every_weekly_total_is_the_sum_of_its_parts(weeklies):
-    checked = 0
+    checked, themes, untested = 0, 0, 0
     for (repo, week, lang), text in weeklies.items():
         p, where = PAT[lang], f"{repo} {week} {lang}"
         head = p["head"].search(text)
@@ -183,6 +191,17 @@ def test_every_weekly_total_is_the_sum_of_its_parts(weeklies):
             kinds = re.findall(r"(\d+)(?:（[−+±]?\d+）| \([−+±]?\d+\))?(?=、|, |$)", mix[1])
             assert sum(int(n) for n in kinds) == merged + commits, (where, mix[0], head[0])
             checked += 1
+        # a theme's count in its heading is the count its text gives
+        for theme in p["theme"].finditer(text):
+            said = p["theme_count"].search(theme[2])
+            assert said is None or int(said[1]) == int(theme[1]), (where, theme[0][:200])
+            themes += said is not None
+        # "6 core-path changes without tests (#a, #b, #c and 3 more)": the refs and the rest make the count
+        for fact in p["untested"].finditer(text):
+            shown_refs = len(re.findall(r"\[#\d+\]|(?<!\[)#\d+", fact[2]))
+            rest = p["and_more"].search(fact[2])
+            assert shown_refs + (int(rest[1]) if rest else 0) == int(fact[1]), (where, fact[0])
+            untested += 1
         quick = section(text, p["sections"][4])
         shown = len(re.findall(r"^\d+\. \[", quick, re.M))
         more = p["quick_more"].search(quick)
@@ -191,7 +210,7 @@ def test_every_weekly_total_is_the_sum_of_its_parts(weeklies):
             assert key == 0 and not more and shown <= int(others[1]), (where, others[0], head[0])
         else:
             assert shown + (int(more[1]) if more else 0) == key, (where, shown, more and more[0], head[0])
-    assert checked >= 30, checked
+    assert checked >= 30 and themes >= 30 and untested >= 10, (checked, themes, untested)
 
 
 def _recheck(ref: str, before: str | None, now: str, **over) -> WatchRecheck:
