@@ -185,3 +185,28 @@ def test_shared_pages_are_never_dated_by_a_later_event(full_store, monkeypatch):
                 (page.stem, stored.created_at, stored.time_source)
     assert undated >= 2  # verl#6912 and vllm-omni#4814 open with a later comment
     engine.dispose()
+
+
+def test_a_merged_page_takes_its_merge_time_from_the_commit_in_an_export(tmp_path, radar_home):
+    """The export's squash commit "(#N)" is the PR's merge: a page saying only "merged" gets that time."""
+    import json
+
+    from infra_radar.pipeline.imports import import_jsonl
+
+    settings = load_settings()
+    engine = open_store(settings)
+    at = "2026-07-05T08:00:00+00:00"
+    export = tmp_path / "acme+engine.jsonl"
+    export.write_text("\n".join(json.dumps(x) for x in (
+        {"kind": "repo", "full_name": REPO, "ref": "main", "head": "a" * 40},
+        {"kind": "commit", "sha": "a" * 40, "parents": ["b" * 40], "author_name": "alice", "author_email": "a@x",
+         "authored_at": "2026-07-01T09:00:00+00:00", "committer_name": "bob", "committer_email": "b@x",
+         "committed_at": at, "subject": "Reuse the paged allocator across decode steps (#311)",
+         "body": "Keeps the block table.", "files": [{"path": "engine/core/alloc.py", "additions": 5,
+                                                     "deletions": 1}]})) + "\n", encoding="utf-8")
+    import_jsonl(settings, engine, [export])
+    import_page(settings, engine, write(tmp_path, 311, thread(311, described="2026-07-01", turns=[], state="merged")))
+    analyze(settings, engine)
+    item = queries.analysed_item(engine, REPO, 311).item
+    assert item.state == "merged" and item.merged_at == datetime.fromisoformat(at)
+    engine.dispose()
