@@ -210,3 +210,28 @@ def test_a_merged_page_takes_its_merge_time_from_the_commit_in_an_export(tmp_pat
     item = queries.analysed_item(engine, REPO, 311).item
     assert item.state == "merged" and item.merged_at == datetime.fromisoformat(at)
     engine.dispose()
+
+
+def test_a_merged_page_naming_its_merge_commit_is_dated_by_the_clone(tmp_path, radar_home):
+    """A merged page with no merge time whose timeline names the merge commit gets that commit's time from
+    the export (a commit without a PR number in its subject), not its opening."""
+    import json
+
+    from infra_radar.pipeline.imports import import_jsonl
+
+    settings = load_settings()
+    engine = open_store(settings)
+    sha, at = "c0ffee1" + "2" * 33, "2026-07-06T10:15:00+00:00"
+    export = tmp_path / "acme+engine.jsonl"
+    export.write_text("\n".join(json.dumps(x) for x in (
+        {"kind": "repo", "full_name": REPO, "ref": "main", "head": sha},
+        {"kind": "commit", "sha": sha, "parents": ["d" * 40], "author_name": "alice", "author_email": "a@x",
+         "authored_at": "2026-07-02T09:00:00+00:00", "committer_name": "bob", "committer_email": "b@x",
+         "committed_at": at, "subject": "Reuse the paged allocator across decode steps", "body": "",
+         "files": [{"path": "engine/core/alloc.py", "additions": 5, "deletions": 1}]})) + "\n", encoding="utf-8")
+    import_jsonl(settings, engine, [export])
+    page = thread(312, described="2026-07-02", turns=[], state="merged") + "\nbob merged commit c0ffee1 into main\n"
+    item = import_page(settings, engine, write(tmp_path, 312, page))
+    assert item.merged_at == datetime.fromisoformat(at) and item.merge_commit == sha
+    assert item.created_at == datetime(2026, 7, 2, tzinfo=UTC)
+    engine.dispose()

@@ -163,6 +163,14 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
     if item.created_at is None and item.number is not None:  # the page does not say when it was opened
         _bound(engine, item)
+    if item.state == "merged" and item.merged_at is None and item.merge_commit:  # dated by a clone or export
+        from ..store import queries
+
+        found = queries.commit_time(engine, item.repo, item.merge_commit)
+        if found:
+            item.merge_commit, item.merged_at = found
+            item.closed_at = item.closed_at or item.merged_at
+            item.updated_at = max(t for t in (item.updated_at, item.merged_at) if t is not None)
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
     _rebound_near(engine, item)

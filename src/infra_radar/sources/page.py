@@ -276,10 +276,20 @@ def _fallback_title(meta: _Meta, body: str) -> str:
 
 def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int | None = None,
                file_stem: str = "", report: PageReport | None = None) -> Item:
-    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says.
+    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says. A merged
+    page's merge commit, when its timeline names one, is kept: a clone or an export dates it.
 
     Raises ConfigError when no repository is known, SourceError when the text is empty.
     """
+    item = _parse_page(text, rules, repo, number, file_stem, report)
+    if item.state == MERGED and not item.merge_commit:
+        named = rules.re["merge_commit"].search(text)
+        item.merge_commit = named["sha"] if named else None
+    return item
+
+
+def _parse_page(text: str, rules: PageRules, repo: str | None, number: int | None, file_stem: str,
+                report: PageReport | None) -> Item:
     report = report if report is not None else PageReport()
     if not text.strip():
         raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")

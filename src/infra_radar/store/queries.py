@@ -376,3 +376,20 @@ def bounded_near(store, repo: str, number: int, most: int = 3) -> list[Item]:
             ids += [r[0] for r in db.rows(sql.format(op=op, order=order),
                                           {"repo": repo.lower(), "number": number, "most": most})]
     return [item for item, _ in items_by_id(store, ids) if item.time_source == "created-bound"] if ids else []
+
+
+def commit_time(store, repo: str, sha: str) -> tuple[str, datetime] | None:
+    """(full sha, time) of the commit `sha` (a prefix of 7 or more) of `repo` as a clone or an export stored it:
+    a squash-merged PR's merge commit, or a commit of its own; None when the store has no such commit."""
+    if len(sha) < 7:
+        return None
+    with reading(store) as db:
+        rows = db.rows(f"SELECT items.merge_commit, items.key, items.kind, items.merged_at, items.when_at FROM items "
+                       f"WHERE {IN_REPO} AND (items.merge_commit LIKE :sha OR (items.kind = 'commit' AND "
+                       "items.key LIKE :sha)) AND items.source <> 'page' LIMIT 2",
+                       {"repo": repo.lower(), "sha": sha.lower() + "%"})
+        if len(rows) != 1:  # none, or a prefix that names two commits
+            return None
+        merge_commit, key, kind, merged, when = rows[0]
+        at = db.time(merged) or db.time(when)
+    return (merge_commit or key, at) if at else None
