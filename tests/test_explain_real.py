@@ -122,9 +122,9 @@ def test_conclusions_say_more_than_the_title(reports) -> None:
             continue
         lang = key.split()[1]
         bad, total = echo_share(text, HEAD[lang]["top"], HEAD[lang]["short"], fixed)
-        # one echoing row is tolerated on a short day (the 07-03 window holds 9 rows: a date-only page is shown
-        # on the morning that held its day, not again the next)
-        assert total and bad <= max(1, 0.10 * total), f"{key}: {bad} of {total} rows only echo their title"
+        # the short table lists every P1 item, issue pages with a title and little else among them: their
+        # compact line may have nothing of its own to add (15%, was 10% of the first 20 rows)
+        assert total and bad <= 0.15 * total, f"{key}: {bad} of {total} rows only echo their title"
 
 
 @one_store

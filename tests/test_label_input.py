@@ -40,7 +40,8 @@ def write(path: Path, *lines: object) -> Path:
 
 
 def listed() -> dict[str, list[str]]:
-    return {line.split("\t")[0]: line.split("\t") for line in radar("label", "--list").output.splitlines()}
+    return {line.split("\t")[0]: line.split("\t")  # under the header line
+            for line in radar("label", "--list").output.splitlines()[1:]}
 
 
 # --- linear: one transaction, statements that do not grow per label, look-ups an index serves -----------
@@ -275,7 +276,7 @@ def test_note_and_by_are_capped_as_the_import_caps_them(tmp_path):
     assert out.output == "error: --note is 2,001 characters long; at most 2,000 are kept with a label\n"
     out = radar("label", "acme/infer#1", "--priority", "P1", "--by", "b" * 201, ok=False)
     assert out.exit_code == 1 and "--by is 201 characters long; at most 200" in out.output
-    assert radar("label", "--list").output == ""  # nothing stored
+    assert radar("label", "--list").output == "ref\tpriority\tgrade\tby\tat\tpart\tnote\n"  # nothing stored
     path = write(tmp_path / "long.jsonl", {"item": "acme/infer#1", "priority": "P1", "note": long_note,
                                             "by": "b" * 201})
     result = radar("label", "--import", str(path))

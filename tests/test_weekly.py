@@ -70,8 +70,9 @@ def _themes(text: str, lang: str) -> list[tuple[str, int, list[int]]]:
 
 
 def _term(heading: str) -> str:
-    """The term a theme is named after: its heading's leading code span, else its leading word."""
-    m = re.match(r"`([^`]+)`", heading) or re.match(r"([^\s（(：:]+)", heading)
+    """The term a theme is named after: its heading's code span (a directory or file follows the mechanism its
+    PRs share: "KV 传输（`…/kv_transfer/`）"), else its leading word."""
+    m = re.search(r"`([^`]+)`", heading) or re.match(r"([^\s（(：:]+)", heading)
     return m[1]
 
 
@@ -215,3 +216,34 @@ def test_the_same_report_whatever_the_hash_seed(full_store) -> None:
         assert done.returncode == 0, done.stderr
         texts.add(done.stdout)
     assert len(texts) == 1
+
+
+# --- themes as stories (the weeks the work was shaped on) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("repo,week", SHAPED)
+def test_zh_themes_are_stories_in_chinese_named_by_mechanism(reports, store, repo, week) -> None:
+    """Each zh theme: 2-4 sentences (its PRs, the figures, what stands out, what it changes for the target),
+    no PR's English title and no English grammar word outside code and names; a theme of a directory is named
+    by the mechanism its PRs share first, the directory after it."""
+    from infra_radar.render.titles import title_head
+    from infra_radar.render.zh_words import function_words
+
+    _, engine = store
+    text = reports[(repo, week, "zh")]
+    part = _section(text, HEAD["zh"])
+    blocks = re.split(r"^(?=### )", part, flags=re.M)[1:]
+    assert blocks, f"{repo} {week}: no theme"
+    for block in blocks:
+        head, _, body = block.partition("\n")
+        body = body.strip()
+        said = [s for s in re.split(r"(?<=。)", LINK.sub("]", body)) if s.strip()]
+        assert 2 <= len(said) <= 4, f"{head}: {len(said)} sentences: {said}"
+        assert not function_words(body), (head, function_words(body), body)
+        for n in dict.fromkeys(int(x) for x in re.findall(r"#(\d+)", body)):
+            title = title_head(queries.analysed_item(engine, repo, n).item.title)
+            if function_words(title) or len(title.split()) >= 5:  # an English clause, not a name ("AIDD Phase II")
+                assert title not in body, f"{head}: #{n}'s title {title!r}"
+        name = re.sub(r"^### \d+\. ", "", head)
+        assert not re.match(r"`[^`]+` 模块", name) or "（" not in name, name  # a directory leads only when no
+        # mechanism is shared; then it says what it is: "`dir/` 模块"

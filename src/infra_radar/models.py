@@ -65,6 +65,10 @@ def check_repo(name: str, what: str = "repository") -> str:
     name = name.strip() if isinstance(name, str) else name
     problem = repo_problem(name)
     if problem:
+        base, sep, digits = name.rpartition("#") if isinstance(name, str) else ("", "", "")
+        if sep and ref_number(digits) is not None and not repo_problem(base):  # an item given for a repository
+            raise RefError(f"invalid {what} {name[:80]!r}: that is an item reference; give {base[:80]} (radar show "
+                           f"{name[:80]} shows the item, radar watch add {name[:80]} watches it)")
         raise RefError(f"invalid {what} {str(name)[:80]!r}: {problem}")
     return name
 
@@ -78,6 +82,9 @@ def parse_ref(ref: str) -> tuple[str, int]:
     repo, sep, digits = text.rpartition("#")
     number = ref_number(digits) if sep else None
     if number is None or repo_problem(repo):
+        if not sep and not repo_problem(text):  # a repository given for an item
+            raise RefError(f"invalid item reference {text[:80]!r}: that is a repository; use {text[:80]}#N for one "
+                           f"of its items (radar repo add {text[:80]} watches the repository itself)")
         raise RefError(f"invalid item reference {str(ref)[:80]!r}: use {REF_FORM}")
     return repo, number
 

@@ -47,11 +47,12 @@ def _text(value: str, name: str, limit: int) -> str:
 @click.option("--by", help=f"Who labels (default: ${BY_ENV}, else the OS user).")
 @click.option("--import", "import_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Import labels from a JSON Lines file (the data/labels format: item, priority, grade).")
-@click.option("--list", "list_", is_flag=True, help="List the team's labels.")
+@click.option("--list", "list_", is_flag=True, help="List the team's labels (TSV with a header line).")
+@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON array of objects instead of TSV.")
 @click.option("--remove", is_flag=True, help="Remove REF's label.")
 @pass_ctx
 def label(obj: Context, ref: str | None, priority: str | None, grade: str | None, note: str, by: str | None,
-          import_file: Path | None, list_: bool, remove: bool) -> None:
+          import_file: Path | None, list_: bool, remove: bool, as_json: bool) -> None:
     """Label OWNER/NAME#N with the team's priority (and grade): every output shows the team's label, marked as
     the team's, and the labels calibrate the rules for the items the team did not label.
 
@@ -61,13 +62,15 @@ def label(obj: Context, ref: str | None, priority: str | None, grade: str | None
       radar label --list
       radar label acme/infer#42 --remove
     """
+    if as_json and not list_:
+        raise click.UsageError("--json goes with --list")
     modes = sum(bool(x) for x in (import_file, list_, remove))
     if modes > 1 or (modes and (priority or grade) and not remove) or (remove and (priority or grade)):
         raise click.UsageError("use one of: REF --priority/--grade, --import FILE, --list, REF --remove")
     if list_:
         if ref:
             raise click.UsageError("--list takes no REF")
-        _list(obj)
+        _list(obj, as_json)
         return
     if import_file is not None:
         if ref:
@@ -111,13 +114,14 @@ def _remove(obj: Context, repo: str, number: int) -> None:
     refit(obj.settings(), engine)
 
 
-def _list(obj: Context) -> None:
+def _list(obj: Context, as_json: bool = False) -> None:
     from ..store import labels
+    from .common import emit_rows
 
-    for lab in labels.all_labels(obj.engine()):
-        at = lab.at.strftime("%Y-%m-%dT%H:%MZ") if lab.at else "-"
-        click.echo("\t".join([lab.ref, lab.priority or "-", lab.grade or "-", lab.by or "-", at, lab.part or "-",
-                              lab.note]))
+    rows = [{"ref": lab.ref, "priority": lab.priority, "grade": lab.grade, "by": lab.by,
+             "at": lab.at.strftime("%Y-%m-%dT%H:%MZ") if lab.at else None, "part": lab.part or None, "note": lab.note}
+            for lab in labels.all_labels(obj.engine())]
+    emit_rows(rows, ["ref", "priority", "grade", "by", "at", "part", "note"], as_json)
 
 
 def _import(obj: Context, path: Path, by: str) -> None:

@@ -11,6 +11,8 @@ import click
 from .common import NO_RECORD, Context, pass_ctx
 
 SITE_URL_ENV = "RADAR_SITE_URL"
+# `radar serve`'s port: not 8000, where `mkdocs serve` (the docs) and vLLM (a model server) listen by default
+SERVE_PORT = 8100
 
 
 @click.group()
@@ -71,7 +73,8 @@ def _site_progress():
 
 @click.command()
 @click.argument("out_dir", metavar="[DIR]", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=click.IntRange(0, 65535), default=SERVE_PORT, show_default=True,
+              help="Port on 127.0.0.1 (0: any free one).")
 @pass_ctx
 def serve(obj: Context, out_dir: Path | None, port: int) -> None:
     """Preview a built site on http://127.0.0.1:PORT/ (default DIR: <out_dir>/site)."""

@@ -35,14 +35,35 @@ class Report:
 
 
 
-def _check_repos(engine: Engine, names: list[str]) -> list[str]:
+def _check_repos(engine: Engine, names: list[str], settings: Settings | None = None) -> list[str]:
     names = [check_repo(n) for n in names]  # one check of OWNER/NAME for every command (models.check_repo)
     known = {n.lower(): n for n in queries.repo_names(engine)}
+    # a repository radar.toml lists is known before the store holds anything of it: its report is empty
+    known.update({n.lower(): n for n in unstored_repos(settings, known.values())} if settings else {})
     missing = [n for n in names if n.lower() not in known]
     if missing:
         have = few(known.values(), len(known)) or "none (import something first)"
-        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have}")
+        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have} "
+                          "(radar repo add OWNER/NAME adds one to radar.toml)")
     return [known[n.lower()] for n in names]
+
+
+def unstored_repos(settings: Settings, stored) -> list[str]:
+    """The repositories the user's radar.toml lists that the store holds nothing of (none with the packaged list:
+    those are an example, not the user's choice)."""
+    if settings.config_path is None:
+        return []
+    have = {n.lower() for n in stored}
+    return [r.name for r in settings.repos if r.name.lower() not in have]
+
+
+def report_repos(settings: Settings, engine: Engine, repos: list[str] | None) -> list[str]:
+    """The repositories a daily radar covers: those given (checked), else every stored one and every one
+    radar.toml lists, so that the scope line names a configured repository with no data."""
+    if repos:
+        return _check_repos(engine, repos, settings)
+    stored = queries.repo_names(engine)
+    return stored + unstored_repos(settings, stored)
 
 
 def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
@@ -101,7 +122,7 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
 
     notes: list[str] = []
     window, first = daily_window(settings, engine, since, until, notes)
-    names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
+    names = report_repos(settings, engine, repos)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
@@ -140,7 +161,7 @@ def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = N
 
     config = use_llm(settings, True)
     window, first = daily_window(settings, engine, since, until)
-    names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
+    names = report_repos(settings, engine, repos)
     analyze(settings, engine)
     inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
     recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)  # what it would not deep-dive again
@@ -182,7 +203,7 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     seen = Window(window.since, min(window.until, limit))  # what is dated later than now is not this week's
     if week_label(window) is None:  # a --since/--until range ending later than now ends now (a week keeps its name)
         window = seen
-    (name,) = _check_repos(engine, [repo])
+    (name,) = _check_repos(engine, [repo], settings)
     analyze(settings, engine)
     from .judgment import judge
 
@@ -232,7 +253,7 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
     from .card import card_of
     from .relations import batch_cache
 
-    names = _check_repos(engine, [repo]) if repo else None
+    names = _check_repos(engine, [repo], settings) if repo else None
     analyze(settings, engine)
     from .judgment import judge
 

@@ -344,7 +344,8 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     for ai in [x for x in relevant if id(x) not in themed][: max(0, 3 - len(moves))]:
         moves.append(_single_movement(ai, found, refs, t, native))
     ctx["movements"] = moves
-    ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit),
+    ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit,
+                                                     target=inp.target),
                       "count": len(th.members), "term": th.label, "key": th.key,
                       "refs": [f"#{ai.item.number}" for ai in th.members],
                       "members": [row(ai, t) for ai in th.members[:5]]} for th, (_, full) in zip(shown, names,

@@ -393,3 +393,24 @@ def commit_time(store, repo: str, sha: str) -> tuple[str, datetime] | None:
         merge_commit, key, kind, merged, when = rows[0]
         at = db.time(merged) or db.time(when)
     return (merge_commit or key, at) if at else None
+
+
+def repo_summary(store) -> dict[str, tuple[int, datetime | None]]:
+    """{lower-case repository name: (items stored, time of its newest item)} for every stored repository:
+    what `radar repo list` and `radar doctor` say each configured repository holds."""
+    with reading(store) as db:
+        rows = db.rows("SELECT repos.name, COUNT(items.id), MAX(items.when_at) FROM repos "
+                       "LEFT JOIN items ON items.repo_id = repos.id GROUP BY repos.name")
+        return {name.lower(): (int(count), db.time(newest)) for name, count, newest in rows}
+
+
+def item_state(store, repo: str, number: int) -> str | None:
+    """The stored state of PR or issue `number` of `repo` (open, merged, closed, with ", draft"), None when the
+    store does not hold it."""
+    with reading(store) as db:
+        rows = db.rows(f"SELECT items.state, items.draft FROM items WHERE {IN_REPO} AND items.number = :number "
+                       "ORDER BY items.kind LIMIT 1", {"repo": repo.lower(), "number": number})
+    if not rows:
+        return None
+    state, draft = rows[0]
+    return state + (", draft" if draft and state == "open" else "")
