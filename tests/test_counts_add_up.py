@@ -174,6 +174,10 @@ def test_every_daily_total_is_the_sum_of_its_parts(dailies):
             totals += total
             checked["downstream"] += 1
         assert totals == down_total, (where, totals, m[0])
+        if totals:  # the items named in the section and "the rest" make its totals
+            named = len(re.findall(r"^- \[", down, re.M))
+            rest = p["down_more"].search(down)
+            assert named + (int(rest[1]) if rest else 0) == totals, (where, named, rest and rest[0], totals)
     assert len(dailies) == 2 * len(WINDOWS)
     assert checked["downstream"] >= 20 and checked["short_more"] >= 10, checked
 

@@ -246,7 +246,7 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
                       f"{'。' if t['lang'] == 'zh' else '.'}")
         lines.append({"ref": ai.item.ref, "label": ref_label(ai.item.ref, short), "url": ai.item.url,
                       "head": title_head(ai.item.title), "priority": ai.analysis.priority, "note": note})
-    left = len([ai for ai in items if ai.item.kind != RELEASE]) - len(lines)
+    left = len(items) - len(lines)  # the rest of the section's totals (releases too): lines + rest = total
     return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
 
 
