@@ -175,6 +175,7 @@ def since_last_line(inp: DailyInput, t: dict[str, Any], views: list[dict[str, An
     views = recheck_views(inp.watch, t) if views is None else views
     state = sum(1 for v in views if v["state_changed"])
     other = sum(1 for v in views if v["changed"] and not v["state_changed"])
-    tracked = r["tracked"].format(n=len(views), state=state, other=other, same=len(views) - state - other) \
+    key = "tracked_one" if len(views) == 1 and "tracked_one" in r else "tracked"
+    tracked = r[key].format(n=len(views), state=state, other=other, same=len(views) - state - other) \
         if views else r["tracked_none"]
     return Md(r["since_last"].format(day=s.day, new=s.new, tracked=tracked, stopped=s.stopped))
