@@ -99,18 +99,17 @@ def settings_engine(full_store):
 def dailies(settings_engine) -> dict[tuple[str, str], str]:
     """Every day's daily radar, each window's input built once and rendered in both languages."""
     from infra_radar.models import Window
-    from infra_radar.pipeline.memory import Memory, StoreLookup, recall
-    from infra_radar.pipeline.reports import _daily_input
+    from infra_radar.pipeline.memory import Memory
+    from infra_radar.pipeline.radar import daily_radar
+    from infra_radar.pipeline.reports import report_repos
     from infra_radar.render.markdown import render_daily
-    from infra_radar.store import queries
 
     settings, engine = settings_engine
-    names = queries.repo_names(engine)
+    names = report_repos(settings, engine, None)
     memory = Memory.load(settings, engine)
     out = {}
     for since, until in WINDOWS:
-        inp = _daily_input(settings, engine, Window(since, until), False, names, True, watch=[])
-        recall(settings, memory, StoreLookup(engine), inp)
+        inp = daily_radar(settings, engine, Window(since, until), names, explicit=True, memory=memory).input
         for lang in LANGS:
             out[(f"{since:%Y-%m-%dT%H:%M}", lang)] = render_daily(inp, lang, focus_weights=settings.focus_weights)
     return out

@@ -145,8 +145,8 @@ def third_day(store: Store) -> None:
 @pytest.fixture
 def store(radar_home) -> Store:
     found = Store(radar_home, deep_dive_limit=2)
-    assert CliRunner().invoke(main, ["watch", "add", f"{REPO}#106", "--reason", "waiting for the `v2` design"]
-                              ).exit_code == 0
+    assert CliRunner().invoke(main, ["watch", "add", f"{REPO}#106", "--reason", "waiting for the `v2` design",
+                                     "--since", "2026-07-01"]).exit_code == 0
     return found
 
 
@@ -284,14 +284,14 @@ def test_push_and_site_record_their_days(store, monkeypatch, tmp_path):
     assert {i.number for i in pushed.items if i.deep} == {101, 102}
 
     second_day(store)
-    build_site(store.settings, store.engine, tmp_path / "site", record=False)
-    assert len(published.load_records(store.engine)) == 1
     build_site(store.settings, store.engine, tmp_path / "site")
+    assert published.load_records(store.engine) == [pushed]  # a build publishes nothing
+    page = (tmp_path / "site" / "daily" / "2026-08-02.html").read_text()
+    # the pushed radar of Aug 1 judged #101 as it stood then (open); the page of Aug 2 follows it up
+    assert "state: open → merged" in page and "carried from 2026-08-01 (deep dive" in page
+    build_site(store.settings, store.engine, tmp_path / "site", backfill=True)  # asked for: its days recorded
     days = published.load_records(store.engine)
     assert [r.day() for r in days] == ["2026-08-01", "2026-08-02"]  # the pushed day replaced by its page
-    page = (tmp_path / "site" / "daily" / "2026-08-02.html").read_text()
-    # the page of Aug 1 judged #101 as it stood then (open), by the rules; the page of Aug 2 follows it up
-    assert "state: open → merged" in page and "carried from 2026-08-01 (deep dive" in page
 
 
 def test_killed_while_recording_leaves_the_earlier_records(store, monkeypatch):
@@ -358,7 +358,7 @@ def test_sigkill_while_recording_leaves_the_earlier_records(radar_home, tmp_path
     assert len(recorded) > len(earlier) and recorded[:1] == earlier[:1]
 
     # killed while replacing the record of the same window: the record it replaces stays whole
-    assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811"]).exit_code == 0
+    assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811", "--since", "2026-06-01"]).exit_code == 0
     killed = _radar(second, env, kill_at="record.written:1")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert published_rows(url) == recorded

@@ -29,10 +29,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact
+from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact, url_secrets
 from ..models import Window, check_repo
 from ..pipeline.judgment import judge
-from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
+from ..render.context import WeeklyInput, load_strings, weekly_context
 from ..render.escape import href, plain, plain_line
 from ..store import queries
 from ..store.rows import from_db_time, to_db_time
@@ -93,19 +93,23 @@ def _up_to_now(window: Window, limit: datetime) -> Window:
     return Window(window.since, min(window.until, limit))
 
 
-def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str], site_url: str) -> Digest:
-    """The P0/P1 rows and the short table of one UTC day's radar."""
-    t = load_strings(settings.lang)
-    window = _up_to_now(day_window(day), horizon(settings.clock_skew))
-    names = repos or queries.repo_names(engine)
-    from ..pipeline.memory import Memory, StoreLookup, recall
-    from ..pipeline.reports import daily_items
+def daily_digest(settings: Settings, engine: Engine, window: Window | date, repos: list[str], site_url: str,
+                 calendar_day: bool = False) -> Digest:
+    """The P0/P1 rows, the short table and the downstream section of the daily radar of `window` (a UTC day
+    when a date), built as `radar daily` builds it (pipeline.radar.daily_radar)."""
+    from ..pipeline.radar import daily_radar
+    from ..windows import report_day
 
-    found = daily_items(settings, engine, window, names)
-    inp = DailyInput(window=window, repos=names, items=found, watch=[], deep_dive_limit=settings.deep_dive_limit,
-                     first_run=False, generated_at=window.until, calendar_day=True)
-    recalled = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
-    ctx = daily_context(inp, t, settings.focus_weights)
+    if not isinstance(window, Window):
+        window, calendar_day = day_window(window), True
+    t = load_strings(settings.lang)
+    window = _up_to_now(window, horizon(settings.clock_skew))
+    from ..pipeline.reports import report_repos
+
+    radar = daily_radar(settings, engine, window, repos or report_repos(settings, engine, None),
+                        calendar_day=calendar_day, explicit=not calendar_day,
+                        generated_at=window.until)
+    ctx = radar.context(t)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
     if ctx["since_last"]:
@@ -117,9 +121,15 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     for r in ctx["short"]:
         lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
+    down = ctx["downstream"]
+    if down and down["lines"]:  # the downstream section, apart from the upstream rows, as the report has it
+        lines.append(Line(t["daily"]["downstream"], heading=True))
+        lines += [Line(f"{plain(r['head'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
+                       _item_url(r["ref"], r["url"], site_url)) for r in down["lines"]]
+    day = report_day(window)
     title = t["daily"]["title"].format(date=day.isoformat())
     return Digest(title, lines, site_url + daily_page(day) if site_url else "",
-                  f"daily {day.isoformat()} {settings.lang}", lambda: recalled.save(engine, inp, ctx))
+                  f"daily {day.isoformat()} {settings.lang}", lambda: radar.publish(engine, t))
 
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
@@ -271,6 +281,7 @@ class Message:
 
     url: str
     payload: dict[str, Any]
+    secret: str = ""  # the platform's signing secret, if any: never sent, redacted from every answer
 
     @property
     def body(self) -> bytes:
@@ -301,7 +312,7 @@ def _feishu(digest: Digest, conf: dict, words: dict, url: str, secret: str, now:
             "elements": [{"tag": "markdown", "content": text}]}}
         if secret:
             payload = {"timestamp": str(int(now)), "sign": feishu_sign(secret, int(now)), **payload}
-        messages.append(Message(url, payload))
+        messages.append(Message(url, payload, secret))
     return messages
 
 
@@ -335,7 +346,7 @@ def _dingtalk(digest: Digest, conf: dict, words: dict, url: str, secret: str, no
     if secret and url:
         ms = int(now * 1000)
         url += ("&" if "?" in url else "?") + f"timestamp={ms}&sign={dingtalk_sign(secret, ms)}"
-    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}})
+    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}}, secret)
             for text in texts]
 
 
@@ -389,27 +400,38 @@ def redacted(message: Message) -> dict[str, Any]:
     return {k: (REDACTED if k == "sign" else v) for k, v in message.payload.items()}
 
 
+_CODES = ("code", "errcode", "StatusCode")  # how Feishu/Lark, WeCom and DingTalk say whether they took a message
+
+
 def _accepted(platform: str, text: str) -> bool:
+    """Whether the webhook's answer says it took the message: Slack's `ok`, else a JSON object whose result
+    code(s) are the integer 0 (`false`, `"0"`, `null`, a list or no code at all are not an acceptance)."""
     if platform == "slack":
         return text.strip() == "ok"
     try:
         reply = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
-    return reply.get("code", reply.get("errcode", reply.get("StatusCode", 0))) == 0
+    if not isinstance(reply, dict):
+        return False
+    codes = [reply[k] for k in _CODES if k in reply]
+    return bool(codes) and all(type(c) is int and c == 0 for c in codes)
 
 
 def post(message: Message, platform: str, timeout: float = 15.0, total: float = 30.0,
          max_bytes: int = 65536) -> None:
     """POST one message; PushError (without the URL, which is secret) when it is refused or not answered.
     The whole exchange has `total` seconds (however slowly the receiver trickles bytes), the answer at most
-    `max_bytes`, and a redirect is not followed (the message and the URL stay with the webhook's origin)."""
+    `max_bytes`, and a redirect is not followed (the message and the URL stay with the webhook's origin).
+    Whatever the answer echoes, every form of the URL's secret parts (and of the signing secret) is blanked out
+    before the message is cut (errors.redact)."""
     import httpx
 
     from ..sources.http import Deadline, TooLarge, bounded_client, read_capped
 
-    secrets = _url_secrets(message.url)
+    secrets = [*url_secrets(message.url), *([message.secret] if message.secret else [])]
     deadline = Deadline()
+    began = time.monotonic()
     try:
         with bounded_client(deadline, timeout=min(timeout, total), follow_redirects=False) as client:
             deadline.start(total)
@@ -418,7 +440,7 @@ def post(message: Message, platform: str, timeout: float = 15.0, total: float = 
                 status = reply.status_code
                 text = read_capped(reply, max_bytes).decode("utf-8", "replace") if status < 300 else ""
     except httpx.TimeoutException:
-        raise PushError(f"{platform} webhook did not answer within {total:g} s") from None
+        raise PushError(_timed_out(platform, time.monotonic() - began, min(timeout, total), total)) from None
     except TooLarge:
         raise PushError(f"{platform} webhook answered with more than {max_bytes} bytes") from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
@@ -431,12 +453,12 @@ def post(message: Message, platform: str, timeout: float = 15.0, total: float = 
         raise PushError(clip(f"{platform} webhook refused the message: {text}", 300))
 
 
-def _url_secrets(url: str) -> list[str]:
-    """The parts of a webhook URL that are its credential: itself, its userinfo, path and query values."""
-    parts = urllib.parse.urlsplit(url)
-    found = [url, parts.netloc.rpartition("@")[0], parts.path, parts.query]
-    found += [v for _k, v in urllib.parse.parse_qsl(parts.query)]
-    return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
+def _timed_out(platform: str, elapsed: float, between: float, total: float) -> str:
+    """What a timeout was: the whole exchange past `total` seconds, or `between` seconds without a byte."""
+    if elapsed >= total - 0.05:
+        return f"{platform} webhook did not answer within {total:g} s"
+    return (f"{platform} webhook sent nothing for {between:g} s (gave up after {elapsed:.1f} s; the whole "
+            f"exchange may take {total:g} s)")
 
 
 def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
@@ -453,8 +475,25 @@ def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
     return latest.astimezone(UTC).date()
 
 
+def _daily(settings: Settings, engine: Engine, names: list[str], day: str | None, window: Window | None,
+           site_url: str) -> Digest:
+    """The daily radar a push sends: the UTC day `day` names, else the `window` given, else the radar last
+    published (`radar daily --out`, an earlier push), never a day chosen by the newest item."""
+    from ..store.published import last_window
+
+    if day:
+        return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
+    if window is None:
+        last = last_window(engine)
+        if last is None:
+            raise NotFoundError("no daily radar has been published yet: publish one with radar daily --out DIR, "
+                                "or name the radar to push with --date YYYY-MM-DD or --since/--until")
+        window = Window(*last)
+    return daily_digest(settings, engine, window, names, site_url)
+
+
 def digests(settings: Settings, engine: Engine, report: str, repos: list[str], week: str | None,
-            day: str | None, site_url: str) -> list[Digest]:
+            day: str | None, site_url: str, window: Window | None = None) -> list[Digest]:
     """The digests one push sends: one daily radar, or one weekly report per repository."""
     site_url = site_url.rstrip("/") + "/" if site_url else ""
     repos = [check_repo(r) for r in repos]
@@ -462,9 +501,8 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
     if repos and not names:
         raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
     limit = horizon(settings.clock_skew)
-    if report == "daily":
-        when = parse_when(day).date() if day else _latest_day(engine, names, limit)
-        return [daily_digest(settings, engine, when, names, site_url)]
+    if report == "daily":  # every repository `radar daily` names, unless some were given
+        return [_daily(settings, engine, names if repos else [], day, window, site_url)]
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
 
@@ -479,7 +517,7 @@ def content_sha(message: Message) -> str:
 
 def push_reports(settings: Settings, engine: Engine, report: str, platform: str, *, dry_run: bool = False,
                  repos: list[str] | None = None, week: str | None = None, day: str | None = None,
-                 site_url: str = "", record: bool = True,
+                 site_url: str = "", record: bool = True, window: Window | None = None,
                  say: Callable[[str], None] | None = None) -> list[str]:
     """Push (or with dry_run, describe) the report; returns the lines to print (and gives each to `say` as it
     happens). Every delivered message is recorded (store/deliveries.py): a rerun after a failure sends only
@@ -487,6 +525,7 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
     whole is recorded as published (docs/memory.md), unless `record` is off."""
     from ..pipeline.analysis import analyze
     from ..store.deliveries import delivered_at, digest, record_delivery
+    from ..store.lock import writer_lock
 
     conf = load_limits()[platform]
     url = os.environ.get(conf["webhook_env"], "")
@@ -505,7 +544,7 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
 
     target = digest(platform, url)  # the webhook, never stored itself
     batches = [(d, build_messages(d, platform, settings.lang, url, secret))
-               for d in digests(settings, engine, report, repos or [], week, day, site_url)]
+               for d in digests(settings, engine, report, repos or [], week, day, site_url, window)]
     total, done = sum(len(messages) for _, messages in batches), 0
     for found, messages in batches:
         for i, message in enumerate(messages, 1):
@@ -514,18 +553,21 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
                 tell(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
                 continue
             sha = content_sha(message)
-            before = delivered_at(engine, target, found.report, sha)
+            # the check, the post and its record under the store's writer lock: a push running at the same
+            # time (a cron run and a manual one) waits, then finds the message delivered
+            with writer_lock(engine).hold(settings.lock_timeout):
+                before = delivered_at(engine, target, found.report, sha)
+                if before is None:
+                    try:
+                        post(message, platform)
+                    except PushError as exc:
+                        raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
+                                        "rerun to send the rest") from None
+                    record_delivery(engine, target, found.report, i, len(messages), sha)
+            done += 1
             if before is not None:
-                done += 1
                 tell(f"already delivered {where} at {before:%Y-%m-%dT%H:%M:%SZ}: not sent again")
                 continue
-            try:
-                post(message, platform)
-            except PushError as exc:
-                raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
-                                "rerun to send the rest") from None
-            record_delivery(engine, target, found.report, i, len(messages), sha)
-            done += 1
             tell(f"posted {where}")
         if not dry_run and record and found.publish is not None:  # every message of it delivered
             found.publish()

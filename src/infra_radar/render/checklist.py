@@ -87,8 +87,8 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
                                 + [m.rstrip(".-") for m in r["_model"].findall(text)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
     hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
-    from .conclusion import metric_name
     from .escape import plain
+    from .metrics import metric_name
 
     # a metric named with English grammar words ("wall clock for 150 steps") said with Chinese joints in zh
     metrics = list(dict.fromkeys(plain(metric_name(c.metric, lang)) if lang == "zh" and function_words(c.metric)

@@ -21,7 +21,7 @@ from .base import change_text, context_text, name, pick, signed, with_unit
 from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules, say, tidy
-from .zh_words import function_words
+from .metrics import metric_name
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
@@ -101,16 +101,6 @@ _MEMORY_UNITS = {"B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"}
 def _worse(unit: str) -> str:
     """Which word says a figure got worse: slower (a time), more memory, else worse."""
     return "slower" if unit in _TIME_UNITS else "more_memory" if unit in _MEMORY_UNITS else "worse"
-
-
-def metric_name(metric: str, lang: str) -> str:
-    """A figure's metric as the author named it; in zh, a name held together by English grammar words ("wall
-    clock for 150 steps") said with Chinese joints (the metric names stay)."""
-    if lang == "zh" and function_words(metric):
-        from .mechanism import _TOKEN, phrase
-
-        return str(phrase(_TOKEN.findall(metric), 12, "zh"))
-    return text(metric)
 
 
 def claim_text(c: PerfClaim, t: dict[str, Any], flat: bool = False, condition: bool = True) -> Md:

@@ -95,18 +95,6 @@ def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
     return found
 
 
-def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
-    """What the author's validation covered, as the rules name it (conclusions.toml [validation])."""
-    from .mechanism import rules as conclusion_rules
-
-    low = " ".join(t_ for _, t_ in explain_body(ai.item.body).tests).lower()[:6000]
-    if not low:
-        return []
-    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
-             if any(w in low for w in cue["words"])]
-    return found[:most]
-
-
 def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: str, shown: str = "") -> dict[str, Any]:
     """The parts of one deep dive of the daily radar, in reading order (motivation, mechanism, evidence,
     target boundary, decision), each our own sentence; the author's text is reached by the item's link.
@@ -123,7 +111,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     from .escape import code, join, plain, text
     from .explain import code_module, file_role
     from .mechanism import is_identifier, tidy
-    from .why import causes, say_cause
+    from .why import causes, say_cause, validation_cues
 
     d, c, lang = t["daily"], t["common"], t["lang"]
     item, a = ai.item, ai.analysis
@@ -204,8 +192,8 @@ def _words(words: list[str], lang: str) -> str:
 def measure(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     """What to measure on the target, naming the item's own switch and metrics ("" when it names neither)."""
     from .checklist import item_switches
-    from .conclusion import metric_name
     from .escape import code, join
+    from .metrics import metric_name
 
     switches, envs = item_switches(ai)
     names = [sw for sw in [*switches, *envs] if "=" not in sw][:2] or [*switches, *envs][:1]

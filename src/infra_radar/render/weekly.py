@@ -39,16 +39,13 @@ from .weekly_words import Refs, figure, gist, theme_name, title_phrase
 
 
 def _changes(items: list[AnalysedItem]) -> list[AnalysedItem]:
-    return [ai for ai in items if ai.item.kind in CHANGE_KINDS]
+    """What the week changed: its merged PRs and direct commits. A PR still open, or closed without being
+    merged, changed nothing: it is neither counted, nor a theme's lead, nor a key PR."""
+    return [ai for ai in items if ai.item.kind in CHANGE_KINDS and (ai.item.kind != PR or ai.item.state == MERGED)]
 
 
 def _merged(items: list[AnalysedItem]) -> int:
     return sum(1 for ai in items if ai.item.kind == PR and ai.item.state == MERGED)
-
-
-def _landed(items: list[AnalysedItem]) -> list[AnalysedItem]:
-    """The merged PRs and direct commits: what the headline counts, so the mix of kinds adds up to it."""
-    return [ai for ai in items if ai.item.kind == COMMIT or (ai.item.kind == PR and ai.item.state == MERGED)]
 
 
 def _default_is_bot(login: str) -> bool:
@@ -212,9 +209,9 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
               for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
     if ctx["quick_more"] and not ctx["quick_others"]:
         more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
-        key = "quick_more" if ctx["quick_more_n"] <= len(ctx["quick_more"]) else "quick_more_some"
-        lines += [f"{len(ctx['quick']) + 1}. " + w[key].format(n=ctx["quick_more_n"], shown=len(ctx["quick_more"]),
-                                                                 links=more)]
+        said = w["quick_more"] if ctx["quick_more_n"] == len(ctx["quick_more"]) else w["quick_more_first"]
+        lines += [f"{len(ctx['quick']) + 1}. " + said.format(n=ctx["quick_more_n"], k=len(ctx["quick_more"]),
+                                                             links=more)]
     elif ctx["quick_more_n"] and not ctx["quick_others"]:
         lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more_none"].format(n=ctx["quick_more_n"])]
     lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
@@ -350,7 +347,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
                       "refs": [f"#{ai.item.number}" for ai in th.members],
                       "members": [row(ai, t) for ai in th.members[:5]]} for th, (_, full) in zip(shown, names,
                                                                                                  strict=True)]
-    trends = [mix_line(_landed(changes), _landed(before), t) if _landed(changes) else None, areas_line(changes, before, t),
+    trends = [mix_line(changes, before, t) if changes else None, areas_line(changes, before, t),
               quality_line(found, found_before, t, bool(before)), people_line(changes, shown, is_bot, t)]
     ctx["trends"] = [x for x in trends if x][: shape.trends]
     ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit)
@@ -361,7 +358,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     # no key PR this week: the quick view lists the first-ranked others, and says so (the headline counts 0)
     ctx["quick_others"] = bool(keyed) and not ctx["key"]
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
-    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations)
+    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations, inp.target)
     ctx["adapted"] = built[1][: shape.adapted]
     ctx["adapted_more"] = max(len({e.down_ref for e in inp.adapted}) - shape.adapted, 0)
 

@@ -132,8 +132,19 @@ def dive_score(ai: AnalysedItem, has_cause: bool) -> float:
     score += float(s["figures"]) * min(len(a.perf_claims), int(s["figures_most"]))
     score += float(s["mechanism"]) * min(how, int(s["mechanism_most"]))
     if e.tests:  # each thing the author's validation covered (parity, backward, a benchmark, a training run)
-        from .deepdive import validation_cues
 
         score += float(s["validation"]) * min(len(validation_cues(ai, "en")), int(s.get("validation_most", 3)))
     score += float(s["tests"]) if any(file_role(f.path) == "tests" for f in item.files) else 0.0
     return score
+
+
+def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
+    """What the author's validation covered, as the rules name it (conclusions.toml [validation])."""
+    from .mechanism import rules as conclusion_rules
+
+    low = " ".join(t_ for _, t_ in explain_body(ai.item.body).tests).lower()[:6000]
+    if not low:
+        return []
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]

@@ -395,6 +395,32 @@ def commit_time(store, repo: str, sha: str) -> tuple[str, datetime] | None:
     return (merge_commit or key, at) if at else None
 
 
+def known_since_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], datetime | None]:
+    """For each stored (repo, number), keyed lower-cased: the earliest time the item is known to have existed
+    (when it was opened, where a source tells; else the earliest of its merge, close and update times). A
+    report about a window links no item first known after it. Refs not in the store are left out."""
+    wanted = {(repo.lower(), number) for repo, number in refs if number is not None}
+    numbers = sorted({number for _, number in wanted})
+    out: dict[tuple[str, int], datetime | None] = {}
+    with reading(store) as db:
+        for start in range(0, len(numbers), CHUNK):
+            for name, number, kind, source, created, merged, closed, updated in db.rows(
+                    "SELECT repos.name, items.number, items.kind, items.source, items.created_at, items.merged_at, "
+                    "items.closed_at, items.updated_at FROM items JOIN repos ON repos.id = items.repo_id "
+                    "WHERE items.number IN :numbers", {"numbers": numbers[start:start + CHUNK]}):
+                key = (name.lower(), number)
+                if key not in wanted:
+                    continue
+                item = Item(repo=name, kind=kind, key=str(number), title="", number=number, source=source,
+                            created_at=db.time(created))
+                opened = opened_at(item)
+                dated = [t for t in (db.time(merged), db.time(closed), db.time(updated)) if t is not None]
+                first = opened if opened is not None else (min(dated) if dated else db.time(created))
+                if key not in out or (first is not None and (out[key] is None or first < out[key])):
+                    out[key] = first
+    return out
+
+
 def repo_summary(store) -> dict[str, tuple[int, datetime | None]]:
     """{lower-case repository name: (items stored, time of its newest item)} for every stored repository:
     what `radar repo list` and `radar doctor` say each configured repository holds."""

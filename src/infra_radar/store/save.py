@@ -279,14 +279,15 @@ def finish_run(engine: Engine, run_id: int, status: str, detail: dict | None = N
             status=status, detail=detail or {}, finished_at=to_db_time(datetime.now(UTC))))
 
 
-def watch_add(engine: Engine, repo: str, number: int, reason: str) -> bool:
-    """Add an item to the watch list; False if it was already there."""
+def watch_add(engine: Engine, repo: str, number: int, reason: str, since: datetime | None = None) -> bool:
+    """Add an item to the watch list, watched from `since` (default now: the radars of windows ending later
+    recheck it); False if it was already there."""
     with engine.begin() as conn:
         exists = conn.execute(sa.select(watch.c.id).where(watch.c.repo == repo, watch.c.number == number)).scalar()
         if exists:
             return False
         conn.execute(watch.insert().values(repo=repo, number=number, reason=reason,
-                                           added_at=to_db_time(datetime.now(UTC))))
+                                           added_at=to_db_time(since or datetime.now(UTC))))
         return True
 
 

@@ -444,10 +444,33 @@ MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_
 ], strict=True))
 
 
-def migrate(conn: Connection) -> list[str]:
-    """Apply the migrations not yet applied, in order; return their names."""
+def newer_migrations(done: set[str]) -> list[str]:
+    """The applied migrations this code does not know (a newer radar wrote the store), in name order."""
+    known = {name for name, _ in MIGRATIONS}
+    return sorted(n for n in done if n not in known)
+
+
+def newer_message(store: str, unknown: list[str]) -> str:
+    """One line: the store `store` has a schema newer than this code (its unknown migrations `unknown`)."""
+    from .. import __version__
+
+    latest = MIGRATIONS[-1][0]
+    return (f"the store {store} was written by a newer radar: its schema is at {unknown[-1]}"
+            f"{f' ({len(unknown)} migrations past this radar)' if len(unknown) > 1 else ''}, this radar "
+            f"(infra-radar {__version__}) knows the schema up to {latest}; it is not written by this version: "
+            "upgrade infra-radar (reading commands still work)")
+
+
+def migrate(conn: Connection, store: str = "the store") -> list[str]:
+    """Apply the migrations not yet applied, in order; return their names. StoreError (naming `store` and both
+    schema versions) when the store has migrations this code does not know: it is never written."""
     migrations_table.create(conn, checkfirst=True)
     done = applied_migrations(conn)
+    unknown = newer_migrations(done)
+    if unknown:
+        from ..errors import StoreError
+
+        raise StoreError(newer_message(store, unknown))
     if all(name in done for name, _ in MIGRATIONS):
         return []  # the common case: nothing to do, and alembic (~0.2 s to import) stays unloaded
     from alembic.migration import MigrationContext
