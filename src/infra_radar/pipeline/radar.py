@@ -88,7 +88,10 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
 
     names = list(names)
     if found is None:
-        found = queries.analysed_in_window(engine, window, names, opened=True)
+        from .reports import first_day_shown  # a date-only time counts in one window of a published series
+
+        found = queries.analysed_in_window(engine, window, names, opened=True,
+                                           first_day=not first_day_shown(engine, window))
     else:
         wanted = {n.lower() for n in names}
         found = [ai for ai in found if ai.item.repo.lower() in wanted]

@@ -159,6 +159,8 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "files": [{"path": f.path, "additions": f.additions, "deletions": f.deletions} for f in item.files],
         "named_paths": list(item.named_paths),  # paths the text names: not a diffstat
         "imported_at": (iso(item.updated_at) or None) if item.time_source == "import" else None,  # no own date
+        # created_at is only the latest the item can have been opened (a page that does not give its opening)
+        "created_bound": item.time_source == "created-bound",
         "item_kind": a.item_kind, "topics": list(a.topics), "priority": a.priority,
         "importance": a.importance, "insight": a.insight, "grade": a.grade,
         "grade_reason": pick(a.grade_reason, "en"), "decision": a.decision,

@@ -276,10 +276,20 @@ def _fallback_title(meta: _Meta, body: str) -> str:
 
 def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int | None = None,
                file_stem: str = "", report: PageReport | None = None) -> Item:
-    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says.
+    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says. A merged
+    page's merge commit, when its timeline names one, is kept: a clone or an export dates it.
 
     Raises ConfigError when no repository is known, SourceError when the text is empty.
     """
+    item = _parse_page(text, rules, repo, number, file_stem, report)
+    if item.state == MERGED and not item.merge_commit:
+        named = rules.re["merge_commit"].search(text)
+        item.merge_commit = named["sha"] if named else None
+    return item
+
+
+def _parse_page(text: str, rules: PageRules, repo: str | None, number: int | None, file_stem: str,
+                report: PageReport | None) -> Item:
     report = report if report is not None else PageReport()
     if not text.strip():
         raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")
@@ -340,7 +350,9 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
     state = shaped.state or OPEN
     return Item(
         repo=shaped.repo, kind=shaped.kind, key=key, number=shaped.number, title=title, body=body,
-        author=shaped.author[:200], state=state, draft=shaped.draft, created_at=shaped.created_at or min(dates, default=None),
+        # only the page's own opening time is a creation time: a review or comment is a later event (the
+        # import bounds an unknown opening, pipeline/imports.bound_creation)
+        author=shaped.author[:200], state=state, draft=shaped.draft, created_at=shaped.created_at,
         updated_at=max(dates, default=None), merged_at=shaped.merged_at if state == MERGED else None,
         closed_at=shaped.closed_at if state in (MERGED, CLOSED) else None, branches=[shaped.base] if shaped.base else [],
         labels=[label[:200] for label in shaped.labels][:50], files=shaped.files, comments=shaped.comments, source="page",
@@ -394,7 +406,7 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
     return Item(
         repo=meta.repo or "", kind=PR, key=key, number=meta.number, title=title, body=body,
         author=meta.author or (desc.author if desc else ""), state=state, draft=meta.draft,
-        created_at=(desc.when if desc and desc.when else min(dates, default=None)),
+        created_at=desc.when if desc and desc.when else None,  # a later event is never the opening
         updated_at=max(dates, default=None), merged_at=meta.merged_at if state == MERGED else None,
         closed_at=meta.closed_at if state in (MERGED, CLOSED) else None,
         branches=[meta.base] if meta.base else [], comments=comments, source="page",

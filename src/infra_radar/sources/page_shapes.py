@@ -346,8 +346,7 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
             continue
         if text:
             shaped.comments.append(Comment(author, text, when, False, "review" if review else "comment"))
-    if dates:
-        shaped.created_at = shaped.created_at or min(dates)
+    if dates:  # the description's time is the opening; a later turn's is not (left unknown, bounded on import)
         shaped.updated_at = max([*dates, *([shaped.updated_at] if shaped.updated_at else [])])
     return shaped
 

@@ -55,6 +55,9 @@ def _code(old: dict | None, new: dict | None) -> dict | None:
     return new if rank(new) >= rank(old) else old
 
 
+_BOUND = "created-bound"  # sources.page_dates.BOUND: created_at only bounds the opening
+
+
 def merge_items(old: Item, new: Item) -> Item:
     """`new` made never weaker than `old` (the stored item); returns `new`, changed in place."""
     weaker = _rank(new.source) < _rank(old.source)
@@ -88,11 +91,16 @@ def merge_items(old: Item, new: Item) -> Item:
     if new.state != OPEN:
         new.draft = False
 
-    # dates: the import time stands in only while no real time is known
+    # dates: the import time stands in only while no real time is known; a bound of the opening
+    # (sources/page_dates) only while no opening is known
     own_old = old.time_source != "import"
     # history (a clone, a commit export) gives no PR's creation time: what an older import took from the
     # commit's own time is dropped when the history is read again, never kept as the PR's
     history = old.kind == PR and old.source in _HISTORY and new.source in _HISTORY
+    bounds = [x for x in (new, old) if x.time_source == _BOUND and x.created_at is not None]
+    owns = [x.created_at for x in (new, old) if x.created_at is not None and x.time_source != _BOUND
+            and (x is new or (own_old and not history))]
+    bound = not owns and bool(bounds)
     new.created_at = new.created_at if history else _earliest(new.created_at, old.created_at if own_old else None)
     new.updated_at = _latest(new.updated_at, old.updated_at if own_old else None)
     new.merged_at = _earliest(new.merged_at, old.merged_at) if new.state == MERGED else None
@@ -101,7 +109,9 @@ def merge_items(old: Item, new: Item) -> Item:
     if new.when is None and not own_old:
         new.updated_at, new.time_source = old.updated_at, "import"
     elif new.when is not None:
-        new.time_source = ""
+        new.time_source = _BOUND if bound else ""
+    if owns:  # an opening known from any record stands; a bound never moves it
+        new.created_at = min(owns)
     if weaker:
         new.source = old.source
     new.kind, new.key = old.kind, old.key
