@@ -91,17 +91,6 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     return make_window(since, until), first
 
 
-def first_day_shown(engine: Engine, window: Window) -> bool:
-    """Whether a radar published before `window` held the start (00:00 UTC) of the window's first day."""
-    from ..store import published
-    from ..windows import day_start
-
-    start = day_start(window.since)
-    if start == window.since:
-        return False
-    return any(since <= start < until for since, until in published.windows_before(engine, window.since))
-
-
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
           record: bool = True) -> Report:
