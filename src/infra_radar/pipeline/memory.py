@@ -372,7 +372,8 @@ def _recheck(key: Key, carry: Carry | None, hand: queries.WatchEntry | None, fou
                          and before.files_digest != shown.files_digest),
         related=related, new_comments=max(0, shown.comments - before.comments) if before else 0,
         last_recheck=carry is not None and _ends(state, carry.last.state),
-        rechecks_before=ctx.memory.rechecks(key, carry.origin_until, until) if carry else 0, **origin)
+        rechecks_before=ctx.memory.rechecks(key, carry.origin_until, until) if carry else 0,
+        later_state=ai.later_state, **origin)
     return check, shown
 
 
@@ -450,7 +451,9 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
 def _since_last(memory: Memory, inp: DailyInput, rechecks: list[WatchRecheck], out: Recall) -> SinceLast:
     """New items, tracked items whose state changed, and items the last radar tracked that this one does not."""
     until = inp.window.until
-    ranked = [ai.item for ai in inp.items if ai.analysis.priority in _RANKED]
+    # the items the scope line counts as ranked: upstream only (downstream items are counted in their section)
+    down = {r.lower() for r in inp.downstream}
+    ranked = [ai.item for ai in inp.items if ai.analysis.priority in _RANKED and ai.item.repo.lower() not in down]
     new = sum(1 for i in ranked if i.number is None or not memory.shown_before(_key(i.repo, i.number), until))
     previous = memory.previous(until)
     if previous is None:

@@ -168,7 +168,11 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
                             if caveat and caveat not in plain(shown) else Md("") if said in shown else
                             fmt(d["dive_boundary"], target=short_target, text=said))
     view["measure"] = measure(ai, t, short_target)
-    view["code_facts"] = code_facts(ai, t)
+    from .code_view import code_boundary, contradiction_clause
+
+    # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws
+    said_code = [part for part in (code_boundary(item, t), contradiction_clause(ai, t)) if part]
+    view["code"] = join(said_code, t["code"]["end"] + (" " if lang == "en" else "")) if said_code else Md("")
     # the decision is in the dive's first line; its reason is the rules' text, shown only where no other dive of
     # the report says it (daily.distinct_dives)
     # a dive that says what to measure, with the item's own switch or metric, has said more than the rules'
@@ -208,10 +212,3 @@ def measure(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     if metrics:
         return fmt(dv["measure_metrics"], target=target, metrics=Md(sep.join(metrics)))
     return Md("")
-
-
-def code_facts(ai: AnalysedItem, t: dict[str, Any]) -> list[Md]:
-    """The facts read from the item's diff (defaults, switches, gates, kernels) that a dive's mechanism names:
-    a hook for the code-facts reader; none until the analysis carries them."""
-    facts = getattr(ai.analysis, "code_facts", None) or []
-    return [Md(str(f)) for f in facts[:2]]

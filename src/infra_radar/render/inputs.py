@@ -39,6 +39,7 @@ class WatchRecheck:
     new_comments: int = 0
     last_recheck: bool = False  # its carry ends with this radar (closed, or its merge reported)
     rechecks_before: int = 0  # radars that rechecked it since its carry began
+    later_state: str = ""  # a newer state known only from a source saved after the window (an undated page)
 
 
 @dataclass

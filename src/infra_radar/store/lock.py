@@ -365,7 +365,13 @@ class WriterLock:
         self.depth += 1
         identity = getattr(self._backend, "identity", None)
         if identity is not None:  # found by the file's identity from now on, whatever path reaches it
-            _LOCKS.setdefault(f"sqlite:{identity[0]}:{identity[1]}", self)
+            key = f"sqlite:{identity[0]}:{identity[1]}"
+            known = _LOCKS.get(key)
+            # a lock left under this identity by a deleted store whose inode this file now has is replaced: kept,
+            # the next writer_lock() of this store would drop it as stale and make a second lock of the file,
+            # which then waits for the first (held by this very process) until its limit
+            if known is None or (known is not self and not known.held):
+                _LOCKS[key] = self
         return True
 
     def acquire(self, wait: float | None = None, command: str | None = None,

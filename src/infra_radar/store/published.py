@@ -247,6 +247,14 @@ def dropped_carries(store) -> set[tuple[str, int, datetime]]:
             "SELECT carry_dropped.repo, carry_dropped.number, carry_dropped.origin_until FROM carry_dropped")}
 
 
+def windows_before(store, before: datetime) -> list[tuple[datetime, datetime]]:
+    """The (since, until) windows of the published radars ending at or before `before`, without their items."""
+    with reading(store) as db:
+        return [(db.time(since), db.time(until)) for since, until in db.rows(
+            "SELECT published_radars.since, published_radars.until FROM published_radars "
+            "WHERE published_radars.until <= :before", {"before": before})]
+
+
 def last_window(store) -> tuple[datetime, datetime] | None:
     """(since, until) of the published radar whose window ends last, or None when none was published: where
     the next daily window starts, and the radar `radar push daily` sends by default."""

@@ -433,6 +433,25 @@ def m010_labels_number(op: Operations) -> None:
     for ix, table, cols in _V10_INDEXES:
         op.create_index(ix, table, cols)
 
+# 011: the code facts of an item's diff (analyse/code_facts.py), one JSON record per item: never the diff itself,
+# so what is stored stays linear in the history
+def _v11_columns() -> list[sa.Column]:
+    return [
+        sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("source", sa.String(8), nullable=False),  # git | api | page
+        sa.Column("complete", sa.Boolean, nullable=False),  # False: a cap, a patch left out, a cut hunk
+        sa.Column("data", sa.JSON, nullable=False),
+    ]
+
+
+code_facts = sa.Table("code_facts", metadata, *_v11_columns())
+
+
+def m011_code_facts(op: Operations) -> None:
+    """The code facts read from each item's diff (a store made while this step had another number has it)."""
+    if not sa.inspect(op.get_bind()).has_table("code_facts"):
+        op.create_table("code_facts", *_v11_columns())
+
 
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
@@ -441,6 +460,7 @@ MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_
     m008_labels,
     m009_push_deliveries,
     m010_labels_number,
+    m011_code_facts,
 ], strict=True))
 
 
