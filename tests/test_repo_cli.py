@@ -83,6 +83,8 @@ def test_repo_add_round_trip_keeps_comments_and_the_scope_line_names_it(sample_s
     assert "no data for the window: acme/serve" in radar(*push).stdout
     weekly = radar("push", "weekly", "--dry-run", "--to", "slack", "--repo", "acme/serve", "--week", "2026-W31")
     assert "unknown repository" not in weekly.output and "acme/serve" in weekly.stdout  # its week, empty
+    latest = radar("push", "weekly", "--dry-run", "--to", "slack", "--repo", "acme/serve", ok=False).output
+    assert "no items of acme/serve" in latest and "radar fetch --repo acme/serve" in latest, latest
     site = tmp_path / "site"
     radar("site", "build", str(site))
     page = (site / "daily" / "2026-08-02.html").read_text(encoding="utf-8")

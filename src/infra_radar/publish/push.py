@@ -475,6 +475,9 @@ def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
     with engine.connect() as conn:
         latest = from_db_time(conn.execute(query).scalar_one())
     if latest is None:
+        if repos:  # a repository radar.toml lists before anything of it is stored
+            raise NotFoundError(f"the store has no items of {', '.join(repos)} to push (radar fetch --repo "
+                                f"{repos[0]} imports them; --week names a week to push anyway)")
         raise NotFoundError("the store has no items to push (import something first)")
     return latest.astimezone(UTC).date()
 
