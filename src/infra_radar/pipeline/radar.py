@@ -131,4 +131,4 @@ def first_day_shown(engine: Engine, window: Window) -> bool:
     start = day_start(window.since)
     if start == window.since:
         return False
-    return any(since <= start < until for since, until in published.windows_before(engine, window.since))
+    return published.held_before(engine, start, window.since)

@@ -24,7 +24,7 @@ from .rows import to_db_time
 from .schema import carry_dropped, published_items, published_radars
 
 __all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "last_shown",
-           "last_window", "latest_until", "load_records", "save_records"]
+           "held_before", "last_window", "latest_until", "load_records", "save_records"]
 
 
 @dataclass(slots=True)
@@ -247,12 +247,14 @@ def dropped_carries(store) -> set[tuple[str, int, datetime]]:
             "SELECT carry_dropped.repo, carry_dropped.number, carry_dropped.origin_until FROM carry_dropped")}
 
 
-def windows_before(store, before: datetime) -> list[tuple[datetime, datetime]]:
-    """The (since, until) windows of the published radars ending at or before `before`, without their items."""
+def held_before(store, at: datetime, before: datetime) -> bool:
+    """Whether a published radar whose window ends at or before `before` held the moment `at` (since <= at <
+    until): one indexed look-up, however many radars were published."""
     with reading(store) as db:
-        return [(db.time(since), db.time(until)) for since, until in db.rows(
-            "SELECT published_radars.since, published_radars.until FROM published_radars "
-            "WHERE published_radars.until <= :before", {"before": before})]
+        return bool(db.rows(
+            "SELECT 1 FROM published_radars WHERE published_radars.until <= :before "
+            "AND published_radars.since <= :at AND published_radars.until > :at LIMIT 1",
+            {"before": before, "at": at}))
 
 
 def last_window(store) -> tuple[datetime, datetime] | None:
