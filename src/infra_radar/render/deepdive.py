@@ -74,6 +74,19 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
     return view
 
 
+def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> Md:
+    """What the description's figures are when none is a before/after claim: the author's figures in the other
+    shapes (analyse/figures.py), else what was read ("no figures in the description", or that it is cut)."""
+    from ..analyse.figures import description_cut, extract_figures
+    from .escape import join, text
+
+    d, c = t["daily"], t["common"]
+    found = extract_figures(body, taken=[x.span for x in claims])
+    if found:
+        return fmt(d["dive_figure"], text=join([text(f.text) for f in found[:most]], c["sep"]))
+    return Md(d["dive_cut"] if description_cut(body) else d["dive_no_figures"])
+
+
 # --- the daily radar's deep dive: one paragraph of our own -----------------------------------------
 
 def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
@@ -148,7 +161,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
         elif len(claims) == 2:
             evidence.append(claim_text(next(x for x in claims if x is not best), t))
     else:
-        evidence.append(Md(d["dive_no_figures"]))
+        evidence.append(figures_said(item.body, claims, t))
     checked = validation_cues(ai, lang)
     if checked:
         evidence.append(fmt(d["dive_checked"], what=c["sep"].join(checked)))
