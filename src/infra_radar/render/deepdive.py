@@ -5,6 +5,7 @@ Author text is labelled as quoted; only our own lines are our prose.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from ..analyse.porting import Applied
@@ -91,21 +92,38 @@ def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> M
 
 def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
     """What the description says went wrong, as the rules name it (conclusions.toml [motivation])."""
+    return [label for label, _ in motivation_evidence(ai, lang, most)]
+
+
+def motivation_evidence(ai: AnalysedItem, lang: str, most: int = 2) -> list[tuple[str, str]]:
+    """(cue, the sentence asserting it) for what the description says went wrong: only in a section the author
+    headed as the motivation, and only a sentence that says it of this change (analyse/assertions.py: not
+    negated, not hypothetical, not another project's, not code, a log or a command)."""
+    from ..analyse.assertions import asserted_sentence, own_names
     from .explain import sections
     from .mechanism import rules as conclusion_rules
 
     # only a section the author headed as the motivation ("Motivation", "Why", "Problem", "Root cause")
     blocks = [b for s in sections(ai.item.body) if s.role == "motivation" for b in s.blocks]
-    low = " ".join(t_ for _, t_ in blocks).lower()[:4000]
-    if not low:
+    text = "\n".join(t_ for _, t_ in blocks)[:4000]
+    if not text:
         return []
     found = []
+    own = own_names(ai.item.repo)
     for cue in conclusion_rules().data["motivation"]["cues"]:
-        if any(w in low for w in cue["words"]):
-            found.append(cue[lang] if lang in cue else cue["en"])
+        said = asserted_sentence(text, _cue_re(tuple(cue["words"])), own)
+        if said:
+            found.append((cue[lang] if lang in cue else cue["en"], said))
         if len(found) >= most:
             break
     return found
+
+
+@cache
+def _cue_re(words: tuple[str, ...]):
+    from ..analyse.assertions import cue_pattern
+
+    return cue_pattern(words)
 
 
 def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:

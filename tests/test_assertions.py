@@ -1,0 +1,65 @@
+"""Read the sentence, not the word: causes, risks and symptoms only where the text asserts them of this change."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra_radar.analyse.assertions import asserted_sentence, cue_pattern, why_not
+from infra_radar.models import AnalysedItem, Analysis, Item
+from infra_radar.render.deepdive import motivation_cues
+
+pytestmark = pytest.mark.no_store
+
+CUES = cue_pattern(["crash", "nan", "hang", "oom", "stuck"])
+
+
+@pytest.mark.parametrize(("sentence", "reason"), [
+    ("This fixes silent output degradation rather than a crash.", "negated"),
+    ("After the fix the loss has no NaN in 500 steps.", "negated"),
+    ("Throughput unchanged, the run is NaN-free.", "negated"),
+    ("If the queue is full the worker could hang.", "hypothetical"),
+    ("This might OOM on smaller cards.", "hypothetical"),
+    ("As in SGLang, the scheduler hangs under heavy load.", "other-project"),
+    ("The worker hangs when the queue is full.", ""),
+    ("Training crashes with an OOM at step 11.", ""),
+])
+def test_why_a_cue_is_not_asserted(sentence, reason):
+    m = CUES.search(sentence)
+    assert m is not None
+    assert why_not(sentence, m.start(), m.end(), ("ourproject",)) == reason
+
+
+@pytest.mark.parametrize("text", [
+    "```\nTraceback (most recent call last):\nRuntimeError: crash\n```",
+    "Traceback (most recent call last): the engine crashed",
+    "    RuntimeError: worker hang detected",
+    "2026-07-02 10:00:01 ERROR engine crash in step 3",
+    "> The engine crashes on start (quoted from the issue)",
+    "$ python repro.py  # hangs",
+    "This change is for maintenance of the scheduler.",  # "nan" inside a word
+    "The change keeps the exchange simple.",  # "hang" inside a word
+])
+def test_code_logs_quotes_and_inner_words_are_not_read(text):
+    assert asserted_sentence(text, CUES) == ""
+
+
+def _item(body: str) -> AnalysedItem:
+    item = Item(repo="acme/engine", kind="pr", key="7", number=7, title="Fix output quality", body=body)
+    return AnalysedItem(item, Analysis(item_kind="bugfix"))
+
+
+@pytest.mark.parametrize("motivation", [
+    "The kernel produced silent output degradation rather than a crash.",
+    "If a request is cancelled during prefill, the worker could hang.",
+    "As in SGLang, the scheduler may get stuck; we keep ours as is.",
+    "We saw no NaN and no crash; the outputs drifted from the reference.",
+])
+def test_a_deep_dive_cause_is_never_read_from_a_negated_hypothetical_or_foreign_sentence(motivation):
+    ai = _item(f"## Motivation\n\n{motivation}\n\n## Changes\n\n- swap the kernel\n")
+    cues = motivation_cues(ai, "en")
+    assert not {"hangs", "crashes", "NaN"} & set(cues), cues
+
+
+def test_a_cause_the_text_asserts_is_kept():
+    ai = _item("## Motivation\n\nThe worker hangs when two requests share a prefix.\n")
+    assert motivation_cues(ai, "en") == ["hangs"]
