@@ -63,3 +63,39 @@ def test_a_deep_dive_cause_is_never_read_from_a_negated_hypothetical_or_foreign_
 def test_a_cause_the_text_asserts_is_kept():
     ai = _item("## Motivation\n\nThe worker hangs when two requests share a prefix.\n")
     assert motivation_cues(ai, "en") == ["hangs"]
+
+
+# --------------------------------------------------------------------------- checklist steps
+
+
+def _steps(body: str, title: str = "Speed up decode", kind: str = "perf", topics: list[str] | None = None) -> str:
+    from infra_radar.render.checklist import item_checklist
+
+    item = Item(repo="acme/engine", kind="pr", key="9", number=9, title=title, body=body)
+    ai = AnalysedItem(item, Analysis(item_kind=kind, topics=topics or []))
+    return "\n".join(str(s) for s in item_checklist(ai, "zh", "NPU", []))
+
+
+def test_a_benchmark_command_line_gives_no_switch_or_variable():
+    body = ("## Summary\n\nCache the speaker embedding between requests.\n\n## Test\n\n```bash\n"
+            "SEED_TTS_EVAL_DEVICE=cuda python eval.py --seed 1\n```\n\n"
+            "$ EVAL_RUN_MODE_FAST=1 python bench.py --enable-fast-path\n")
+    steps = _steps(body)
+    assert "SEED_TTS_EVAL_DEVICE" not in steps and "EVAL_RUN_MODE_FAST" not in steps and "--enable-fast-path" not in steps
+
+
+def test_a_switch_the_text_says_needs_another_platform_is_not_confirmed_on_the_target():
+    body = "## Summary\n\nAdds `VLLM_USE_FP8_GATHER=1`, which needs NVIDIA SM89+ and is ignored elsewhere.\n"
+    assert "VLLM_USE_FP8_GATHER" not in _steps(body)
+
+
+def test_a_graph_step_never_compares_eager_with_itself():
+    body = "## Summary\n\nFix the decode path when `enforce_eager` is set.\n"
+    steps = _steps(body, kind="bugfix")
+    assert "enforce_eager" not in steps
+
+
+def test_a_parallel_setting_of_the_benchmark_is_not_a_step():
+    body = "## Summary\n\nReuse the prefix hash.\n\n## Test\n\nRan Qwen3-8B with TP4 on 4 cards.\n"
+    steps = _steps(body, topics=["distributed"])
+    assert "TP4" not in steps and "不开该并行" not in steps
