@@ -99,3 +99,37 @@ def test_a_parallel_setting_of_the_benchmark_is_not_a_step():
     body = "## Summary\n\nReuse the prefix hash.\n\n## Test\n\nRan Qwen3-8B with TP4 on 4 cards.\n"
     steps = _steps(body, topics=["distributed"])
     assert "TP4" not in steps and "不开该并行" not in steps
+
+
+# --------------------------------------------------------------------------- the target boundary
+
+
+def _porting(title: str, body: str, paths: tuple[str, ...] = ()) -> list[str]:
+    from infra_radar.analyse.porting import applied
+    from infra_radar.models import FileChange
+
+    item = Item(repo="acme/engine", kind="pr", key="5", number=5, title=title, body=body,
+                files=[FileChange(p) for p in paths])
+    return [a.entry.id for a in applied(item, "ascend")]
+
+
+def test_fp8_named_beside_a_copy_is_not_an_fp8_boundary():
+    title = "Load fp8 checkpoints with one dense host-to-device copy"
+    body = ("The loader now copies the whole shard in one dense H2D transfer. The fp8 shards are read the same way. "
+            "Nothing changes for fp8 users. Loading fp8 shards is 3x faster.")
+    assert "low-precision" not in _porting(title, body)
+
+
+def test_fp8_said_of_the_compute_is_an_fp8_boundary():
+    assert "low-precision" in _porting("Use fp8 GEMM for the MoE experts", "")
+
+
+def test_negated_or_foreign_mentions_do_not_make_a_boundary():
+    body = ("This does not use CUDA graphs. Unlike SGLang's cudagraph runner, nothing is captured. "
+            "If cudagraph capture were enabled it could break. The change only reorders Python calls.")
+    assert "cuda-graph" not in _porting("Reorder scheduler calls", body)
+
+
+def test_a_loss_module_of_a_megatron_backend_is_not_the_fused_op_path():
+    assert "megatron-te" not in _porting("Fuse logprob and entropy computation", "",
+                                         ("pkg/backends/megatron_utils/loss.py", "pkg/utils/ppo_utils.py"))
