@@ -36,6 +36,7 @@ from ..render.context import (
     weekly_context,
 )
 from ..render.escape import text as author_text
+from ..render.evidence import item_evidence
 from ..render.markdown import fmt
 from ..render.template_cache import bytecode_cache, fingerprint
 from ..store import queries
@@ -343,7 +344,8 @@ class Site:
         # the sentences the radar built in Markdown go through md() in the template (code spans rendered);
         # the team's line is shown as the text a reader sees (HTML escapes it)
         card["team"] = shown(card["team"])
-        return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body,
+        evidence = item_evidence(ai, self.lang, self.settings.target) if item.number is not None else []
+        return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body, evidence=evidence,
                                 repo_link=root_of(rel) + repo_page(item.repo))
 
 

@@ -196,8 +196,8 @@ def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Appli
     return checklist_options(ai, lang, target, porting)[0]
 
 
-def checklist_options(ai: AnalysedItem, lang: str, target: str,
-                      porting: list[Applied]) -> tuple[list[Md], list[Md]]:
+def checklist_options(ai: AnalysedItem, lang: str, target: str, porting: list[Applied],
+                      sources: dict[str, tuple[str, dict[str, str]]] | None = None) -> tuple[list[Md], list[Md]]:
     """(steps, alternates): the item's steps, and the other fallbacks that also fit it (for a report that
     would otherwise repeat one fallback on too many items)."""
     r = checklist_rules()
@@ -222,12 +222,29 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
         out = fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
         return squeeze_cjk(out) if lang == "zh" else out
 
+    if sources is not None:  # each step's rule and the values it was filled with (its evidence record)
+        for group in ("step", "fallback", "spare"):
+            for i, s in enumerate(r.get(group, [])):
+                if usable(s):
+                    used = set(_PLACEHOLDER.findall(s["text"]["en"])) | set(s.get("needs", []))
+                    sources[str(text(s))] = (f"{group}[{i}]", {k: str(values[k]) for k in sorted(used) if values.get(k)})
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]
     need = max(int(r["min_steps"]) - len(steps), 0)
     steps += fallbacks[:need]
     spares = [text(s) for s in r.get("spare", []) if usable(s)]
     return list(dict.fromkeys(steps)), fallbacks[need:] + spares
+
+
+def checklist_sources(ai: AnalysedItem, lang: str, target: str,
+                      porting: list[Applied]) -> list[tuple[str, str, dict[str, str]]]:
+    """(step, the rule it was built from, the item's values it names) for each step the item's checklist may show."""
+    from .escape import plain
+
+    sources: dict[str, tuple[str, dict[str, str]]] = {}
+    steps, alternates = checklist_options(ai, lang, target, porting, sources)
+    # a report may show an alternate in place of a step another item already has: both have their records
+    return [(plain(s), *sources[str(s)]) for s in dict.fromkeys([*steps, *alternates]) if str(s) in sources]
 
 
 _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")

@@ -135,6 +135,14 @@ def _checklist_json(inp: CardInput) -> list[str]:
                                                     applied(ai.item, inp.target, text=described(ai.item.body)))]
 
 
+def _evidence_json(inp: CardInput) -> list[dict[str, str]]:
+    from .evidence import item_evidence
+
+    if not inp.known:
+        return []
+    return [e.json() for e in item_evidence(inp.item, "en", inp.target)]
+
+
 def card_json(inp: CardInput) -> dict[str, Any]:
     """The export object of one item (SPEC §5); prose fields in English, times as ISO-8601 Z or null."""
     item, a = inp.item.item, inp.item.analysis
@@ -154,6 +162,8 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
         "labels": list(item.labels), "checklist": _checklist_json(inp),
+        # each templated statement about the item with the sentence, field and rule it rests on (issue 32)
+        "evidence": _evidence_json(inp),
         # the team's judgment: `priority` and `grade` above are the effective ones (the team's label, else the
         # calibration's, else the rules'); `label` is the team's own label (who, when, note), `learned` the
         # calibration's move and the flags that made it, `rules` what the rules alone said

@@ -1,0 +1,205 @@
+"""Evidence records: for each statement the radar makes about an item, where it came from.
+
+A record is {statement, source, field, text, rule}: the statement as the report says it, the source the item was
+read from (`jsonl`, `git`, `page`, `github`), the field (title, body, files, state, labels), the sentence or span
+the statement rests on, and the rule that fired (the rules file and entry). The statements are the templated
+ones: figures (or what was read when there are none), the cause, the target boundary, risk labels, switches and
+environment variables, checklist steps and a state learnt later. No record, no statement: the functions here
+are the ones the deep dive, the weekly risks and the checklist read, so a statement without a record is not made.
+`radar show ITEM --evidence` lists them, the export carries them and the site's item page shows them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any
+
+from ..analyse.assertions import own_names, sentences, why_not
+from ..models import AnalysedItem
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    statement: str
+    source: str
+    field: str
+    text: str
+    rule: str
+
+    def json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _source(ai: AnalysedItem) -> str:
+    return ai.item.source or "store"
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def figure_evidence(ai: AnalysedItem, t: dict[str, Any]) -> list[Evidence]:
+    """A record per figure (perf claims, then the other shapes), or one saying what was read when none is."""
+    from ..analyse.figures import description_cut, extract_figures
+    from .conclusion import claim_text
+    from .escape import plain
+
+    item, src = ai.item, _source(ai)
+    out = [Evidence(plain(claim_text(c, t)), src, "body", c.source, "claims.toml")
+           for c in ai.analysis.perf_claims]
+    out += [Evidence(f.text, src, "body", f.line, f"claims_figures.toml:{f.shape}")
+            for f in extract_figures(item.body, taken=[c.span for c in ai.analysis.perf_claims])]
+    if out:
+        return out
+    d = t["daily"]
+    if description_cut(item.body):
+        tail = item.body.rstrip().rsplit("\n", 1)[-1].strip()
+        return [Evidence(d["dive_cut"], src, "body", tail, "figures:cut")]
+    return [Evidence(d["dive_no_figures"], src, "body", f"{len(item.body)} characters", "figures:none")]
+
+
+# --------------------------------------------------------------------------- risks
+
+
+def _phrase_re(phrase: str) -> str:
+    if not re.search(r"[a-z0-9]", phrase.lower()):
+        return re.escape(phrase)
+    out, gap = [], False
+    for token in phrase.lower().split():
+        if token == "...":
+            gap = True
+            continue
+        body = r"[\W_]*".join(re.escape(w) for w in re.findall(r"[a-z0-9]+", token))
+        if token.endswith("*"):
+            body += r"\w*"
+        out.append((r"(?:[\W_]+\w+){0,4}[\W_]+" if gap else r"[\W_]+") + body if out else body)
+        gap = False
+    return r"(?<![a-z0-9])" + "".join(out) + (r"(?![a-z0-9])" if not phrase.endswith("*") else "")
+
+
+@cache
+def _risk_patterns() -> dict[str, tuple[Any, ...]]:
+    """Per word risk: (title pattern, description pattern, not-this pattern) from risks.toml."""
+    import tomllib
+    from importlib import resources
+
+    path = resources.files("infra_radar") / "defaults" / "rules" / "risks.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    out = {}
+    for rid, entry in data.get("words", {}).items():
+        def comp(words: list[str]) -> re.Pattern[str] | None:
+            return re.compile("|".join(_phrase_re(w) for w in words), re.I) if words else None
+        out[rid] = (comp(entry.get("title", [])), comp(entry.get("body", [])), comp(entry.get("not_this", [])),
+                    entry.get("extra"))
+    return out
+
+
+def risk_evidence(ai: AnalysedItem, rid: str, t: dict[str, Any] | None = None) -> Evidence | None:
+    """The record of one risk label: the sentence that asserts it (title, prose), the files or the state that
+    set it; None when no sentence of the item says it (a negated "off by default" is no default change)."""
+    from .base import name
+
+    item, src = ai.item, _source(ai)
+    statement = name(t, "risks", rid) if t else rid
+    rule = f"risks.toml:{rid}"
+    if rid in ("core-path", "large-change", "no-test"):
+        if not item.files and item.named_paths:
+            return Evidence(statement, src, "named_paths", ", ".join(item.named_paths[:3]), rule)
+        paths = [f.path for f in item.files][:3]
+        lines = sum((f.additions or 0) + (f.deletions or 0) for f in item.files)
+        return Evidence(statement, src, "files", f"{len(item.files)} files, {lines} lines: {', '.join(paths)}", rule)
+    if rid == "draft":
+        return Evidence(statement, src, "state", "draft" if item.draft else item.title, rule)
+    patterns = _risk_patterns().get(rid)
+    if patterns is None:  # an engine check (platform paths, external references): the analysis' own flags
+        flags = [f for f in ai.analysis.features if rid in f or f.startswith("risk:")]
+        return Evidence(statement, src, "analysis", ", ".join(flags) or rid, rule)
+    title_re, body_re, not_re, extra = patterns
+    own = own_names(item.repo)
+    for where, text, regex in (("title", item.title, title_re), ("body", item.body[:20000], body_re)):
+        if regex is None:
+            continue
+        for sentence in (sentences(text) if where == "body" else [text]):
+            if not_re is not None and not_re.search(sentence):
+                continue
+            for m in regex.finditer(sentence):
+                if not why_not(sentence, m.start(), m.end(), own):
+                    return Evidence(statement, src, where, sentence, rule)
+    low = [lb for lb in item.labels if regex_any(patterns, lb)]
+    if low:
+        return Evidence(statement, src, "labels", low[0], rule)
+    if extra:  # set by an engine check (platform paths, external references): the files or flags it read
+        paths = [f.path for f in item.files if extra == "platform-paths"][:3]
+        return Evidence(statement, src, "files" if paths else "analysis", ", ".join(paths) or extra, f"{rule} ({extra})")
+    return None
+
+
+def stated_risks(ai: AnalysedItem) -> list[str]:
+    """The item's risk labels that have an evidence record: the ones a report may state."""
+    return [rid for rid in ai.analysis.risk_labels if risk_evidence(ai, rid) is not None]
+
+
+def regex_any(patterns: tuple[re.Pattern[str] | None, ...], text: str) -> bool:
+    return any(p is not None and p.search(text) for p in patterns[:2])
+
+
+# --------------------------------------------------------------------------- everything of one item
+
+
+def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None = None) -> list[Evidence]:
+    """Every evidence record of one item, in the order a reader meets the statements."""
+    from ..analyse.porting import applied, target_name
+    from .base import load_strings, pick
+    from .checklist import checklist_sources, item_switches
+    from .deepdive import motivation_evidence
+    from .explain import described
+
+    t = load_strings(lang)
+    item, src = ai.item, _source(ai)
+    porting = applied(item, target, text=described(item.body)) if porting is None else porting
+    out = [Evidence(f"{t['daily']['dive_why'].format(text=label)}".rstrip("。."), src, "body", said,
+                    "conclusions.toml [motivation]") for label, said in motivation_evidence(ai, lang)]
+    out += figure_evidence(ai, t)
+    for p in porting:
+        field = "title" if p.evidence.lower() in item.title.lower() else (
+            "files" if any(f.path == p.evidence for f in item.files) else "body")
+        out.append(Evidence(pick(p.brief, lang) or pick(p.caveat, lang), src, field, p.evidence,
+                            f"porting.toml:{p.entry.id}"))
+    for rid in ai.analysis.risk_labels:
+        found = risk_evidence(ai, rid, t)
+        if found is not None:
+            out.append(found)
+    switches, envs = item_switches(ai)
+    lines = [line for line in f"{item.title}\n{item.body[:20000]}".split("\n")]
+    for kind, values in (("switch", switches), ("env", envs)):
+        for v in values[:4]:
+            key = v.split("=")[0]
+            line = next((ln.strip() for ln in lines if key in ln), key)
+            out.append(Evidence(v, src, "title" if key in item.title else "body", line, f"checklists.toml:{kind}"))
+    for step, rule, values in checklist_sources(ai, lang, target_name(target, lang), porting):
+        out.append(Evidence(step, src, "checklist", "; ".join(f"{k}={v}" for k, v in values.items()) or "—",
+                            f"checklists.toml:{rule}"))
+    if ai.later_state:
+        out.append(Evidence(ai.later_state, src, "state", ai.later_state, "page: state learnt after the window"))
+    return out
+
+
+def evidence_text(inp: Any, lang: str, as_json: bool = False) -> str:
+    """What `radar show ITEM --evidence` prints: one block per statement (statement, then the rule, source and
+    field, then the sentence it rests on), or the records as a JSON array."""
+    import json
+
+    from .escape import plain
+
+    if not inp.known:
+        return (json.dumps([], indent=2) + "\n") if as_json else f"{inp.item.item.ref}: no evidence (not in the store)\n"
+    records = item_evidence(inp.item, lang, inp.target)
+    if as_json:
+        return json.dumps([e.json() for e in records], ensure_ascii=False, indent=2) + "\n"
+    lines = [f"# {inp.item.item.ref} · evidence", ""]
+    for e in records:
+        lines.append(f"- {plain(e.statement) if not isinstance(e.statement, str) else e.statement}")
+        lines.append(f"  rule: {e.rule} · source: {e.source} · field: {e.field}")
+        lines.append(f"  text: {' '.join(e.text.split())}")
+    return "\n".join(lines) + "\n"
