@@ -198,14 +198,20 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
             adapts[e.down_ref.lower()].append(e.up_ref)
     counts = []
     for repo in inp.downstream:
-        mine = [ai for ai in items if ai.item.repo.lower() == repo.lower() and ai.item.kind != RELEASE]
+        # the same items the scope line counts ("下游 N 项另列"): every part below sums to their number
+        mine = [ai for ai in items if ai.item.repo.lower() == repo.lower()]
         if not mine:
             continue
-        by_p = Counter(ai.analysis.priority for ai in mine)
-        counts.append(fmt(d["downstream_counts"],
-            repo=short.get(repo.lower(), repo), merged=sum(ai.item.state == "merged" for ai in mine),
-            open=sum(ai.item.state == "open" for ai in mine),
-            by_priority=" · ".join(f"{p} {by_p[p]}" for p in ("P0", "P1", "P2") if by_p[p]) or c["none"]))
+        by_p = Counter(ai.analysis.priority if ai.analysis.priority in ("P0", "P1", "P2") else "none" for ai in mine)
+        by_s = Counter("release" if ai.item.kind == RELEASE else ai.item.state if ai.item.state in ("merged", "open")
+                       else "closed" for ai in mine)
+        parts = [f"{p} {by_p[p]}" for p in ("P0", "P1", "P2") if by_p[p]]
+        if by_p["none"]:
+            parts.append(d["downstream_unranked"].format(n=by_p["none"]))
+        states = [d["downstream_state"][k].format(n=by_s[k]) for k in ("merged", "open", "closed", "release")
+                  if by_s[k] or k in ("merged", "open")]
+        counts.append(fmt(d["downstream_total"], repo=short.get(repo.lower(), repo), total=len(mine),
+                          by_state=c["sep"].join(states), by_priority=" · ".join(parts)))
     ranked = rank((ai for ai in items if ai.analysis.priority in ("P0", "P1", "P2") and ai.item.kind != RELEASE),
                   weights)
     # the highest-ranked first, then the adaptation PRs the ledger knows
@@ -222,7 +228,7 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
                       f"{'。' if t['lang'] == 'zh' else '.'}")
         lines.append({"ref": ai.item.ref, "label": ref_label(ai.item.ref, short), "url": ai.item.url,
                       "head": title_head(ai.item.title), "priority": ai.analysis.priority, "note": note})
-    left = len([ai for ai in items if ai.item.kind != RELEASE]) - len(lines)
+    left = len(items) - len(lines)  # of the items the counts above count (releases too)
     return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
 
 

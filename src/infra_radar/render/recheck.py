@@ -141,10 +141,17 @@ def recheck_views(rechecks: list[WatchRecheck], t: dict[str, Any]) -> list[dict[
 
 
 def since_last_line(inp: DailyInput, t: dict[str, Any]) -> Md | None:
-    """The scope's line on what changed since the last published radar (None without memory)."""
+    """The scope's line on what changed since the last published radar (None without memory). With no earlier
+    radar every ranked item is new: the count is split into the scope line's parts (ranked upstream items, the
+    downstream ones), which add up to it."""
     s, r = inp.since_last, t["recheck"]
     if s is None:
         return None
     if s.day is None:
+        down = {d.lower() for d in inp.downstream}
+        ranked = [ai for ai in inp.items if ai.analysis.priority in ("P0", "P1", "P2")]
+        n_down = sum(1 for ai in ranked if ai.item.repo.lower() in down)
+        if n_down and "no_last_parts" in r and len(ranked) == s.new:
+            return Md(r["no_last_parts"].format(new=s.new, up=s.new - n_down, down=n_down))
         return Md(r["no_last"].format(new=s.new))
     return Md(r["since_last"].format(day=s.day, new=s.new, changed=s.changed, stopped=s.stopped))

@@ -50,7 +50,8 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
                                               first=steps[0][0][0], last=steps[-1][0][0], n=steps[-1][0][1])))
     bare = [ai for ai in th.members if "no-test" in ai.analysis.risk_labels and "core-path" in ai.analysis.risk_labels]
     if len(bare) >= 2:
-        out.append(Md(w["fact_untested"].format(n=len(bare), refs=many(bare[:3]))))
+        more = w["and_more"].format(n=len(bare) - 3) if len(bare) > 3 else ""  # the count is the parts' sum
+        out.append(Md(w["fact_untested"].format(n=len(bare), refs=many(bare[:3]) + more)))
     grades = Counter(ai.analysis.grade for ai in th.members)
     if not native and grades:
         grade, n = grades.most_common(1)[0]
