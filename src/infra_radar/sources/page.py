@@ -340,7 +340,7 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
     state = shaped.state or OPEN
     return Item(
         repo=shaped.repo, kind=shaped.kind, key=key, number=shaped.number, title=title, body=body,
-        author=shaped.author[:200], state=state, draft=shaped.draft, created_at=shaped.created_at or min(dates, default=None),
+        author=shaped.author[:200], state=state, draft=shaped.draft, created_at=shaped.created_at,
         updated_at=max(dates, default=None), merged_at=shaped.merged_at if state == MERGED else None,
         closed_at=shaped.closed_at if state in (MERGED, CLOSED) else None, branches=[shaped.base] if shaped.base else [],
         labels=[label[:200] for label in shaped.labels][:50], files=shaped.files, comments=shaped.comments, source="page",

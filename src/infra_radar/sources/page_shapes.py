@@ -325,6 +325,7 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         turns.insert(0, (cont["author"] if cont else "", "description", None, (rest if cont else lead_text)
                          .split("\n")))
     dates = []
+    described = any(kind in rules.description_kinds for _, kind, _, _ in turns)
     for author, kind, when, body_lines in turns:
         text = "\n".join(body_lines).strip()
         dates += [when] if when else []
@@ -345,7 +346,11 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         if text:
             shaped.comments.append(Comment(author, text, when, False, "review" if review else "comment"))
     if dates:
-        shaped.created_at = shaped.created_at or min(dates)
+        # a page that opens with the description (dated or not) was opened by its first date; one that opens with
+        # a comment or review (saved weeks later, the description scrolled away) gives no creation time: a later
+        # event is never taken for the opening
+        if shaped.body or described:
+            shaped.created_at = shaped.created_at or min(dates)
         shaped.updated_at = max([*dates, *([shaped.updated_at] if shaped.updated_at else [])])
     return shaped
 
