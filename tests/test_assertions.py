@@ -133,3 +133,13 @@ def test_negated_or_foreign_mentions_do_not_make_a_boundary():
 def test_a_loss_module_of_a_megatron_backend_is_not_the_fused_op_path():
     assert "megatron-te" not in _porting("Fuse logprob and entropy computation", "",
                                          ("pkg/backends/megatron_utils/loss.py", "pkg/utils/ppo_utils.py"))
+
+
+def test_an_npu_change_does_not_list_the_gpu_path_it_leaves_alone():
+    from infra_radar.render.conclusion import central_identifiers
+
+    body = ("## Summary\n\nAdd an NPU backend for the gated delta-rule ops: `chunk_npu_fwd` and `npu_conv1d` "
+            "run on Ascend. `flash_qla` stays the GPU path and is unchanged.\n")
+    item = Item(repo="acme/engine", kind="pr", key="8", number=8, title="Add NPU backend for delta-rule ops", body=body)
+    ids = central_identifiers(AnalysedItem(item, Analysis(item_kind="feature", topics=["npu"], native=True)), 6)
+    assert "flash_qla" not in ids and "chunk_npu_fwd" in ids

@@ -49,9 +49,12 @@ def echoes(text_: str, title: str) -> bool:
 def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     """The identifiers the description is about: the most mentioned first, then by first mention."""
     explained = explain_body(ai.item.body)
-    found = identifiers(" ".join(t for _, t in explained.mechanism + explained.motivation))
+    said = " ".join(t for _, t in explained.mechanism + explained.motivation)
+    found = identifiers(said)
     if not found:
         return []
+    if ai.analysis.native or "npu" in ai.analysis.topics:  # a change for the target: not the path it leaves alone
+        found = [i for i in found if not _elsewhere_only(i, said)]
     body = ai.item.body[:20000]
     counts = Counter({ident: body.count(ident) for ident in found})
     order = {ident: i for i, ident in enumerate(found)}
@@ -72,6 +75,17 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     # what the title already names goes last: the conclusion should add to the title, not repeat it
     title = ai.item.title.lower()
     return sorted(picked, key=lambda x: x.lower() in title)[:limit]
+
+
+def _elsewhere_only(ident: str, text: str) -> bool:
+    """Whether every sentence naming `ident` says it is another platform's path ("`flash_qla` stays the GPU
+    path"; checklists.toml `elsewhere_words`): an NPU change's row does not list it among its own names."""
+    from .checklist import checklist_rules
+    from .explain import sentences
+
+    words = checklist_rules()["_elsewhere"]
+    naming = [s for s in sentences(text) if ident in s]
+    return bool(naming) and all(words.search(s) for s in naming)
 
 
 # --- the figure ------------------------------------------------------------------------------------
