@@ -143,3 +143,17 @@ def test_an_npu_change_does_not_list_the_gpu_path_it_leaves_alone():
     item = Item(repo="acme/engine", kind="pr", key="8", number=8, title="Add NPU backend for delta-rule ops", body=body)
     ids = central_identifiers(AnalysedItem(item, Analysis(item_kind="feature", topics=["npu"], native=True)), 6)
     assert "flash_qla" not in ids and "chunk_npu_fwd" in ids
+
+
+def test_a_reproduction_command_of_a_cut_page_gives_no_identifier():
+    from infra_radar.render.conclusion import central_identifiers
+
+    cmd = ("python3 -m verl.trainer.main_ppo \\\n  algorithm.adv_estimator=grpo \\\n  data.train_batch_size=64 \\\n"
+           "  actor_rollout_ref.rollout.name=vllm")
+    # the page is cut inside the second run's command: its fence never closes
+    body = ("## Environment\n\n```\ntorch 2.7\n```\n\n## Problem\n\nTraining with `actor.strategy=fsdp2` crashes at "
+            f"step 11.\n\nLaunch command (run twice):\n\n```bash\n{cmd}\n{cmd}")
+    item = Item(repo="acme/verl", kind="issue", key="4", number=4, title="GRPO crashes at step 11", body=body)
+    ids = central_identifiers(AnalysedItem(item, Analysis(item_kind="issue-bug")), 6)
+    assert any(i.startswith("actor.strategy") for i in ids), ids
+    assert not {"algorithm.adv_estimator", "data.train_batch_size", "verl.trainer.main_ppo"} & set(ids), ids

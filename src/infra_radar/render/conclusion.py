@@ -55,6 +55,14 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
         return []
     if ai.analysis.native or "npu" in ai.analysis.topics:  # a change for the target: not the path it leaves alone
         found = [i for i in found if not _elsewhere_only(i, said)]
+    # named in the author's prose, not only in a command line or a log (an unclosed fence of a cut page runs on
+    # to the end: a reproduction's `key=value` arguments are not the change's names)
+    from .checklist import prose_text
+
+    prose = prose_text(ai.item)
+    found = [i for i in found if i in prose]
+    if not found:
+        return []
     body = ai.item.body[:20000]
     counts = Counter({ident: body.count(ident) for ident in found})
     order = {ident: i for i, ident in enumerate(found)}
