@@ -147,15 +147,23 @@ def regex_any(patterns: tuple[re.Pattern[str] | None, ...], text: str) -> bool:
 # --------------------------------------------------------------------------- everything of one item
 
 
+@cache
+def _strings(lang: str) -> dict[str, Any]:
+    """The packaged wording of `lang`, read once (a site build asks for it on every item page)."""
+    from .base import load_strings
+
+    return load_strings(lang)
+
+
 def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None = None) -> list[Evidence]:
     """Every evidence record of one item, in the order a reader meets the statements."""
     from ..analyse.porting import applied, target_name
-    from .base import load_strings, pick
+    from .base import pick
     from .checklist import checklist_sources, item_switches
     from .deepdive import motivation_evidence
     from .explain import described
 
-    t = load_strings(lang)
+    t = _strings(lang)
     item, src = ai.item, _source(ai)
     porting = applied(item, target, text=described(item.body)) if porting is None else porting
     out = [Evidence(f"{t['daily']['dive_why'].format(text=label)}".rstrip("。."), src, "body", said,
