@@ -79,12 +79,12 @@ def test_site_in_chromium(site, tmp_path):
             assert records
             shown = page.locator("details.evidence")
             summaries = [" ".join(x.split()) for x in shown.locator("summary").all_inner_texts()]
-            assert summaries == [" ".join(r["statement"].split()) for r in records]
+            assert summaries == [" ".join(r["statement"].replace("`", "").split()) for r in records]
             first = shown.first
             assert not first.evaluate("d => d.open") and not first.locator("blockquote").is_visible()
             first.locator("summary").click()
             assert first.evaluate("d => d.open") and first.locator("blockquote").is_visible()
-            assert " ".join(first.locator("blockquote").inner_text().split()) == " ".join(records[0]["text"].split())
+            assert " ".join(first.locator("blockquote").inner_text().split()) == " ".join(records[0]["text"].replace("`", "").split())
             assert records[0]["rule"] in first.locator("p.facts").inner_text()
             page.screenshot(path=str(tmp_path / "item.png"), full_page=True)
 
