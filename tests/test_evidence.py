@@ -30,12 +30,19 @@ def _item(title: str, body: str = "", risks: tuple[str, ...] = (), kind: str = "
     "Adds `--decode-first`; the new option is off by default.",
     "Adds a decode-first policy, disabled by default, so existing deployments are unchanged.",
     "The new `decode_first` flag defaults to False.",
+    "The default value of `do_virtual` is `False`, so existing deployments behave as before.",
 ])
 def test_a_new_option_off_by_default_is_no_default_change(body):
     ai = _item("Add a decode-first scheduling policy", body, ("new-default",))
     assert risk_evidence(ai, "new-default") is None
     assert "new-default" not in stated_risks(ai)
     assert find([ai]).defaults == []  # the weekly lists no default change for it
+
+
+@pytest.mark.no_store
+def test_a_default_moved_from_false_is_a_default_change():
+    ai = _item("Enable prefix caching", "We changed the default of `prefix_cache` from False to True.", ("new-default",))
+    assert risk_evidence(ai, "new-default") is not None
 
 
 @pytest.mark.no_store
@@ -50,9 +57,11 @@ def test_a_changed_default_has_its_sentence():
 
 @pytest.mark.no_store
 def test_a_removal_of_something_of_an_identifier_is_not_the_identifier_removed():
-    ai = _item("Remove downcast of e_correction_bias in the router", kind="bugfix")
-    assert str(removed(ai)) == "downcast of e_correction_bias in the router"
+    # a downcast is removed, not `e_correction_bias`: nothing a downstream could depend on is gone
+    assert removed(_item("Remove downcast of e_correction_bias in the router", kind="bugfix")) is None
+    assert removed(_item("Upgrade decode performance; Remove e_correction_bias downcast", kind="bugfix")) is None
     assert str(removed(_item("Remove the e_correction_bias argument", kind="bugfix"))) == "`e_correction_bias`"
+    assert str(removed(_item("Drop the legacy `--swap-space` flag", kind="bugfix"))) == "`--swap-space`"
 
 
 @pytest.mark.no_store

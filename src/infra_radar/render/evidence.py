@@ -91,7 +91,7 @@ def _risk_patterns() -> dict[str, tuple[Any, ...]]:
         def comp(words: list[str]) -> re.Pattern[str] | None:
             return re.compile("|".join(_phrase_re(w) for w in words), re.I) if words else None
         out[rid] = (comp(entry.get("title", [])), comp(entry.get("body", [])), comp(entry.get("not_this", [])),
-                    entry.get("extra"))
+                    entry.get("extra"), comp(entry.get("not_this_unless", [])))
     return out
 
 
@@ -115,13 +115,13 @@ def risk_evidence(ai: AnalysedItem, rid: str, t: dict[str, Any] | None = None) -
     if patterns is None:  # an engine check (platform paths, external references): the analysis' own flags
         flags = [f for f in ai.analysis.features if rid in f or f.startswith("risk:")]
         return Evidence(statement, src, "analysis", ", ".join(flags) or rid, rule)
-    title_re, body_re, not_re, extra = patterns
+    title_re, body_re, not_re, extra, unless_re = patterns
     own = own_names(item.repo)
     for where, text, regex in (("title", item.title, title_re), ("body", item.body[:20000], body_re)):
         if regex is None:
             continue
         for sentence in (sentences(text) if where == "body" else [text]):
-            if not_re is not None and not_re.search(sentence):
+            if not_re is not None and not_re.search(sentence) and not (unless_re and unless_re.search(sentence)):
                 continue
             for m in regex.finditer(sentence):
                 if not why_not(sentence, m.start(), m.end(), own):

@@ -91,10 +91,15 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
         clause = _CLAUSE_END.split(title[verb.end(): verb.end() + 120], maxsplit=1)[0].strip()
         after = clause.split()[:6]
         named = [w for w in identifiers(" ".join(after)) if len(w) >= 4]
-        # "remove the downcast of `x`": what goes is the downcast, not `x`; the clause says it as written
+        # "remove the downcast of `x`", "remove `x` downcast": what goes is something done to `x` (a cast, a
+        # copy, a check), not `x` nor anything a downstream could depend on
         first = next((i for i, w in enumerate(after) if any(n in w for n in named)), None) if named else None
-        if first and any(w.lower() in r.of_words for w in after[:first]) and len(clause) <= 80:
-            return text(clause), 2
+        if first and any(w.lower() in r.of_words for w in after[:first]):
+            return None
+        nxt = after[first + 1] if first is not None and first + 1 < len(after) else ""
+        if nxt.isalpha() and nxt.islower() and nxt.rstrip("s") not in r.objects and nxt not in r.objects \
+                and nxt not in r.of_words:
+            return None
         if named:
             return Md("、".join(code(_identifier(w)) for w in named[:2])), 3
         if any(w.lower().rstrip("s") in r.objects or w.lower() in r.objects for w in after) and len(clause) <= 60:
