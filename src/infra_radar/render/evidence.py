@@ -135,6 +135,22 @@ def risk_evidence(ai: AnalysedItem, rid: str, t: dict[str, Any] | None = None) -
     return None
 
 
+def _removal_record(ai: AnalysedItem) -> Evidence | None:
+    """The record of what the weekly says a PR removes (weekly_risks.removed): the title, a deleted file or the
+    description it read it from."""
+    from .escape import plain
+    from .weekly_risks import _removal
+
+    found = _removal(ai, None)
+    if found is None:
+        return None
+    what, plainness = found
+    field, text = {3: ("title", ai.item.title), 2: ("title", ai.item.title)}.get(plainness, ("files", plain(what)))
+    if plainness == 0:
+        field, text = "body", ai.item.title
+    return Evidence(plain(what), _source(ai), field, text, f"weekly.toml [risks] removal ({plainness})")
+
+
 def stated_risks(ai: AnalysedItem) -> list[str]:
     """The item's risk labels that have an evidence record: the ones a report may state."""
     return [rid for rid in ai.analysis.risk_labels if risk_evidence(ai, rid) is not None]
@@ -178,6 +194,9 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
         found = risk_evidence(ai, rid, t)
         if found is not None:
             out.append(found)
+    gone = _removal_record(ai)
+    if gone is not None:
+        out.append(gone)
     switches, envs = item_switches(ai)
     lines = [line for line in f"{item.title}\n{item.body[:20000]}".split("\n")]
     for kind, values in (("switch", switches), ("env", envs)):
