@@ -37,5 +37,4 @@ def import_shared(radar: list[str], env: dict[str, str]) -> None:
         sys.exit(f"{DATA} is not available: give --home")
     print("building the store from ../shared/data ...", file=sys.stderr, flush=True)
     run([*radar, "import-jsonl", *map(str, sorted((DATA / "git").glob("*.jsonl.gz")))], env)
-    for page in sorted((DATA / "pages").rglob("*.txt")):
-        run([*radar, "import-page", str(page)], env)
+    run([*radar, "import-page", *map(str, sorted((DATA / "pages").rglob("*.txt")))], env)  # one process

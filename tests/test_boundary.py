@@ -89,7 +89,8 @@ def check_every_command(tmp_path, repo: str, number: int) -> None:
     since, until = "2026-06-01", "2026-09-01"
     for args in (["daily", "--since", since, "--until", until], ["weekly", "--repo", repo, "--since", since,
                  "--until", until], ["show", f"{repo}#{number}"], ["export"],
-                 ["site", "build", str(tmp_path / "site")], ["push", "daily", "--to", "slack", "--dry-run"],
+                 ["site", "build", str(tmp_path / "site")],
+                 ["push", "daily", "--to", "slack", "--dry-run", "--since", since, "--until", until],
                  ["push", "weekly", "--to", "feishu", "--dry-run"]):
         code, out, err = invoke(*args)
         assert code == 0, (args, err[-2000:])

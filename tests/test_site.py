@@ -262,7 +262,7 @@ def test_report_pages_carry_the_same_markdown_as_the_cli(settings, store):
     from infra_radar.render.markdown import render_daily, render_weekly
 
     analyze(settings, store)
-    site = Site(settings, load_site_data(store))
+    site = Site(settings, load_site_data(store), engine=store)
     day = date(2026, 8, 2)
     weights = settings.focus_weights
     assert site.daily(day)[2] == render_daily(site.daily_input(day), settings.lang, focus_weights=weights)

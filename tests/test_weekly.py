@@ -70,8 +70,9 @@ def _themes(text: str, lang: str) -> list[tuple[str, int, list[int]]]:
 
 
 def _term(heading: str) -> str:
-    """The term a theme is named after: its heading's leading code span, else its leading word."""
-    m = re.match(r"`([^`]+)`", heading) or re.match(r"([^\s（(：:]+)", heading)
+    """The term a theme is named after: its heading's code span (a directory or file follows the mechanism its
+    PRs share: "KV 传输（`…/kv_transfer/`）"), else its leading word."""
+    m = re.search(r"`([^`]+)`", heading) or re.match(r"([^\s（(：:]+)", heading)
     return m[1]
 
 
@@ -215,3 +216,69 @@ def test_the_same_report_whatever_the_hash_seed(full_store) -> None:
         assert done.returncode == 0, done.stderr
         texts.add(done.stdout)
     assert len(texts) == 1
+
+
+@pytest.mark.parametrize("repo, week", [("verl-project/verl", "2026-W27"), ("vllm-project/vllm-ascend", "2026-W33")])
+def test_counts_headlines_and_key_prs_are_the_weeks_merged_prs(reports, store, repo, week) -> None:
+    """The week says what its data says: its merged count, and every PR it names before the adaptation section
+    (summary, themes, trends, risks, key PRs, advice) merged in it; a PR closed unmerged leads nothing."""
+    settings, engine = store
+    inp = weekly_input(settings, engine, repo, iso_week(week))
+    state = {ai.item.number: ai.item.state for ai in inp.items if ai.item.kind == "pr"}
+    merged = sum(1 for s in state.values() if s == "merged")
+    for lang in ("zh", "en"):
+        text = reports[(repo, week, lang)]
+        head = text.split("\n", 3)[2]
+        assert re.search(rf"(?:合并 PR：|merged PRs: ){merged}(?!\d)", head), head
+        body = text.split(f"## {load_strings(lang)['weekly']['adapted']}")[0]
+        named = {int(n) for n in re.findall(r"(?<![\w.-])#(\d+)", body)}
+        assert named and all(state.get(n, "merged") == "merged" for n in named), \
+            sorted(n for n in named if state.get(n, "merged") != "merged")
+
+
+@pytest.mark.parametrize("repo, week", SHAPED + OTHERS)
+def test_n_more_key_prs_is_followed_by_what_it_says(reports, repo, week) -> None:
+    for lang, more in (("zh", r"另有 (\d+) 个重点 PR(?:，其中 (\d+) 个)?：(.*)$"),
+                       ("en", r"(\d+) more key PRs(?:, (\d+) of them)?: (.*)$")):
+        for n, k, links in re.findall(more, reports[(repo, week, lang)], re.M):
+            assert len(LINK.findall(links)) == int(k or n), (n, k, links)
+
+
+@pytest.mark.parametrize("repo, week", SHAPED)
+def test_tracking_advice_says_what_the_daily_says_for_the_target(reports, repo, week) -> None:
+    """No fixed 'bound to GPU kernels' over a PR written for the NPU: an L-grade PR is tracked for the reason
+    its own grade and boundary give (the daily radar's consequence)."""
+    for lang in ("zh", "en"):
+        text = reports[(repo, week, lang)]
+        assert "GPU 内核" not in text and "GPU kernels" not in text
+
+
+# --- themes as stories (the weeks the work was shaped on) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("repo,week", SHAPED)
+def test_zh_themes_are_stories_in_chinese_named_by_mechanism(reports, store, repo, week) -> None:
+    """Each zh theme: 2-4 sentences (its PRs, the figures, what stands out, what it changes for the target),
+    no PR's English title and no English grammar word outside code and names; a theme of a directory is named
+    by the mechanism its PRs share first, the directory after it."""
+    from infra_radar.render.titles import title_head
+    from infra_radar.render.zh_words import function_words
+
+    _, engine = store
+    text = reports[(repo, week, "zh")]
+    part = _section(text, HEAD["zh"])
+    blocks = re.split(r"^(?=### )", part, flags=re.M)[1:]
+    assert blocks, f"{repo} {week}: no theme"
+    for block in blocks:
+        head, _, body = block.partition("\n")
+        body = body.strip()
+        said = [s for s in re.split(r"(?<=。)", LINK.sub("]", body)) if s.strip()]
+        assert 2 <= len(said) <= 4, f"{head}: {len(said)} sentences: {said}"
+        assert not function_words(body), (head, function_words(body), body)
+        for n in dict.fromkeys(int(x) for x in re.findall(r"#(\d+)", body)):
+            title = title_head(queries.analysed_item(engine, repo, n).item.title)
+            if function_words(title) or len(title.split()) >= 5:  # an English clause, not a name ("AIDD Phase II")
+                assert title not in body, f"{head}: #{n}'s title {title!r}"
+        name = re.sub(r"^### \d+\. ", "", head)
+        assert not re.match(r"`[^`]+` 模块", name) or "（" not in name, name  # a directory leads only when no
+        # mechanism is shared; then it says what it is: "`dir/` 模块"

@@ -54,12 +54,12 @@ class Settings:
     lang: str = "zh"
     out_dir: Path = Path("radar-out")
     target: str = "ascend"
-    deep_dive_limit: int = 5
+    deep_dive_limit: int = 3
     first_lookback_hours: int = 72
     weekly_key_prs: int = 8
     short_p2_limit: int = 2
     top_table_limit: int = 8
-    short_table_limit: int = 12
+    short_table_limit: int = 24
     downstream_limit: int = 4
     rules_dir: Path | None = None
     focus: list[str] = field(default_factory=list)
@@ -227,13 +227,13 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
         settings = Settings(
             home=home, db_url=url, lang=lang, out_dir=Path(data.get("out_dir") or "radar-out"),
             target=str(data.get("target", "ascend")),
-            deep_dive_limit=_number(data.get("deep_dive_limit", 5), "deep_dive_limit", where, 0, 10_000, True),
+            deep_dive_limit=_number(data.get("deep_dive_limit", 3), "deep_dive_limit", where, 0, 10_000, True),
             first_lookback_hours=_number(data.get("first_lookback_hours", 72), "first_lookback_hours", where,
                                          0, 24 * 365 * 20, True),
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
             short_p2_limit=_number(data.get("short_p2_limit", 2), "short_p2_limit", where, 0, 10_000, True),
             top_table_limit=_number(data.get("top_table_limit", 8), "top_table_limit", where, 0, 10_000, True),
-            short_table_limit=_number(data.get("short_table_limit", 12), "short_table_limit", where, 0, 10_000, True),
+            short_table_limit=_number(data.get("short_table_limit", 24), "short_table_limit", where, 0, 10_000, True),
             downstream_limit=_number(data.get("downstream_limit", 4), "downstream_limit", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),

@@ -141,6 +141,34 @@ def integrity_problem(conn, limit: int = 5) -> str:
         return " ".join(str(getattr(exc, "orig", exc)).split())[:300]
 
 
+def check_repos(settings: Settings) -> Check:
+    """The configured repositories against what the store holds: each one with no data named (and how to bring
+    it in), and the stored ones radar.toml no longer lists."""
+    try:
+        engine = sa.create_engine(settings.db_url)
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT repos.name, COUNT(items.id) FROM repos LEFT JOIN items "
+                                        "ON items.repo_id = repos.id GROUP BY repos.name")).all()
+        engine.dispose()
+    except (ModuleNotFoundError, sa.exc.SQLAlchemyError):
+        return Check("repos", SKIP, "the store could not be read", "see the store line")
+    held = {name.lower(): (name, int(count)) for name, count in rows}
+    empty = [r.name for r in settings.repos if held.get(r.name.lower(), ("", 0))[1] == 0]
+    configured = {r.name.lower() for r in settings.repos}
+    extra = sorted(name for key, (name, count) in held.items() if key not in configured and count)
+    where = "radar.toml" if settings.config_path else "the packaged list"
+    detail = f"{len(settings.repos)} configured ({where}), {len(settings.repos) - len(empty)} with data"
+    if empty:
+        detail += f"; no data: {few(empty, most=len(empty))}"
+    if extra:
+        detail += f"; stored but not configured: {few(extra)}"
+    fix = ""
+    if empty:
+        one = empty[0] if len(empty) == 1 else "OWNER/NAME"
+        fix = f"radar fetch --repo {one} (GitHub), or radar import-git CLONE --repo {one} (a local clone)"
+    return Check("repos", MISSING if empty else OK, detail, fix)
+
+
 def check_git() -> Check:
     """git on PATH (needed by import-git only)."""
     exe = shutil.which("git")
@@ -317,16 +345,34 @@ def run_checks(config: Path | None, db: str | None, env: dict[str, str] | None =
     checks = [config_check]
     if settings is not None:
         checks.append(check_store(settings))
+        if checks[-1].status == OK:
+            checks.append(check_repos(settings))
     else:
         checks.append(Check("store", SKIP, "config must load first", "fix the config", True))
     checks += [check_git(), check_token(env), check_llm(settings, env, network), *check_webhooks(env, network)]
     return checks
 
 
-def format_table(checks: list[Check]) -> str:
-    """A plain aligned table: check, status, detail, and how to fix what is not OK."""
+def format_table(checks: list[Check], width: int | None = None) -> str:
+    """A plain aligned table: check, status, detail, and how to fix what is not OK. With `width` (a terminal's
+    columns) the detail and the fix wrap under the detail column and every line fits; without it each check is
+    one line, for grep and scripts."""
+    import textwrap
+
     rows = [("check", "status", "detail", "fix")]
     rows += [(c.name, c.status, c.detail, "" if c.status == OK else c.fix) for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3] for r in rows]
+    if width is None:
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3] for r in rows]
+        return "\n".join(line.rstrip() for line in lines) + "\n"
+    indent = widths[0] + widths[1] + 4
+    room = max(20, width - indent)
+    lines = []
+    for name, status, detail, fix in rows[:1] + rows[1:]:
+        head = f"{name.ljust(widths[0])}  {status.ljust(widths[1])}  "
+        text = textwrap.wrap(detail, room, break_on_hyphens=False) or [""]
+        if fix and name != "check":
+            text += textwrap.wrap(f"fix: {fix}", room, break_on_hyphens=False)
+        lines.append(head + text[0])
+        lines += [" " * indent + more for more in text[1:]]
     return "\n".join(line.rstrip() for line in lines) + "\n"

@@ -29,8 +29,9 @@ MAX_NUMBER = 2**31 - 1
 
 
 def ref_number(digits: str) -> int | None:
-    """`#N`'s digits as a number, or None when they are too many to be a real PR or issue."""
-    if not digits or len(digits) > 10 or not digits.isdigit():
+    """`#N`'s digits as a number, or None when they are too many to be a real PR or issue, or not ASCII digits
+    (`re`'s \\d and str.isdigit also take Arabic-Indic and other digits, which int() reads as another number)."""
+    if not digits or len(digits) > 10 or not digits.isascii() or not digits.isdigit():
         return None
     value = int(digits)
     return value if 0 < value <= MAX_NUMBER else None
@@ -64,6 +65,10 @@ def check_repo(name: str, what: str = "repository") -> str:
     name = name.strip() if isinstance(name, str) else name
     problem = repo_problem(name)
     if problem:
+        base, sep, digits = name.rpartition("#") if isinstance(name, str) else ("", "", "")
+        if sep and ref_number(digits) is not None and not repo_problem(base):  # an item given for a repository
+            raise RefError(f"invalid {what} {name[:80]!r}: that is an item reference; give {base[:80]} (radar show "
+                           f"{name[:80]} shows the item, radar watch add {name[:80]} watches it)")
         raise RefError(f"invalid {what} {str(name)[:80]!r}: {problem}")
     return name
 
@@ -75,10 +80,27 @@ def parse_ref(ref: str) -> tuple[str, int]:
     anything else is a RefError (a ConfigError: one line, exit 1) that names the reference, cut to 80."""
     text = ref.strip() if isinstance(ref, str) else ""
     repo, sep, digits = text.rpartition("#")
-    number = ref_number(digits) if sep and digits.isascii() else None
+    number = ref_number(digits) if sep else None
     if number is None or repo_problem(repo):
+        if not sep and not repo_problem(text):  # a repository given for an item
+            raise RefError(f"invalid item reference {text[:80]!r}: that is a repository; use {text[:80]}#N for one "
+                           f"of its items (radar repo add {text[:80]} watches the repository itself)")
         raise RefError(f"invalid item reference {str(ref)[:80]!r}: use {REF_FORM}")
     return repo, number
+
+
+# What a one-line text from a person (a label's note, who labelled) may not hold: C0 and C1 controls, DEL, the
+# line and paragraph separators, and lone surrogates (no UTF-8 encodes them: they stop any write or print).
+_NOT_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_BREAKS = "\t\n\r\x0b\x0c\x85\u2028\u2029"
+
+
+def one_line_text(value: str) -> tuple[str, bool]:
+    """(`value` as one line of printable text, trimmed; whether anything had to change): tabs and line breaks
+    become spaces, other control characters (NUL, BEL, ESC ...) and lone surrogates are dropped. Linear."""
+    if not _NOT_TEXT.search(value):
+        return value.strip(), False
+    return _NOT_TEXT.sub(lambda m: " " if m.group() in _BREAKS else "", value).strip(), True
 
 
 # A bilingual text: {"en": "...", "zh": "..."}; renderers pick the report language.

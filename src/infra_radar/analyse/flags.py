@@ -4,6 +4,7 @@ a judged analysis with the same `_score`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,6 +74,11 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "cache-title": bool(facts.hit("title", "cachetitle") or facts.hit("tags", "cachetitle")),
         "host-code": _host_code(facts),
         "doc-adds": facts.type_word in ("feat", "feature") or bool(facts.hit("title", "docadds")),
+        "aux-title": _aux_title(facts),
+        "aux-only": _aux_only(facts),
+        "install-title": bool(facts.hit("title", "installtitle") or facts.hit("tags", "installtitle")),
+        "kernel-title": bool(facts.hit("title", "kerneltitle") or facts.hit("tags", "kerneltitle")),
+        "compile-title": bool(facts.hit("title", "compiletitle") or facts.hit("tags", "compiletitle")),
     }
     flags.update(name for name, on in conditions.items() if on)
     if flags & {"mechanism", "design", "long", "numbers"}:
@@ -92,6 +98,43 @@ def _eval_work(facts: Facts) -> bool:
         return False
     return all("evalpath" in classes or "code_exclude" in classes
                for _, classes, _ in facts.files if "code" in classes)
+
+
+_SERIES_STOP = frozenset("""a an and the for from into of on in to with when by via as at or is are be not no
+support supports supported add adds added fix fixes fixed update updates updated use uses make makes
+feat feature refactor chore misc perf bugfix doc docs""".split())
+_SERIES_WORD = re.compile(r"[a-z][a-z_]{2,}")
+
+
+def kin_features(facts: Facts, most_dirs: int = 3) -> set[str]:
+    """What ties an item to a labelled one (the calibration's kin, analyse/learn.py): its series (the title's
+    content words, digits and versions dropped: `series:adapt-ascend-npu-vllm`) and its places (the
+    directories of its largest changed code files: `dir:verl/models/transformers`)."""
+    found = sorted({w for w in _SERIES_WORD.findall(facts.title.lower().replace("-", " ")) if w not in _SERIES_STOP})
+    out = {f"series:{'-'.join(found)}"} if len(found) >= 2 else set()
+    code = sorted(((lines, path) for path, classes, lines in facts.files
+                   if "code" in classes and "code_exclude" not in classes and "light" not in classes and "/" in path),
+                  key=lambda lp: (-lp[0], lp[1]))
+    out.update(f"dir:{path.rsplit('/', 1)[0]}" for _, path in code[:most_dirs])
+    return out
+
+
+def _aux_title(facts: Facts) -> bool:
+    """The title names a recipe, an example, a script, a benchmark, an evaluation or docs (`aux_title_words`),
+    or a bracket tag does (`aux_tags`)."""
+    return bool(facts.hit("title", "auxtitle") or facts.hit("tags", "auxtag"))
+
+
+def _aux_only(facts: Facts) -> bool:
+    """Every changed file is auxiliary: docs, tests, CI, configuration, examples, recipes, scripts, evaluation
+    or benchmark code (grades.toml light files, priority.toml `aux_paths` and `eval_paths`). Without a
+    diffstat (a page, an issue), the title says so."""
+    if not facts.diffstat:
+        return _aux_title(facts)
+    return bool(facts.files) and all(classes & _AUX for _, classes, _ in facts.files)
+
+
+_AUX = frozenset({"light", "aux", "evalpath"})
 
 
 def _host_code(facts: Facts) -> bool:

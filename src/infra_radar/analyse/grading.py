@@ -156,6 +156,9 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
     if _host_side(facts, rules):
         key = "S_host" if host_tool(facts) and not _host_files(facts) else "S_hostpath"
         return "S", False, _reason(key, _Evidence(), facts, rules)
+    if _title_hit(facts, "g:benefit") and _device_code(facts):
+        # Python logic whose benefit depends on device timing or memory (a cache, memory use): re-measure
+        return "M", False, _reason("M_benefit", _Evidence(), facts, rules)
     found = _evidence(facts, rules, "M", profile.signals_m, profile.body_min_m, title_decides=False, kernel=False)
     if found:
         return "M", False, _reason("M", found, facts, rules, what=found.paths or found.words)
@@ -167,6 +170,20 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
 def host_tool(facts: Facts) -> bool:
     """The title names observability or host-side tooling (metrics, logging, profiler), not log probs."""
     return _title_hit(facts, "g:host") and not _title_hit(facts, "g:hostnot")
+
+
+def _device_code(facts: Facts) -> bool:
+    """Some changed code file is not host-side code (or no diffstat tells: a page's title decides)."""
+    if not facts.diffstat:
+        return True
+    return any(_is_code(classes) and "host" not in classes for _, classes, _ in facts.files)
+
+
+def _model_code(facts: Facts, rules: RuleSet) -> bool:
+    """Some changed code file is model structure or lies on a device path (grades.toml `model_paths`, the
+    paths of the profile's M signals): what a wrapper of the target's fused ops changes is device behaviour."""
+    device = {"model", *(f"sig:{s}" for s in rules.profile.signals_m)}
+    return any(_is_code(classes) and device & classes and "host" not in classes for _, classes, _ in facts.files)
 
 
 def _host_files(facts: Facts) -> list[str]:
@@ -217,8 +234,15 @@ def _native_grade(item: Item, kind: str, facts: Facts, rules: RuleSet) -> tuple[
             return "L", True, _reason("native_L", found, facts, rules)
         if found.deleted:
             return "M", True, _reason("native_deleted", _Evidence(paths=found.deleted), facts, rules)
-        if _title_hit(facts, "adapt") and item.repo.lower() not in profile.native_repos:
+        # a version gate or compatibility adaptation is a regression run, unless it changes model structure or
+        # code on a device path (an npu_* wrapper beside a GPU fused path: validate it on hardware)
+        if _title_hit(facts, "adapt") and item.repo.lower() not in profile.native_repos \
+                and not _model_code(facts, rules):
             return "S", True, _reason("native_gate", _Evidence(), facts, rules)
+        # host-side code only (tokenizer, API server, scheduler bookkeeping): nothing runs on the device
+        code = [classes for _, classes, _ in facts.files if _is_code(classes)]
+        if facts.diffstat and code and all("host" in classes for classes in code):
+            return "S", True, _reason("native_S_host", _Evidence(), facts, rules)
         found = _evidence(facts, rules, "M", profile.signals_m, 1, title_decides=True, kernel=False)
         return "M", True, _reason("native_M", found, facts, rules, what=found.paths or found.words)
     key = f"native_S_{_light_category(facts)}" if facts.files else "native_S_kind"

@@ -66,11 +66,15 @@ class Judge:
         why = analysis.why
         if priority != analysis.priority:
             why = self._why(analysis.why, "label_why" if label is not None else "learned_why")
+            if label is None and (learned or {}).get("by") and "kin_why" in self.texts:
+                refs = ", ".join(learned["by"])
+                why = {lang: self.texts["kin_why"][lang].format(refs=refs) for lang in _LANGS}
         analysis.priority, analysis.grade = priority, grade
         self._derive(analysis, why)
 
     def _derive(self, analysis: Analysis, why: Text) -> None:
-        flags = {f for f in analysis.features if not f.startswith(("grade:", "priority:", "why:", "repo:"))}
+        flags = {f for f in analysis.features
+                 if not f.startswith(("grade:", "priority:", "why:", "repo:", "series:", "dir:"))}
         flags |= {f"grade:{analysis.grade}", f"priority:{analysis.priority}"}
         decision, reason = next((r.value for r in self.decisions if r.holds(flags)),
                                 ("track-only", {lang: "-" for lang in _LANGS}))

@@ -48,6 +48,7 @@ class Example:
     label_priority: str | Sequence[str] | None = None  # several: any of them is the team's answer
     label_grade: str | Sequence[str] | None = None
     listed: bool = True
+    ref: str = ""  # the labelled item (`owner/name#n`): named by the moves its label makes on kin items
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,10 @@ class Limits:
     unlisted_weight: float = 0.5
     min_precedents: int = 2  # labelled items the team moved the same way that a moved item must resemble
     similarity: float = 0.6  # ... by this share of their flags (Jaccard, rarer flags weighing more) at least
+    # kin of a labelled item (its series: title words shared at this Jaccard with at least `kin_words` of them;
+    # or its files and mechanism: a changed directory and the rule that decided) follow its label's direction
+    kin_title: float = 0.6
+    kin_words: int = 3
     keep: tuple[_Cond, ...] = ()  # never moved
     keep_grade: tuple[_Cond, ...] = ()  # grade never moved
     priority_max: tuple[_Cond, ...] = ()
@@ -92,6 +97,7 @@ def limits_of(data: Mapping[str, Any]) -> Limits:
         max_unlisted_high=float(data.get("max_unlisted_high", 0.30)),
         unlisted_weight=float(data.get("unlisted_weight", 0.5)),
         min_precedents=int(data.get("min_precedents", 2)), similarity=float(data.get("similarity", 0.6)),
+        kin_title=float(data.get("kin_title", 0.6)), kin_words=int(data.get("kin_words", 3)),
         keep=_conds(data.get("keep", []), "why"), keep_grade=_conds(data.get("keep_grade", []), "why"),
         priority_max=_conds(data.get("priority_max", []), "max"),
         priority_min=_conds(data.get("priority_min", []), "min"),
@@ -109,30 +115,34 @@ class Calibration:
     labels: int = 0
     support: dict[str, int] = field(default_factory=dict)  # flag -> labelled items that carry it
     limits: Limits = field(default_factory=Limits)
-    # field -> the labelled items the team moved away from the rules' answer: (rules' answer, direction, flags)
-    precedents: dict[str, list[tuple[str, int, frozenset[str]]]] = field(default_factory=dict)
+    # field -> the labelled items the team moved away from the rules' answer: (rules' answer, direction, flags,
+    # the labelled item)
+    precedents: dict[str, list[tuple[str, int, frozenset[str], str]]] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)  # flag -> labelled items that carry it (all flags)
+    kin_up: bool = True  # kin may promote (off when that would rank too many unlisted merged PRs P0/P1)
 
     def as_data(self) -> dict[str, Any]:
         """JSON-able (what the store keeps under the digest of its inputs)."""
         return {"priority": self.priority, "grade": self.grade, "threshold": self.threshold,
                 "up_threshold": self.up_threshold, "labels": self.labels, "support": self.support,
-                "precedents": {name: [[value, sign, sorted(flags)] for value, sign, flags in rows]
-                               for name, rows in self.precedents.items()}, "seen": self.seen}
+                "precedents": {name: [[row[0], row[1], sorted(row[2]), row[3] if len(row) > 3 else ""] for row in rows]
+                               for name, rows in self.precedents.items()}, "seen": self.seen,
+                "kin_up": self.kin_up}
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], limits: Limits) -> Calibration:
-        precedents = {name: [(str(v), int(sign), frozenset(flags)) for v, sign, flags in rows]
+        precedents = {name: [(str(row[0]), int(row[1]), frozenset(row[2]), str(row[3]) if len(row) > 3 else "")
+                             for row in rows]
                       for name, rows in data.get("precedents", {}).items()}
         return cls({k: float(v) for k, v in data.get("priority", {}).items()},
                    {k: float(v) for k, v in data.get("grade", {}).items()},
                    float(data.get("threshold", limits.threshold)), float(data.get("up_threshold", limits.threshold)),
                    int(data.get("labels", 0)), {k: int(v) for k, v in data.get("support", {}).items()}, limits,
-                   precedents, {k: int(v) for k, v in data.get("seen", {}).items()})
+                   precedents, {k: int(v) for k, v in data.get("seen", {}).items()}, bool(data.get("kin_up", True)))
 
     @property
     def empty(self) -> bool:
-        return not self.priority and not self.grade
+        return not self.priority and not self.grade and not any(self.precedents.values())
 
     def move(self, features: Sequence[str], priority: str, grade: str) -> dict[str, Any] | None:
         """The calibration's move of one unlabelled item: {"priority": ..., "grade": ..., "moved_by":
@@ -142,20 +152,55 @@ class Calibration:
             return None
         out: dict[str, Any] = {}
         reasons: list[tuple[str, float]] = []
+        kin: list[str] = []
         new_priority, why = self._step("priority", flags, priority)
+        if new_priority == priority:  # the weights leave it: a labelled kin item may move it its label's way
+            new_priority, by = self._kin_step("priority", flags, priority)
+            why, kin = [(f"label:{r}", 1.0) for r in by], kin + by
         new_priority = self._bounded(flags, priority, new_priority)
         if new_priority != priority:
             out["priority"] = new_priority
             reasons += why
+        elif kin:
+            kin = []
         if not any(c.holds(flags) for c in self.limits.keep_grade):
             new_grade, why = self._step("grade", flags, grade)
+            if new_grade == grade:
+                new_grade, by = self._kin_step("grade", flags, grade)
+                why = [(f"label:{r}", 1.0) for r in by]
+                if new_grade != grade:
+                    kin += [r for r in by if r not in kin]
             if new_grade != grade:
                 out["grade"] = new_grade
                 reasons += why
         if not out:
             return None
         out["moved_by"] = [[name, round(w, 3)] for name, w in reasons]
+        if kin:
+            out["by"] = kin  # the labelled items whose labels moved it (kin: same series, or files and mechanism)
         return out
+
+    def _kin_step(self, name: str, flags: frozenset[str], value: str) -> tuple[str, list[str]]:
+        """One step the labels of this item's kin agree on: labelled items the rules answered alike and the team
+        moved, sharing its series (most of the title's words) or its files and mechanism (a changed directory
+        and the rule that decided). Kin that disagree move nothing."""
+        steps = _STEPS[name]
+        if value not in steps:
+            return value, []
+        signs: dict[int, list[str]] = {}
+        for was, sign, other, *ref in self.precedents.get(name, ()):
+            ref = ref[0] if ref else ""
+            if was == value and ref and _kin(flags, other, self.limits):
+                signs.setdefault(sign, []).append(ref)
+        if len(signs) != 1:
+            return value, []
+        sign, refs = next(iter(signs.items()))
+        if sign > 0 and name == "priority" and not self.kin_up:
+            return value, []
+        at = steps.index(value) + sign
+        if not 0 <= at < len(steps):
+            return value, []
+        return steps[at], sorted(set(refs))[:3]
 
     def shift(self, name: str, flags: Iterable[str]) -> float:
         weights = self.priority if name == "priority" else self.grade
@@ -187,7 +232,7 @@ class Calibration:
         like it, never a sum of weights alone."""
         need, like = self.limits.min_precedents, self.limits.similarity
         found = 0
-        for was, direction, other in self.precedents.get(name, ()):
+        for was, direction, other, *_ in self.precedents.get(name, ()):
             if was == value and direction == sign and self._similarity(flags, other) >= like:
                 found += 1
                 if found >= need:
@@ -202,6 +247,7 @@ class Calibration:
         def weight(flag: str) -> float:
             return math.log(total / (self.seen.get(flag, 0) + 1)) + 1e-6
 
+        flags, other = _unkin(flags), _unkin(other)  # kin features tie items by name, not by what the rules saw
         union = sum(weight(f) for f in flags | other)
         return sum(weight(f) for f in flags & other) / union if union else 0.0
 
@@ -217,6 +263,33 @@ class Calibration:
             if floor.holds(flags) and floor.value in PRIORITY_STEPS:
                 at = max(at, min(PRIORITY_STEPS.index(floor.value), PRIORITY_STEPS.index(rules)))
         return PRIORITY_STEPS[at]
+
+
+_KIN = ("series:", "dir:")
+
+
+def _unkin(flags: frozenset[str]) -> frozenset[str]:
+    return frozenset(f for f in flags if not f.startswith(_KIN))
+
+
+def _series(flags: Iterable[str]) -> set[str]:
+    return {w for f in flags if f.startswith("series:") for w in f[7:].split("-") if w}
+
+
+def _kin(flags: frozenset[str], other: frozenset[str], limits: Limits) -> bool:
+    """Two items of one repository and one series (most title words shared) or one place and mechanism (a changed
+    code directory and most of their topics)."""
+    if not {f for f in flags if f.startswith("repo:")} & {f for f in other if f.startswith("repo:")}:
+        return False  # kin live in one repository
+    mine, theirs = _series(flags), _series(other)
+    shared = mine & theirs
+    if len(shared) >= limits.kin_words and len(shared) >= limits.kin_title * len(mine | theirs):
+        return True
+    # one place and mechanism: a changed code directory and most of the topics (the same share as a series)
+    dirs = {f for f in flags if f.startswith("dir:")} & {f for f in other if f.startswith("dir:")}
+    mine = {f for f in flags if f.startswith("topic:")}
+    theirs = {f for f in other if f.startswith("topic:")}
+    return bool(dirs and mine & theirs) and len(mine & theirs) >= limits.kin_title * len(mine | theirs)
 
 
 def _residual(name: str, rules: str, label: str | Sequence[str] | None) -> float | None:
@@ -264,7 +337,7 @@ def fit(examples: Sequence[Example], limits: Limits) -> Calibration:
     """The calibration the examples give (empty with fewer than `limits.min_labels` labelled items); the same
     whatever the order of the examples."""
     examples = sorted(examples, key=lambda e: (sorted(e.features), e.priority, e.grade, str(e.label_priority),
-                                               str(e.label_grade), e.listed))
+                                               str(e.label_grade), e.listed, e.ref))
     listed = [e for e in examples if e.listed and (e.label_priority or e.label_grade)]
     if len(listed) < limits.min_labels:
         return Calibration(threshold=limits.threshold, up_threshold=limits.threshold, labels=len(listed),
@@ -273,9 +346,9 @@ def fit(examples: Sequence[Example], limits: Limits) -> Calibration:
     for e in listed:
         for f in set(e.features):
             support[f] = support.get(f, 0) + 1
-    keep = {f for f, n in support.items() if n >= limits.min_support}
+    keep = {f for f, n in support.items() if n >= limits.min_support and not f.startswith(_KIN)}
     weights: dict[str, dict[str, float]] = {}
-    precedents: dict[str, list[tuple[str, int, frozenset[str]]]] = {"priority": [], "grade": []}
+    precedents: dict[str, list[tuple[str, int, frozenset[str], str]]] = {"priority": [], "grade": []}
     for name in ("priority", "grade"):
         rows = []
         for e in examples:
@@ -290,11 +363,12 @@ def fit(examples: Sequence[Example], limits: Limits) -> Calibration:
             if d is not None:
                 rows.append((e.features, d, w))
                 if e.listed and d:
-                    precedents[name].append((rules, 1 if d > 0 else -1, frozenset(e.features)))
+                    precedents[name].append((rules, 1 if d > 0 else -1, frozenset(e.features), e.ref))
         weights[name] = _ridge(rows, limits.l2, keep) if rows else {}
     model = Calibration(weights["priority"], weights["grade"], limits.threshold, limits.threshold, len(listed),
                         {f: n for f, n in sorted(support.items()) if f in keep}, limits,
-                        {name: sorted(rows, key=lambda r: (r[0], r[1], sorted(r[2]))) for name, rows in precedents.items()},
+                        {name: sorted(rows, key=lambda r: (r[0], r[1], sorted(r[2]), r[3]))
+                         for name, rows in precedents.items()},
                         dict(sorted(support.items())))
     _guard_unlisted(model, [e for e in examples if not e.listed])
     return model
@@ -307,14 +381,16 @@ def _guard_unlisted(model: Calibration, unlisted: Sequence[Example]) -> None:
         return
     rules_share = sum(e.priority in _HIGH for e in unlisted) / len(unlisted)
     bound = max(model.limits.max_unlisted_high, rules_share)
-    for _ in range(40):
-        high = 0
-        for e in unlisted:
-            moved = model.move(e.features, e.priority, e.grade)
-            high += ((moved or {}).get("priority", e.priority)) in _HIGH
-        if high / len(unlisted) <= bound + 1e-9:
-            return
-        model.up_threshold = round(model.up_threshold + 0.1, 3)
+    for kin_up in (True, False):  # with promotions by kin first; without them when no threshold holds it back
+        model.kin_up, model.up_threshold = kin_up, model.limits.threshold
+        for _ in range(40):
+            high = 0
+            for e in unlisted:
+                moved = model.move(e.features, e.priority, e.grade)
+                high += ((moved or {}).get("priority", e.priority)) in _HIGH
+            if high / len(unlisted) <= bound + 1e-9:
+                return
+            model.up_threshold = round(model.up_threshold + 0.1, 3)
 
 
 def digest(parts: Iterable[Any]) -> str:

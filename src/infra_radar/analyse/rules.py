@@ -24,7 +24,7 @@ from typing import Any
 from ..config import Settings
 from ..models import Analysis, FileChange, Item, PerfClaim
 from .facts import _NO_HITS, Facts
-from .flags import _first, _flags, _focus_bonus, _score
+from .flags import _first, _flags, _focus_bonus, _score, kin_features
 from .grading import grade as _grade
 from .matching import words
 from .ruleset import (
@@ -386,10 +386,17 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
         risks = [r for r in RISKS if r in {*risks, "silent-accuracy"}]
         flags.add("risk:silent-accuracy")
     priority, why = _first(rules.priority_rules, flags, ("none", {"en": "-", "zh": "-"}))
+    barred = _first(rules.p0_never, flags, None) if priority == "P0" else None
+    if barred is not None:  # never P0 on its own: the P0 rules are passed over, the next rule that holds decides
+        flags.add("p0-barred")
+        priority, why = _first([r for r in rules.priority_rules if r.value[0] != "P0"], flags,
+                               ("none", {"en": "-", "zh": "-"}))
+        never = rules.data["priority"].get("p0_never_text", {"en": "; not P0: {why}", "zh": "；不作 P0：{why}"})
+        why = {lang: f"{why[lang]}{never[lang].format(why=barred[lang])}" for lang in why}
     cap = rules.data["priority"].get("backport", {})
     if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
         priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}
-    features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"})
+    features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"} | kin_features(facts))
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))
     decision_reason = {lang: text.format(why=why[lang]) for lang, text in decision_reason.items()}

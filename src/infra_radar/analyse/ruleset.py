@@ -126,6 +126,7 @@ class RuleSet:
     profile: _Profile
     signal_labels: dict[str, Text]
     priority_rules: list[_Rule]
+    p0_never: list[_Rule]  # what is never P0 on its own (priority.toml `p0_never`): P0 rules are passed over
     decision_rules: list[_Rule]
     importance: _Scores
     insight: _Scores
@@ -190,6 +191,12 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
     index.add(prio.get("cache_title_words", []), "cachetitle", body=False)
     index.add(prio.get("accuracy_body_words", []), "silentbody")
     globs.add("evalpath", prio.get("eval_paths", []))
+    globs.add("aux", prio.get("aux_paths", []))
+    index.add(prio.get("aux_title_words", []), "auxtitle", body=False)
+    index.add(prio.get("aux_tags", []), "auxtag", body=False)
+    index.add(prio.get("install_title_words", []), "installtitle", body=False)
+    index.add(prio.get("kernel_title_words", []), "kerneltitle", body=False)
+    index.add(prio.get("compile_title_words", []), "compiletitle", body=False)
     index.add(data["risks"].get("external_ref_context", []), "ref-context")
     bots = data["bots"]
     template = bots.get("template", {})
@@ -200,6 +207,7 @@ def _compile(data: dict[str, dict[str, Any]], settings: Settings) -> RuleSet:
         profile=profile, signal_labels=labels,
         priority_rules=[_rule(r, (r.get("priority", "none"), _text(r.get("why"), "priority.rule.why")))
                         for r in prio.get("rule", [])],
+        p0_never=[_rule(r, _text(r.get("why"), "priority.p0_never.why")) for r in prio.get("p0_never", [])],
         decision_rules=[_rule(r, (r["decision"], _text(r.get("reason"), "grades.decision")))
                         for r in data["grades"].get("decision", [])],
         importance=_scores(prio.get("importance", {})), insight=_scores(prio.get("insight", {})),
@@ -333,6 +341,7 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
         labels[sid] = _text(entry.get("label"), f"grades.signals.{sid}.label")
     globs.add("light", data.get("light_paths", []))
     globs.add("host", data.get("host_paths", []))
+    globs.add("model", data.get("model_paths", []))
     profiles = data.get("profiles", {})
     if target not in profiles:
         raise ConfigError(f"unknown target profile {target!r}; known: {', '.join(sorted(profiles))}")
@@ -346,6 +355,7 @@ def _compile_grades(data: Mapping[str, Any], target: str, index: _Index, globs: 
     index.add(data.get("host_title_words", []), "g:host", body=False)
     index.add(data.get("host_title_exclude", []), "g:hostnot", body=False)
     index.add(data.get("host_work_words", []), "g:hostwork", body=False)
+    index.add(data.get("device_benefit_words", []), "g:benefit", body=False)
     globs.add("native", raw.get("native_paths", []))
     profile = _Profile(
         target, _text(raw.get("name"), f"grades.profiles.{target}.name"), raw.get("topic", ""),

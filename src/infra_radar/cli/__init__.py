@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from . import doctor, evaluate, fetch, imports, label, llm, page, publish, reports, watch
+from . import doctor, evaluate, fetch, imports, label, llm, page, publish, repo, reports, watch
 from .common import Context, RadarGroup, Seconds
 
 
@@ -32,6 +32,6 @@ def main(ctx: click.Context, config: Path | None, db: str | None, wait: float | 
     ctx.obj = Context(config, db, wait)
 
 
-for _module in (imports, reports, watch, label, fetch, page, publish, llm, evaluate, doctor):
+for _module in (imports, reports, watch, repo, label, fetch, page, publish, llm, evaluate, doctor):
     for _command in _module.COMMANDS:
         main.add_command(_command)

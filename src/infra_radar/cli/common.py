@@ -34,8 +34,48 @@ def LLM(f):  # noqa: N802  (a decorator, used like the option constants above)
 
 NO_RECORD = click.option("--no-record", "record", flag_value=False, default=True,
                          help="Publish as a rehearsal: record nothing for the radars after it (docs/memory.md).")
-OUT = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-                   help="Write the report under this directory instead of printing it.")
+class _Configured(str):
+    """What `--out` given without a value stands for: the settings' out_dir (told apart by identity)."""
+
+
+OUT_CONFIGURED = _Configured("out_dir")
+
+
+class _OutDir(click.Path):
+    def convert(self, value, param, ctx):
+        return value if value is OUT_CONFIGURED else super().convert(value, param, ctx)
+
+
+OUT = click.option("--out", "out_dir", type=_OutDir(file_okay=False, path_type=Path), is_flag=False,
+                   flag_value=OUT_CONFIGURED, metavar="[DIR]", help="Write the report under this directory instead of printing it "
+                   "(--out alone: out_dir of radar.toml, default radar-out).")
+JSON = click.option("--json", "as_json", is_flag=True, help="Print a JSON array of objects instead of TSV.")
+
+
+def out_dir_of(obj: Context, out_dir: Path | None) -> Path | None:
+    """The directory --out names; `--out` given without a value is the settings' out_dir."""
+    return obj.settings().out_dir if out_dir is OUT_CONFIGURED else out_dir
+
+
+def emit_rows(rows: list[dict], columns: list[str], as_json: bool) -> None:
+    """A list command's output: tab-separated values under a header line (an empty cell for no value), or with
+    `as_json` one JSON array of objects (null for no value): the shapes sqlite-utils and llm print."""
+    import json
+
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    click.echo("\t".join(columns))
+    for row in rows:
+        click.echo("\t".join(_cell(row.get(c)) for c in columns))
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return " ".join(str(value).split("\t"))  # a tab inside a value would shift the columns after it
 
 
 @dataclass
@@ -106,16 +146,54 @@ def _err(message: str) -> None:
 
 
 @contextmanager
-def _progress(label: str, total: int | None = None):
-    """A rich progress bar on stderr (silent when stderr is not a terminal); yields an advance(n) callback."""
+def _progress(label: str, total: int | None = None, unit: str = "item"):
+    """Progress on stderr; yields an advance(n) callback (with .total(n) once the length is known). On a terminal
+    a rich bar (with its total when known); elsewhere (cron, CI, a pipe) a line per stage: one when its total is
+    known (or its first step is made), one when it ends, as `label: ...`."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
+    if not console.is_terminal:
+        lines = _Lines(label, unit, total)
+        yield _Ticker(lines.advance, lines.set_total)
+        lines.end()
+        return
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield _Ticker(lambda n: bar.advance(task, n), lambda n: bar.update(task, total=n))
+
+
+class _Lines:
+    """A stage's progress as lines (not on a terminal): one when its first step is done (with its total when
+    known), one when it ends; a stage whose first step is its last says only the end, and a stage that fails
+    before its first step says nothing (its error stays the one line)."""
+
+    def __init__(self, label: str, unit: str, total: int | None) -> None:
+        import time
+
+        self.label, self.unit, self.total, self.done, self.said = label, unit, total, 0, False
+        self.start = time.monotonic()
+
+    def _say(self, text: str) -> None:
+        click.echo(f"{self.label}: {text}", err=True)
+        self.said = True
+
+    def set_total(self, n: int) -> None:
+        self.total = n
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if not self.said and not (self.total and self.done >= self.total):
+            self._say(f"{self.total:,} {self.unit}(s) to do" if self.total else "started")
+
+    def end(self) -> None:
+        import time
+
+        if self.done:
+            of = f" of {self.total:,}" if self.total and self.total != self.done else ""
+            self._say(f"{self.done:,}{of} {self.unit}(s) done in {time.monotonic() - self.start:.1f}s")
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import click
@@ -17,7 +18,9 @@ def doctor(obj: Context, offline: bool) -> None:
     from ..doctor import format_table, run_checks
 
     checks = run_checks(obj.config, obj.db, network=not offline)
-    click.echo(format_table(checks), nl=False)
+    # on a terminal the table fits its width; piped, one line per check (for grep and scripts)
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    click.echo(format_table(checks, width), nl=False)
     failed = [c.name for c in checks if c.failed]
     if failed:
         click.echo(f"error: required check(s) failed: {', '.join(failed)}", err=True)

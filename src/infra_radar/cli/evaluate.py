@@ -25,7 +25,15 @@ def eval_cmd(obj: Context, labels: Path, as_json: bool, part: str | None, strict
     """Score kind, topics, priority, grade, decision and claims against a labels file (JSON Lines), by the rules
     and, cross-validated, with the calibration learnt from the team's labels (leave one team day out, k-fold on
     the other labels)."""
-    from ..evaluate.score import check_all, evaluate_all, learning_text, report_json, report_text
+    from ..evaluate.score import (
+        check_all,
+        evaluate_all,
+        goals_text,
+        kin_text,
+        learning_text,
+        report_json,
+        report_text,
+    )
 
     evaluation = evaluate_all(obj.settings(), obj.engine(), labels, learning=learning)
     report = evaluation.rules
@@ -35,7 +43,8 @@ def eval_cmd(obj: Context, labels: Path, as_json: bool, part: str | None, strict
     if as_json:
         data = report_json(report)
         if learning:
-            data["learning"] = {"cross_validated": report_json(evaluation.learned), "folds": evaluation.folds}
+            data["learning"] = {"cross_validated": report_json(evaluation.learned), "folds": evaluation.folds,
+                                "kin": evaluation.kin}
             if evaluation.shown is not None:
                 data["learning"]["shown"] = report_json(evaluation.shown)
         if part:
@@ -49,6 +58,9 @@ def eval_cmd(obj: Context, labels: Path, as_json: bool, part: str | None, strict
         click.echo(report_text(report, [part] if part else None))
         if learning:
             click.echo(learning_text(evaluation, [part] if part else None))
+            click.echo(kin_text(evaluation))
+        if strict:
+            click.echo(goals_text(evaluation))
     if strict and failures:
         for line in failures:
             click.echo(f"FAIL {line}", err=True)

@@ -9,20 +9,34 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, RadarError
+from ..evaluate.labels import BY_MAX, NOTE_MAX
 from .common import Context, pass_ctx
 
 BY_ENV = "RADAR_LABEL_BY"  # who labels, when --by is not given (else the OS user)
 
 
 def _who(by: str | None) -> str:
-    if by:
-        return by.strip()
+    if by and by.strip():
+        return _text(by, "--by", BY_MAX)
     if os.environ.get(BY_ENV, "").strip():
-        return os.environ[BY_ENV].strip()
+        return _text(os.environ[BY_ENV], BY_ENV, BY_MAX)
     try:
-        return getpass.getuser()
+        return _text(getpass.getuser(), "the user name", BY_MAX) or "unknown"
     except (KeyError, OSError):  # no user name known to the system
         return "unknown"
+
+
+def _text(value: str, name: str, limit: int) -> str:
+    """A note or name given on the command line as stored: one line without control characters (a warning says
+    when some were removed), refused past the import's cap (evaluate/labels.py NOTE_MAX, BY_MAX)."""
+    from ..models import one_line_text
+
+    text, changed = one_line_text(value)
+    if changed:
+        click.echo(f"warning: {name} held control characters or line breaks; they were removed", err=True)
+    if len(text) > limit:
+        raise InputError(f"{name} is {len(text):,} characters long; at most {limit:,} are kept with a label")
+    return text
 
 
 @click.command("label")
@@ -33,11 +47,12 @@ def _who(by: str | None) -> str:
 @click.option("--by", help=f"Who labels (default: ${BY_ENV}, else the OS user).")
 @click.option("--import", "import_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Import labels from a JSON Lines file (the data/labels format: item, priority, grade).")
-@click.option("--list", "list_", is_flag=True, help="List the team's labels.")
+@click.option("--list", "list_", is_flag=True, help="List the team's labels (TSV with a header line).")
+@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON array of objects instead of TSV.")
 @click.option("--remove", is_flag=True, help="Remove REF's label.")
 @pass_ctx
 def label(obj: Context, ref: str | None, priority: str | None, grade: str | None, note: str, by: str | None,
-          import_file: Path | None, list_: bool, remove: bool) -> None:
+          import_file: Path | None, list_: bool, remove: bool, as_json: bool) -> None:
     """Label OWNER/NAME#N with the team's priority (and grade): every output shows the team's label, marked as
     the team's, and the labels calibrate the rules for the items the team did not label.
 
@@ -47,13 +62,15 @@ def label(obj: Context, ref: str | None, priority: str | None, grade: str | None
       radar label --list
       radar label acme/infer#42 --remove
     """
+    if as_json and not list_:
+        raise click.UsageError("--json goes with --list")
     modes = sum(bool(x) for x in (import_file, list_, remove))
     if modes > 1 or (modes and (priority or grade) and not remove) or (remove and (priority or grade)):
         raise click.UsageError("use one of: REF --priority/--grade, --import FILE, --list, REF --remove")
     if list_:
         if ref:
             raise click.UsageError("--list takes no REF")
-        _list(obj)
+        _list(obj, as_json)
         return
     if import_file is not None:
         if ref:
@@ -70,7 +87,7 @@ def label(obj: Context, ref: str | None, priority: str | None, grade: str | None
         return
     if not priority and not grade:
         raise click.UsageError("give --priority (and/or --grade), or --remove")
-    _set(obj, repo, number, priority, grade, note, _who(by))
+    _set(obj, repo, number, priority, grade, _text(note, "--note", NOTE_MAX), _who(by))
 
 
 def _set(obj: Context, repo: str, number: int, priority: str | None, grade: str | None, note: str, by: str) -> None:
@@ -78,7 +95,7 @@ def _set(obj: Context, repo: str, number: int, priority: str | None, grade: str 
     from ..store import labels, queries
 
     engine = obj.engine(write=True)
-    done = labels.set_label(engine, labels.TeamLabel(repo, number, priority, grade, note.strip(), by, source="cli"))
+    done = labels.set_label(engine, labels.TeamLabel(repo, number, priority, grade, note, by, source="cli"))
     what = " / ".join(v for v in (priority, grade) if v)
     click.echo(f"{repo}#{number}: {what} ({done}, by {by})")
     if not queries.item_exists(engine, repo, number):
@@ -97,13 +114,14 @@ def _remove(obj: Context, repo: str, number: int) -> None:
     refit(obj.settings(), engine)
 
 
-def _list(obj: Context) -> None:
+def _list(obj: Context, as_json: bool = False) -> None:
     from ..store import labels
+    from .common import emit_rows
 
-    for lab in labels.all_labels(obj.engine()):
-        at = lab.at.strftime("%Y-%m-%dT%H:%MZ") if lab.at else "-"
-        click.echo("\t".join([lab.ref, lab.priority or "-", lab.grade or "-", lab.by or "-", at, lab.part or "-",
-                              lab.note]))
+    rows = [{"ref": lab.ref, "priority": lab.priority, "grade": lab.grade, "by": lab.by,
+             "at": lab.at.strftime("%Y-%m-%dT%H:%MZ") if lab.at else None, "part": lab.part or None, "note": lab.note}
+            for lab in labels.all_labels(obj.engine())]
+    emit_rows(rows, ["ref", "priority", "grade", "by", "at", "part", "note"], as_json)
 
 
 def _import(obj: Context, path: Path, by: str) -> None:
@@ -114,20 +132,22 @@ def _import(obj: Context, path: Path, by: str) -> None:
     found = load_labels(path)
     for problem in found.problems:
         click.echo(f"warning: {problem}", err=True)
+    if found.problems.more:
+        click.echo(f"warning: {found.problems.summary(str(path))}", err=True)
     usable = [lab for lab in found.labels if lab.values.get("priority") or lab.values.get("grade")]
     if not usable and not found.windows:
         raise InputError(f"{path}: no label with a priority or grade")
     engine = obj.engine(write=True)
-    counts = {"added": 0, "updated": 0, "unchanged": 0}
+    team = []
     for lab in usable:
         # a list of acceptable values (two fair readings) is stored as its first one
         priority = (lab.values.get("priority") or [None])[0]
         grade = (lab.values.get("grade") or [None])[0]
         part = lab.split if lab.split == TEAM or lab.split.startswith(TEAM + "-") else ""
-        counts[labels.set_label(engine, labels.TeamLabel(lab.repo, lab.number, priority, grade, lab.note,
-                                                         lab.by or by, source=str(path), part=part))] += 1
-    for part, window in found.windows.items():
-        labels.set_window(engine, part, window["since"], window["until"], window["repos"])
+        team.append(labels.TeamLabel(lab.repo, lab.number, priority, grade, lab.note, lab.by or by,
+                                     source=str(path), part=part))
+    done = labels.set_labels(engine, team, found.windows)  # the whole file in one transaction, or nothing
+    counts = {what: done.count(what) for what in ("added", "updated", "unchanged")}
     click.echo(f"{path}: {counts['added']} added, {counts['updated']} updated, {counts['unchanged']} unchanged"
                + (f", {len(found.windows)} window(s)" if found.windows else "") + f" (by {by})")
     refit(obj.settings(), engine)

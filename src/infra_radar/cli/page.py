@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -12,22 +13,70 @@ from ..models import MAX_NUMBER
 from .common import Context, pass_ctx
 
 
+def _no_tick(_n: int) -> None:
+    pass
+
+
 def _counts(counter) -> str:
     return ", ".join(f"{n} {name}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])) if n)
 
 
 @click.command("import-page")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--repo", help="OWNER/NAME of the pull request (wins over what the page says).")
-@click.option("--number", type=click.IntRange(min=1, max=MAX_NUMBER), help="Pull request number (wins over what the page says).")
+@click.option("--number", type=click.IntRange(min=1, max=MAX_NUMBER),
+              help="Pull request number (wins over what the page says; one FILE only).")
 @pass_ctx
-def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | None) -> None:
-    """Import text copied from a PR page (any site, any fragment): description once, human comments, no noise."""
+def import_page_cmd(obj: Context, files: tuple[Path, ...], repo: str | None, number: int | None) -> None:
+    """Import text copied from PR pages (any site, any fragment): description once, human comments, no noise.
+
+    One FILE prints what was kept and dropped; several print a line each, with progress on stderr. A page that
+    cannot be read is named and the others are imported (exit 1 at the end)."""
+    from ..errors import RadarError
     from ..pipeline.imports import import_page
     from ..sources.page import PageReport
+    from .common import _err, _progress
 
-    report = PageReport()
-    item = import_page(obj.settings(), obj.engine(write=True), file, repo, number, report)
+    if number is not None and len(files) > 1:
+        raise click.UsageError("--number names one pull request: give one FILE with it")
+    engine, failed = obj.engine(write=True), []
+    # several pages: progress (a line per stage when not on a terminal); one page: its report alone
+    with (_progress("importing pages", total=len(files), unit="page") if len(files) > 1 else nullcontext(_no_tick)) \
+            as tick:
+        for file in files:
+            report = PageReport()
+            try:
+                item = import_page(obj.settings(), engine, file, repo, number, report)
+            except RadarError as exc:
+                if len(files) == 1:
+                    raise
+                failed.append(f"{file}: {exc}" if str(file) not in str(exc) else str(exc))
+                tick(1)
+                continue
+            tick(1)
+            if len(files) == 1:
+                _print_page(item, report)
+                if report.stats.skipped:
+                    sys.exit(1)
+                continue
+            s = report.stats
+            click.echo(f"{file}: {item.ref} {item.state}: {s.inserted} new, {s.updated} updated, "
+                       f"{s.unchanged} unchanged ({report.shape})")
+            for line in s.skipped:
+                failed.append(f"not stored: {line}")
+            if not report.number_found:
+                click.echo(f"note: {file}: no PR number on the page; import it alone with --number N", err=True)
+            if report.later:
+                click.echo(f"note: {file}: {report.later}", err=True)
+    for line in failed:
+        _err(line)
+    if failed:
+        _err(f"{len(failed)} of {len(files)} page(s) not imported; the others were")
+        sys.exit(1)
+
+
+def _print_page(item, report) -> None:
+    """What one page gave: the item, its kind, state and time, what was kept and what was dropped."""
     state = item.state + (", draft" if item.draft else "") + ("" if report.state_found else " (not on the page)")
     click.echo(f"{item.ref}  {item.title}\nkind: {'issue' if item.kind == 'issue' else 'pull request'} ({report.shape})"
                f"\nstate: {state}")
@@ -46,9 +95,7 @@ def import_page_cmd(obj: Context, file: Path, repo: str | None, number: int | No
         click.echo(f"note: {report.later}", err=True)
     for line in s.skipped:
         click.echo(f"error: not stored: {line}", err=True)
-    if s.skipped:
-        sys.exit(1)
-    if not report.number_found:
+    if not report.number_found and not s.skipped:
         click.echo("note: no PR number on the page; pass --number N to make it addressable as OWNER/NAME#N",
                    err=True)
 

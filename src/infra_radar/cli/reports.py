@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import LANG, LLM, NO_RECORD, OUT, Context, pass_ctx
+from .common import LANG, LLM, NO_RECORD, OUT, Context, _progress, out_dir_of, pass_ctx
 
 
 def _emit(report) -> None:
@@ -47,29 +47,65 @@ def empty_window_note(window, newest: list) -> str:
 @LANG
 @OUT
 @LLM
-@click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the model prompts that are not cached; send, write, record nothing "
+                                             "(without a configured model: say so, as there is no prompt to send).")
 @NO_RECORD
 @pass_ctx
 def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, ...], lang: str | None,
           out_dir: Path | None, llm: bool | None, dry_run: bool, record: bool) -> None:
     """The daily radar: P0/P1 items, deep dives, tracked items, checklist."""
     from ..pipeline.reports import daily as run_daily
-    from ..windows import parse_when
+    from ..pipeline.reports import report_repos
+    from ..windows import make_window, parse_when
 
     if dry_run:
         from ..pipeline.reports import daily_prompts
 
         if llm is False:
             raise click.UsageError("--dry-run prints the model prompts; it cannot go with --no-llm")
+        if llm is None and not _model_configured(obj.settings(lang)):
+            click.echo("note: no model is configured ([llm] base_url and model in radar.toml, or RADAR_LLM_BASE_URL "
+                       "and RADAR_LLM_MODEL): the daily radar is rules only and sends no prompt, so a dry run has "
+                       "nothing to print; `radar daily` prints the radar itself (`radar doctor` checks the model "
+                       "set-up)", err=True)
+            return
         summary = daily_prompts(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
                                 parse_when(until) if until else None, list(repos) or None)
         for text in summary.prompts:
             click.echo(text + "\n")
         click.echo(summary.line(), err=True)
         return
-    report = run_daily(obj.settings(lang), obj.engine(write=True), parse_when(since) if since else None,
-                       parse_when(until) if until else None, list(repos) or None, out_dir, llm, record)
+    start, end = parse_when(since) if since else None, parse_when(until) if until else None
+    if start and end:
+        make_window(start, end)  # a bad window is one error line, before any progress line
+    engine = obj.engine(write=True)
+    if repos:
+        report_repos(obj.settings(lang), engine, list(repos))  # so is an unknown repository
+    _analyse_first(obj, lang)
+    report = run_daily(obj.settings(lang), engine, start, end, list(repos) or None, out_dir_of(obj, out_dir), llm,
+                       record)  # with --out, the path alone on stdout and nothing on stderr (cron mails stay empty)
     _emit(report)
+
+
+DEMO_DIR = "radar-demo"  # the demo's outputs and store: apart from out_dir (radar-out), where real reports go
+
+
+def _analyse_first(obj: Context, lang: str | None) -> None:
+    """Analyse what is new before a report, with progress (a line per stage when not on a terminal): the
+    report's own analysis then finds nothing left to do."""
+    from ..pipeline.analysis import analyze, nothing_to_analyse
+
+    settings = obj.settings(lang)
+    if nothing_to_analyse(settings) is not None:  # a ready SQLite store, said without SQLAlchemy
+        return
+    with _progress("analysing") as tick:
+        analyze(settings, obj.engine(write=True), tick, on_total=tick.total)
+
+
+def _model_configured(settings) -> bool:
+    from ..llm.stage import llm_config
+
+    return llm_config(settings) is not None
 
 
 @click.command()
@@ -84,6 +120,7 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
 def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: str | None, lang: str | None,
            out_dir: Path | None, llm: bool | None) -> None:
     """The weekly report of one repository: counts, themes, trends, risks, key PRs."""
+    from ..pipeline.reports import report_repos
     from ..pipeline.reports import weekly as run_weekly
     from ..windows import iso_week, make_window, parse_when
 
@@ -95,7 +132,13 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
         window = make_window(parse_when(since), parse_when(until))
     else:
         raise click.UsageError("give --week 2026-W31, or --since and --until")
-    _emit(run_weekly(obj.settings(lang), obj.engine(write=True), repo, window, out_dir, llm))
+    engine = obj.engine(write=True)
+    report_repos(obj.settings(lang), engine, [repo])  # an unknown repository is one error line, before progress
+    _analyse_first(obj, lang)
+    with _progress("weekly", total=1, unit="report") as tick:
+        report = run_weekly(obj.settings(lang), engine, repo, window, out_dir_of(obj, out_dir), llm)
+        tick(1)
+    _emit(report)
 
 
 @click.command()
@@ -138,12 +181,14 @@ def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: s
 
 
 @click.command()
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("radar-out"),
-              show_default=True, help="Where to write the demo outputs.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path(DEMO_DIR),
+              show_default=True, help="Where to write the demo outputs (apart from real reports, which --out "
+                                      "writes under radar-out/).")
 @LANG
 @pass_ctx
 def demo(obj: Context, out_dir: Path, lang: str | None) -> None:
-    """Offline demo on a bundled sample: writes a daily radar, a weekly report and the export."""
+    """Offline demo on a bundled sample: writes a daily radar, a weekly report and the export, with the sample's
+    own store, under radar-demo/ (never beside your real reports)."""
     from ..pipeline.demo import demo as run_demo
 
     for path in run_demo(obj.settings(lang), out_dir):

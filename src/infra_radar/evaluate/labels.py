@@ -7,21 +7,50 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import DECISIONS, GRADES, PRIORITIES
+from ..models import DECISIONS, GRADES, PRIORITIES, REF_FORM
 
 PARTS = ("all", "tune", "holdout")
 TEAM = "team"
 SCALAR_FIELDS = ("kind", "priority", "grade", "decision")
-_REF = re.compile(r"^\s*([\w.-]+/[\w.-]+)#(\d+)\s*$")
+# A team part names a team radar's day: `team` or `team-NAME` (the store keeps it in 64 characters)
+_TEAM_PART = re.compile(r"team(?:-[A-Za-z0-9._-]{1,59})?")
+
+# What a labels file may hold: it is read a line at a time, and a file past these is refused before anything is
+# stored (a day of the team's labels is tens of lines; the shipped sets a few hundred)
+MAX_LINES = 100_000
+MAX_LINE = 100_000  # characters of one line: a longer line is reported and skipped, never held whole
+NOTE_MAX = 2_000  # characters of a label's note (`radar label --note` too)
+BY_MAX = 200  # characters of who labelled (`--by`, RADAR_LABEL_BY): the store's column
+PROBLEMS_KEPT = 20  # problems kept (and shown) per file; the others are counted
 
 
 # --------------------------------------------------------------------------- labels
+
+
+class Problems(list):
+    """The problems found in a file, one `file:line: message` each: the first PROBLEMS_KEPT are kept, the others
+    only counted (`more`), so a file of a million bad lines costs neither memory nor a million warnings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.more = 0
+
+    def append(self, problem: str) -> None:
+        if len(self) < PROBLEMS_KEPT:
+            super().append(problem)
+        else:
+            self.more += 1
+
+    def summary(self, path: str) -> str | None:
+        """The line that says how many problems were not shown, or None."""
+        return (f"{path}: {self.more:,} more problem(s) not shown (the first {len(self)} are above)"
+                if self.more else None)
 
 
 @dataclass(slots=True)
@@ -46,7 +75,7 @@ class LabelFile:
 
     path: str
     labels: list[Label] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    problems: Problems = field(default_factory=Problems)
     windows: dict[str, dict[str, Any]] = field(default_factory=dict)  # team part -> since, until, repos
 
 
@@ -57,64 +86,129 @@ def split_of(item: str) -> str:
 
 
 def load_labels(path: Path, known: Mapping[str, Iterable[str]] | None = None) -> LabelFile:
-    """Read a labels file; bad lines and bad values are reported, never fatal.
+    """Read a labels file a line at a time; bad lines and bad values are reported (naming the file and line),
+    never fatal. A file of more than MAX_LINES lines is refused whole (InputError), before anything is used.
 
     `known` maps a field (kind, priority, grade, decision, topics) to its valid codes; values
     outside them are reported and dropped.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read labels: {exc}") from None
     codes = {name: set(values) for name, values in (known or default_codes()).items()}
     result, seen = LabelFile(str(path)), set()
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip() or raw.lstrip().startswith("//"):
-            continue
-        where = f"{path}:{number}"
-        if _window_line(raw, where, result):
-            continue
-        label = _parse_line(raw, number, where, codes, result.problems)
-        if label is None:
-            continue
-        key = (label.repo.lower(), label.number, label.split if _is_team(label.split) else "")
-        if key in seen:
-            result.problems.append(f"{where}: {label.item} is labelled twice; the first label is used")
-            continue
-        seen.add(key)
-        result.labels.append(label)
+    try:
+        with path.open("rb") as fh:
+            for number, raw in _lines(fh, path, result.problems):
+                where = f"{path}:{number}"
+                if raw is None or not raw.strip() or raw.lstrip().startswith("//"):
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except ValueError as exc:  # JSONDecodeError, or an integer of more than 4,300 digits
+                    result.problems.append(f"{where}: not JSON ({getattr(exc, 'msg', None) or str(exc)[:80]})")
+                    continue
+                except RecursionError:  # "[[[[..." thousands deep
+                    result.problems.append(f"{where}: not JSON (nested too deeply)")
+                    continue
+                if not isinstance(obj, dict):
+                    result.problems.append(f"{where}: not a JSON object")
+                    continue
+                if "window" in obj and "item" not in obj:
+                    _window(obj["window"], where, result)
+                    continue
+                label = _parse_line(obj, number, where, codes, result.problems)
+                if label is None:
+                    continue
+                key = (label.repo.lower(), label.number, label.split if _is_team(label.split) else "")
+                if key in seen:
+                    result.problems.append(f"{where}: {label.item} is labelled twice; the first label is used")
+                    continue
+                seen.add(key)
+                result.labels.append(label)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read labels: {exc.strerror or exc}") from None
     return result
+
+
+def _lines(fh, path: Path, problems: Problems) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of each line of a binary file, read a line at a time: None for a line that is not
+    UTF-8 or longer than MAX_LINE characters (reported, and skipped without being held whole). InputError past
+    MAX_LINES lines."""
+    for number in range(1, MAX_LINES + 2):
+        data = fh.readline(4 * MAX_LINE + 1)  # UTF-8: at most 4 bytes a character
+        if not data:
+            return
+        if number > MAX_LINES:
+            raise InputError(f"{path}: more than {MAX_LINES:,} lines; a labels file holds at most that many "
+                             "(split it): none of it was used")
+        if len(data) > 4 * MAX_LINE and not data.endswith(b"\n"):
+            while data and not data.endswith(b"\n"):  # the rest of the line, a bounded piece at a time
+                data = fh.readline(1 << 16)
+            problems.append(f"{path}:{number}: longer than {MAX_LINE:,} characters; line skipped")
+            yield number, None
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"{path}:{number}: not UTF-8 (byte {exc.start + 1}); line skipped")
+            yield number, None
+            continue
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        if len(text.rstrip("\r\n")) > MAX_LINE:
+            problems.append(f"{path}:{number}: longer than {MAX_LINE:,} characters; line skipped")
+            yield number, None
+            continue
+        yield number, text
 
 
 def _is_team(part: str) -> bool:
     return part == TEAM or part.startswith(TEAM + "-")
 
 
-def _window_line(raw: str, where: str, result: LabelFile) -> bool:
-    """A `{"window": {...}}` line: the window of a team part (True when the line was one)."""
-    if '"window"' not in raw:
-        return False
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError:
-        return False
-    if not isinstance(obj, dict) or "window" not in obj or "item" in obj:
-        return False
+def _window(window: Any, where: str, result: LabelFile) -> None:
+    """A `{"window": {...}}` line: the window of a team part; a bad one is reported and ignored."""
+    from ..errors import RadarError
+    from ..models import repo_problem
     from ..windows import parse_when
 
-    window = obj["window"]
+    if not isinstance(window, dict):
+        result.problems.append(f"{where}: a window must be an object with part, since, until and repos; ignored")
+        return
+    part = window.get("part", TEAM)
+    if not isinstance(part, str) or not _TEAM_PART.fullmatch(part):
+        result.problems.append(f"{where}: a window's part must be \"team\" or \"team-NAME\" (letters, digits, "
+                               f"'.', '_', '-'; at most 64 characters), got {_shown(part)}; ignored")
+        return
+    for key in ("since", "until"):
+        if not isinstance(window.get(key), str):
+            result.problems.append(f"{where}: window {part}: \"{key}\" must be a time (YYYY-MM-DD or "
+                                   f"YYYY-MM-DDTHH:MMZ), got {_shown(window.get(key))}; ignored")
+            return
     try:
-        part = str(window.get("part", TEAM))
-        since, until = parse_when(str(window["since"])), parse_when(str(window["until"]))
-        repos = [str(r) for r in window.get("repos", [])]
-    except (AttributeError, KeyError, ValueError, TypeError) as exc:
-        result.problems.append(f"{where}: a window needs part, since, until and repos ({exc}); ignored")
-        return True
-    if not _is_team(part) or since >= until:
-        result.problems.append(f"{where}: a window needs a team part and since < until; ignored")
-        return True
-    result.windows[part] = {"since": since, "until": until, "repos": repos}
-    return True
+        since, until = parse_when(window["since"]), parse_when(window["until"])
+    except RadarError as exc:  # an invalid time ("NaN", "2026-13-01", a year past the range)
+        result.problems.append(f"{where}: window {part}: {exc}; ignored")
+        return
+    if since >= until:
+        result.problems.append(f"{where}: window {part}: since must be before until; ignored")
+        return
+    repos = window.get("repos", [])
+    if isinstance(repos, str):  # one name given as text, not a list: one repository, never its characters
+        result.problems.append(f"{where}: window {part}: \"repos\" should be a list; read as [{repos[:80]!r}]")
+        repos = [repos]
+    if not isinstance(repos, list):
+        result.problems.append(f"{where}: window {part}: \"repos\" must be a list of OWNER/NAME; ignored")
+        return
+    for repo in repos:
+        problem = repo_problem(repo)
+        if problem:
+            result.problems.append(f"{where}: window {part}: repository {_shown(repo)}: {problem}; ignored")
+            return
+    result.windows[part] = {"since": since, "until": until, "repos": list(repos)}
+
+
+def _shown(value: Any) -> str:
+    """A value from a file as a problem names it: its repr, at most 80 characters of it."""
+    return repr(value)[:80]
 
 
 def default_codes() -> dict[str, list[str]]:
@@ -129,28 +223,36 @@ def default_codes() -> dict[str, list[str]]:
             "decision": list(DECISIONS), "topics": list(topics.get("topics", {}))}
 
 
-def _parse_line(raw: str, number: int, where: str, codes: Mapping[str, set[str]],
+def _parse_line(obj: dict[str, Any], number: int, where: str, codes: Mapping[str, set[str]],
                 problems: list[str]) -> Label | None:
+    from ..errors import RefError
+    from ..models import parse_ref
+
+    item = obj.get("item")
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        problems.append(f"{where}: not JSON ({exc.msg})")
+        if not isinstance(item, str):
+            raise RefError("not text")
+        repo, num = parse_ref(item)  # the one reading of a reference every command shares
+    except RefError:
+        problems.append(f"{where}: \"item\" must be {REF_FORM}, got {_shown(item)}; line skipped")
         return None
-    if not isinstance(obj, dict):
-        problems.append(f"{where}: not a JSON object")
+    if _lone_surrogate({k: v for k, v in obj.items() if k not in ("note", "by")}):
+        problems.append(f"{where}: a field holds a lone surrogate escape (\\ud800-\\udfff), which is not text; "
+                        "line skipped")
         return None
-    ref = _REF.match(str(obj.get("item", ""))) if isinstance(obj.get("item"), str) else None
-    if ref is None:
-        problems.append(f"{where}: \"item\" must be OWNER/NAME#N, got {obj.get('item')!r}")
-        return None
-    item = f"{ref.group(1)}#{ref.group(2)}"
+    item = f"{repo}#{num}"
     split = obj.get("split") if obj.get("split") in ("tune", "holdout") else split_of(item)
-    if isinstance(obj.get("part"), str) and _is_team(obj["part"]):
-        split = obj["part"]
-    label = Label(item, ref.group(1), int(ref.group(2)), number, split)
-    for name in ("note", "by"):
+    part = obj.get("part")
+    if isinstance(part, str) and _is_team(part):
+        if not _TEAM_PART.fullmatch(part):
+            problems.append(f"{where}: part must be \"team\" or \"team-NAME\" (letters, digits, '.', '_', '-'; "
+                            f"at most 64 characters), got {_shown(part)}; line skipped")
+            return None
+        split = part
+    label = Label(item, repo, num, number, split)
+    for name, limit in (("note", NOTE_MAX), ("by", BY_MAX)):
         if isinstance(obj.get(name), str):
-            setattr(label, name, obj[name].strip()[:2000])
+            setattr(label, name, _person_text(obj[name], name, limit, where, problems))
     for name in SCALAR_FIELDS:
         if obj.get(name) is not None:
             values = _scalar(obj[name], name, where, codes.get(name), problems)
@@ -161,6 +263,29 @@ def _parse_line(raw: str, number: int, where: str, codes: Mapping[str, set[str]]
     if obj.get("perf_claims") is not None:
         label.claims = _claims(obj["perf_claims"], where, problems)
     return label
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a lone surrogate (JSON's "\\ud800" alone): no UTF-8 encodes it."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _person_text(value: str, name: str, limit: int, where: str, problems: list[str]) -> str:
+    """A note or name from a file as stored: one line without control characters, at most `limit` characters
+    (each change reported)."""
+    from ..models import one_line_text
+
+    text, changed = one_line_text(value)
+    if changed:
+        problems.append(f"{where}: \"{name}\" held control characters or line breaks; they were removed")
+    if len(text) > limit:
+        problems.append(f"{where}: \"{name}\" is {len(text):,} characters; its first {limit:,} are kept")
+        text = text[:limit].rstrip()
+    return text
 
 
 def _scalar(value: Any, name: str, where: str, known: set[str] | None, problems: list[str]) -> list[str]:

@@ -44,7 +44,7 @@ def examples_of(labels: Sequence[Label], found: Mapping[str, AnalysedItem]) -> l
             continue
         a = analysed.analysis
         out.append(Example(tuple(a.features), a.priority, a.grade, tuple(label.values.get("priority") or ()) or None,
-                           tuple(label.values.get("grade") or ()) or None))
+                           tuple(label.values.get("grade") or ()) or None, ref=label.item.strip()))
     return out
 
 

@@ -36,6 +36,7 @@ def demo(settings: Settings, out_dir: Path) -> list[Path]:
     for stale in (db, db.with_name("demo.db-wal"), db.with_name("demo.db-shm")):
         stale.unlink(missing_ok=True)
     settings.db_url = f"sqlite:///{db.resolve()}"
+    settings.repos = []  # the sample's invented repositories, not the ones radar.toml lists for the real store
     engine = open_store(settings)
     import_jsonl(settings, engine, sample_files())
     analyze(settings, engine)

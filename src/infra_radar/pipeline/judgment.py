@@ -70,7 +70,7 @@ def keyed_examples(store, team: list[stored.TeamLabel],
         if label is None or key in out or not isinstance(data, dict):
             continue
         out[key] = Example(tuple(data.get("features") or ()), data.get("priority", "none"), data.get("grade", "S"),
-                           label.priority, label.grade)
+                           label.priority, label.grade, ref=f"{repo}#{number}")
     for window in windows.values():
         for repo, number, data in stored.window_items(store, window["since"], window["until"], window["repos"]):
             key = f"{repo.lower()}#{number}"

@@ -10,6 +10,7 @@ its patterns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..analyse.links import (
@@ -24,6 +25,7 @@ from ..analyse.versions import scan_version
 from ..config import Settings
 from ..models import AnalysedItem, Analysis, Item, Link
 from ..store import ledger as store
+from ..store import queries as store_queries
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -185,15 +187,28 @@ def related_of(settings: Settings, db: Engine | Reader, item: Item, cache: dict 
     return related
 
 
-def related_links(settings: Settings, db: Engine | Reader, found: list[AnalysedItem]) -> dict[str, list[Link]]:
-    """For the daily radar: each item's duplicates, chain parts, same-mechanism items and adaptations."""
-    cache = batch_cache(db)
+def related_links(settings: Settings, db: Engine | Reader, found: list[AnalysedItem],
+                  until: datetime | None = None, cache: dict | None = None) -> dict[str, list[Link]]:
+    """For the daily radar: each item's duplicates, chain parts, same-mechanism items and adaptations; with
+    `until` (the window's end), only the items known to exist by then: a radar never links what came later.
+    `cache`: a batch_cache kept across calls (a site build asks for every day)."""
+    cache = batch_cache(db) if cache is None else cache
     out = {}
     for ai in found:
         rel = related_of(settings, db, ai.item, cache)
         links = [*rel.duplicates, *rel.chain, *rel.mechanism, *(e.down_link() for e in rel.adapted)]
         if links:
             out[ai.item.ref] = links
+    if until is not None and out:
+        known = store_queries.known_since_many(db, [(lk.repo, lk.number) for links in out.values()
+                                                    for lk in links if lk.repo and lk.number is not None])
+
+        def then(lk: Link) -> bool:
+            if not lk.repo or lk.number is None:
+                return True
+            first = known.get((lk.repo.lower(), lk.number))
+            return first is None or first < until
+        out = {ref: kept for ref, links in out.items() if (kept := [lk for lk in links if then(lk)])}
     return out
 
 

@@ -7,7 +7,7 @@ the store (and writes analyses and runs), so any report can be re-rendered offli
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -35,20 +35,43 @@ class Report:
 
 
 
-def _check_repos(engine: Engine, names: list[str]) -> list[str]:
+def _check_repos(engine: Engine, names: list[str], settings: Settings | None = None) -> list[str]:
     names = [check_repo(n) for n in names]  # one check of OWNER/NAME for every command (models.check_repo)
     known = {n.lower(): n for n in queries.repo_names(engine)}
+    # a repository radar.toml lists is known before the store holds anything of it: its report is empty
+    known.update({n.lower(): n for n in unstored_repos(settings, known.values())} if settings else {})
     missing = [n for n in names if n.lower() not in known]
     if missing:
         have = few(known.values(), len(known)) or "none (import something first)"
-        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have}")
+        raise ConfigError(f"unknown repository {few(m[:80] for m in missing)}; the store has: {have} "
+                          "(radar repo add OWNER/NAME adds one to radar.toml)")
     return [known[n.lower()] for n in names]
+
+
+def unstored_repos(settings: Settings, stored) -> list[str]:
+    """The repositories the user's radar.toml lists that the store holds nothing of (none with the packaged list:
+    those are an example, not the user's choice)."""
+    if settings.config_path is None:
+        return []
+    have = {n.lower() for n in stored}
+    return [r.name for r in settings.repos if r.name.lower() not in have]
+
+
+def report_repos(settings: Settings, engine: Engine, repos: list[str] | None) -> list[str]:
+    """The repositories a daily radar covers: those given (checked), else every stored one and every one
+    radar.toml lists, so that the scope line names a configured repository with no data."""
+    if repos:
+        return _check_repos(engine, repos, settings)
+    stored = queries.repo_names(engine)
+    return stored + unstored_repos(settings, stored)
 
 
 def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
                  notes: list[str] | None = None) -> tuple[Window, bool]:
-    """The daily window: from the last successful daily run (first run: look back N hours) to now. A window
-    ending later than now ends now (said in `notes`): what has not happened yet is never "today"."""
+    """The daily window: from the end of the last published radar (none yet: look back N hours) to now. A
+    radar only printed is a preview and moves nothing. A window ending later than now ends now (said in
+    `notes`): what has not happened yet is never "today"."""
+    from ..store.published import last_window
     from ..windows import make_window, now_end
 
     clock = now_end()
@@ -60,50 +83,43 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     until = until or clock
     first = False
     if since is None:
-        last = queries.last_success(engine, "daily", "all")
-        if last and last[1] and last[1] < until:
+        last = last_window(engine)
+        if last and last[1] < until:
             since = last[1]
         else:
             since, first = until - timedelta(hours=settings.first_lookback_hours), last is None
     return make_window(since, until), first
 
 
-def daily_items(settings: Settings, engine: Engine, window: Window, names: list[str]) -> list:
-    """What a daily radar of `window` holds: the items touched or opened in it, as they stood at its end."""
-    from .judgment import judge
-
-    return judge(settings, engine, as_of(settings, queries.analysed_in_window(engine, window, names, opened=True),
-                                         window.until))
-
-
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
           record: bool = True) -> Report:
-    """The daily radar for the window after the last successful run; recorded as a run. Written under
-    `out_dir`, it is published: what it showed is recorded for the radars after it (not with `record` off)."""
+    """The daily radar for the window after the last published radar; recorded as a run. Written under
+    `out_dir`, it is published: what it showed is recorded for the radars after it, and the next window starts
+    where it ends (not with `record` off). Printed, it is a preview: nothing is recorded."""
     from ..llm.render import render_daily_llm
-    from ..render.markdown import render_daily
-    from .memory import Memory, StoreLookup, recall
+    from .radar import daily_radar
 
     notes: list[str] = []
     window, first = daily_window(settings, engine, since, until, notes)
-    names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
+    names = report_repos(settings, engine, repos)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
-        inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
-        memory = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
+        radar = daily_radar(settings, engine, window, names, first=first, explicit=since is not None)
+        inp = radar.input
         found = inp.items
         prose = _llm_prose(settings, engine, llm, inp)
-        text = (render_daily(inp, settings.lang, focus_weights=settings.focus_weights) if prose is None else
+        text = (radar.markdown() if prose is None else
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
         path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", text) if out_dir else None
         if path is not None and record:
-            memory.save(engine, inp)
+            radar.publish(engine)
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
     save.finish_run(engine, run, "ok", {"items": len(found), "path": str(path) if path else None,
+                                        "published": bool(path is not None and record),
                                         **({"llm": prose.line()} if prose else {})})
     return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names), notes)
 
@@ -122,37 +138,15 @@ def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = N
     """`radar daily --dry-run`: the model prompts the daily radar would send (llm.stage.LlmRunSummary.prompts);
     nothing is sent, written or recorded."""
     from ..llm.stage import daily_llm, use_llm
-    from .memory import Memory, StoreLookup, recall
+    from .radar import daily_radar
 
     config = use_llm(settings, True)
     window, first = daily_window(settings, engine, since, until)
-    names = _check_repos(engine, repos) if repos else queries.repo_names(engine)
+    names = report_repos(settings, engine, repos)
     analyze(settings, engine)
-    inp = _daily_input(settings, engine, window, first, names, since is not None, watch=[])
-    recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)  # what it would not deep-dive again
+    # with its recall: what it would not deep-dive again
+    inp = daily_radar(settings, engine, window, names, first=first, explicit=since is not None).input
     return daily_llm(settings, engine, inp, settings.lang, dry_run=True, config=config)
-
-
-def _daily_input(settings: Settings, engine: Engine, window: Window, first: bool, names: list[str],
-                 explicit: bool, watch: list):
-    """What the daily radar of `window` shows (render.context.DailyInput), the tracked items' rechecks given."""
-    from ..analyse.links import load_relation_rules
-    from ..analyse.stories import stories
-    from ..render.context import DailyInput
-    from ..store.ledger import adapted_in_window
-    from .relations import related_links
-
-    found = daily_items(settings, engine, window, names)
-    downstream = [n for n in names if settings.repo(n).role == "downstream"]
-    top = [a for a in found if a.analysis.priority in ("P0", "P1") and a.item.repo not in downstream]
-    return DailyInput(window=window, repos=names, items=found, watch=watch, deep_dive_limit=settings.deep_dive_limit,
-                      first_run=first, generated_at=datetime.now(UTC).replace(microsecond=0), explicit=explicit,
-                      related=related_links(settings, engine, top), target=settings.target,
-                      short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
-                      short_table_limit=settings.short_table_limit, downstream=downstream,
-                      downstream_limit=settings.downstream_limit,
-                      adapted=[e for repo in downstream for e in adapted_in_window(engine, repo, window)],
-                      stories=stories(found, load_relation_rules(settings)))
 
 
 def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
@@ -168,7 +162,7 @@ def weekly_input(settings: Settings, engine: Engine, repo: str, window: Window):
     seen = Window(window.since, min(window.until, limit))  # what is dated later than now is not this week's
     if week_label(window) is None:  # a --since/--until range ending later than now ends now (a week keeps its name)
         window = seen
-    (name,) = _check_repos(engine, [repo])
+    (name,) = _check_repos(engine, [repo], settings)
     analyze(settings, engine)
     from .judgment import judge
 
@@ -218,7 +212,7 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
     from .card import card_of
     from .relations import batch_cache
 
-    names = _check_repos(engine, [repo]) if repo else None
+    names = _check_repos(engine, [repo], settings) if repo else None
     analyze(settings, engine)
     from .judgment import judge
 

@@ -17,7 +17,6 @@ from .. import windows
 from ..config import Settings
 from ..models import MERGED, PR
 from ..render.context import (
-    daily_context,
     mean,
 )
 from ..windows import horizon
@@ -121,7 +120,7 @@ def _carried(site: Site) -> list[dict[str, Any]]:
 
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
     latest = days[-1] if days else None
-    daily = daily_context(site.daily_input(latest), site.t, site.settings.focus_weights) if latest else None
+    daily = dict(site.daily_radar(latest).context(site.t)) if latest else None
     if daily:  # the P0/P1 rows the home page lists, their conclusions as text
         daily["top"] = shown_rows(daily["top"])
     week = week_of(latest) if latest else None
@@ -209,13 +208,14 @@ class _Build:
 
 
 def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "",
-               progress: Progress | None = None, record: bool = True) -> BuildResult:
+               progress: Progress | None = None, backfill: bool = False) -> BuildResult:
     """Build (or incrementally rebuild) the site under `out_dir`.
 
     A page whose inputs did not change since the last build (publish/inputs.py) is not rendered again;
-    every other page is rendered and written only when its content changed (publish/writer.py). The daily
-    pages rendered are recorded as published radars (docs/memory.md) once the build is complete, unless
-    `record` is off.
+    every other page is rendered and written only when its content changed (publish/writer.py). A daily page
+    is the radar of its UTC day as `radar daily` builds it (pipeline/radar.py), recalling the radars published
+    before it; the build publishes nothing. With `backfill`, the daily pages rendered are recorded as
+    published radars (docs/memory.md) once the build is complete, each page following the ones before it.
     """
     from ..pipeline.analysis import analyze
     from ..pipeline.memory import Memory
@@ -224,10 +224,8 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     started = time.perf_counter()
     progress.stage("reading the store")
     analyze(settings, engine)
-    from ..pipeline.judgment import judge
-
-    site = Site(settings, load_site_data(engine, settings, horizon(settings.clock_skew)), site_url, Memory.load(settings, engine),
-                lambda items: judge(settings, engine, items))
+    site = Site(settings, load_site_data(engine, settings, horizon(settings.clock_skew)), site_url,
+                Memory.load(settings, engine), engine=engine, backfill=backfill)
     progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
                  f"({time.perf_counter() - started:.1f}s)")
     clock = windows.now()  # a report of today or this week is dated when it was built, never at its window's future end
@@ -249,6 +247,8 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
             return html
         data = site.daily_inputs(day)
         done = build.page(rel, data, render)
+        if not done:
+            site.backfill_day(day)  # a page kept as it was is still recorded when backfilling
         reports.append(feeds.FeedEntry("daily", rel, text, min(day_window(day).until, clock), inputs=data,
                                        load=None if done else lambda day=day: site.daily(day)[2]))
         progress.advance()
@@ -298,12 +298,14 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     _feeds(site, build, reports)
     removed = writer.finish()
     seen.save()
-    if record and site.records:
+    if backfill and site.records:
         from ..store.lock import writer_lock
         from ..store.published import save_records
 
         with writer_lock(engine).hold(settings.lock_timeout):
-            save_records(engine, site.records)
+            written = save_records(engine, site.records)
+        progress.say(f"backfill: {len(site.records)} daily page(s) recorded as published radars "
+                     f"({written} new or changed); the next radar follows them")
     return BuildResult(out_dir, len(writer.new), len(writer.written), writer.unchanged, len(removed),
                        len(numbered), len(days), len(weeks), charts.available(),
                        time.perf_counter() - started, build.skipped, writer.warnings)

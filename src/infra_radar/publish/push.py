@@ -32,7 +32,7 @@ from ..config import Settings
 from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact
 from ..models import Window, check_repo
 from ..pipeline.judgment import judge
-from ..render.context import DailyInput, WeeklyInput, daily_context, load_strings, weekly_context
+from ..render.context import WeeklyInput, load_strings, weekly_context
 from ..render.escape import href, plain, plain_line
 from ..store import queries
 from ..store.rows import from_db_time, to_db_time
@@ -93,19 +93,23 @@ def _up_to_now(window: Window, limit: datetime) -> Window:
     return Window(window.since, min(window.until, limit))
 
 
-def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str], site_url: str) -> Digest:
-    """The P0/P1 rows and the short table of one UTC day's radar."""
-    t = load_strings(settings.lang)
-    window = _up_to_now(day_window(day), horizon(settings.clock_skew))
-    names = repos or queries.repo_names(engine)
-    from ..pipeline.memory import Memory, StoreLookup, recall
-    from ..pipeline.reports import daily_items
+def daily_digest(settings: Settings, engine: Engine, window: Window | date, repos: list[str], site_url: str,
+                 calendar_day: bool = False) -> Digest:
+    """The P0/P1 rows, the short table and the downstream section of the daily radar of `window` (a UTC day
+    when a date), built as `radar daily` builds it (pipeline.radar.daily_radar)."""
+    from ..pipeline.radar import daily_radar
+    from ..windows import report_day
 
-    found = daily_items(settings, engine, window, names)
-    inp = DailyInput(window=window, repos=names, items=found, watch=[], deep_dive_limit=settings.deep_dive_limit,
-                     first_run=False, generated_at=window.until, calendar_day=True)
-    recalled = recall(settings, Memory.load(settings, engine), StoreLookup(engine), inp)
-    ctx = daily_context(inp, t, settings.focus_weights)
+    if not isinstance(window, Window):
+        window, calendar_day = day_window(window), True
+    t = load_strings(settings.lang)
+    window = _up_to_now(window, horizon(settings.clock_skew))
+    from ..pipeline.reports import report_repos
+
+    radar = daily_radar(settings, engine, window, repos or report_repos(settings, engine, None),
+                        calendar_day=calendar_day, explicit=not calendar_day,
+                        generated_at=window.until)
+    ctx = radar.context(t)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
     if ctx["since_last"]:
@@ -117,9 +121,15 @@ def daily_digest(settings: Settings, engine: Engine, day: date, repos: list[str]
     for r in ctx["short"]:
         lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
                           _item_url(r["ref"], r["url"], site_url)))
+    down = ctx["downstream"]
+    if down and down["lines"]:  # the downstream section, apart from the upstream rows, as the report has it
+        lines.append(Line(t["daily"]["downstream"], heading=True))
+        lines += [Line(f"{plain(r['head'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
+                       _item_url(r["ref"], r["url"], site_url)) for r in down["lines"]]
+    day = report_day(window)
     title = t["daily"]["title"].format(date=day.isoformat())
     return Digest(title, lines, site_url + daily_page(day) if site_url else "",
-                  f"daily {day.isoformat()} {settings.lang}", lambda: recalled.save(engine, inp, ctx))
+                  f"daily {day.isoformat()} {settings.lang}", lambda: radar.publish(engine, t))
 
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
@@ -453,8 +463,25 @@ def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
     return latest.astimezone(UTC).date()
 
 
+def _daily(settings: Settings, engine: Engine, names: list[str], day: str | None, window: Window | None,
+           site_url: str) -> Digest:
+    """The daily radar a push sends: the UTC day `day` names, else the `window` given, else the radar last
+    published (`radar daily --out`, an earlier push), never a day chosen by the newest item."""
+    from ..store.published import last_window
+
+    if day:
+        return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
+    if window is None:
+        last = last_window(engine)
+        if last is None:
+            raise NotFoundError("no daily radar has been published yet: publish one with radar daily --out DIR, "
+                                "or name the radar to push with --date YYYY-MM-DD or --since/--until")
+        window = Window(*last)
+    return daily_digest(settings, engine, window, names, site_url)
+
+
 def digests(settings: Settings, engine: Engine, report: str, repos: list[str], week: str | None,
-            day: str | None, site_url: str) -> list[Digest]:
+            day: str | None, site_url: str, window: Window | None = None) -> list[Digest]:
     """The digests one push sends: one daily radar, or one weekly report per repository."""
     site_url = site_url.rstrip("/") + "/" if site_url else ""
     repos = [check_repo(r) for r in repos]
@@ -462,9 +489,8 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
     if repos and not names:
         raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
     limit = horizon(settings.clock_skew)
-    if report == "daily":
-        when = parse_when(day).date() if day else _latest_day(engine, names, limit)
-        return [daily_digest(settings, engine, when, names, site_url)]
+    if report == "daily":  # every repository `radar daily` names, unless some were given
+        return [_daily(settings, engine, names if repos else [], day, window, site_url)]
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
 
@@ -479,7 +505,7 @@ def content_sha(message: Message) -> str:
 
 def push_reports(settings: Settings, engine: Engine, report: str, platform: str, *, dry_run: bool = False,
                  repos: list[str] | None = None, week: str | None = None, day: str | None = None,
-                 site_url: str = "", record: bool = True,
+                 site_url: str = "", record: bool = True, window: Window | None = None,
                  say: Callable[[str], None] | None = None) -> list[str]:
     """Push (or with dry_run, describe) the report; returns the lines to print (and gives each to `say` as it
     happens). Every delivered message is recorded (store/deliveries.py): a rerun after a failure sends only
@@ -505,7 +531,7 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
 
     target = digest(platform, url)  # the webhook, never stored itself
     batches = [(d, build_messages(d, platform, settings.lang, url, secret))
-               for d in digests(settings, engine, report, repos or [], week, day, site_url)]
+               for d in digests(settings, engine, report, repos or [], week, day, site_url, window)]
     total, done = sum(len(messages) for _, messages in batches), 0
     for found, messages in batches:
         for i, message in enumerate(messages, 1):

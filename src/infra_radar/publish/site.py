@@ -31,7 +31,6 @@ from ..render.context import (
     DailyInput,
     WeeklyInput,
     card_context,
-    daily_context,
     load_strings,
     weekly_context,
 )
@@ -117,16 +116,21 @@ class SiteLookup:
 
 
 class Site:
-    """Renders every page of the site from the grouped store data. With `memory` (pipeline.memory.Memory), each
-    daily page recalls the radars before it, and is remembered (in `records`) for the pages after it."""
+    """Renders every page of the site from the grouped store data. A daily page is the radar `radar daily`
+    builds for its UTC day (pipeline.radar.daily_radar, from the store `engine`); with `memory`
+    (pipeline.memory.Memory) it recalls the radars published before it. With `backfill`, each daily page is
+    also remembered (in `records`) as published, for the pages after it."""
 
     def __init__(self, settings: Settings, data: SiteData, site_url: str = "", memory=None,
-                 judge=None) -> None:
+                 engine=None, backfill: bool = False) -> None:
         self.settings, self.data, self.lang = settings, data, settings.lang
         self.memory, self.records = memory, []
-        self._recalled: dict[date, Any] = {}
-        self.judge = judge or (lambda items: items)  # the team's labels over items judged again as they stood
+        self.engine, self.backfill = engine, backfill
+        self._radar: tuple[date, Any] | None = None  # the last daily radar built (the home page reuses it)
         self._compiled: dict = {}  # the rules, compiled once when a day's item is judged as it stood (as_of)
+        self._related: dict | None = None  # what the daily pages' related-item look-ups read once a build
+        self._names: list[str] = []  # the repositories a daily page covers (pipeline.reports.report_repos)
+        self._backfilled: set[date] = set()
         self.site_url = site_url.rstrip("/") + "/" if site_url else ""
         self.t = load_strings(self.lang, SITE_TEMPLATES)
         self.names = {lang: load_strings(lang) for lang in LANGS}
@@ -248,21 +252,42 @@ class Site:
         return Markup(markdown_html(markdown, lambda url: self.local(url, root)))
 
     # inputs
+    def daily_radar(self, day: date):
+        """The daily radar of one UTC day [D 00:00Z, D+1), as `radar daily` builds it for that window
+        (pipeline.radar.daily_radar): the day's items from the site's data, judged as they stood at its end, the
+        rules, when an item needs judging again, compiled once a build."""
+        from ..pipeline.radar import daily_radar
+        from ..pipeline.relations import batch_cache
+
+        if self._related is None:
+            from ..pipeline.reports import report_repos
+
+            self._related = batch_cache(self.engine)
+            self._names = report_repos(self.settings, self.engine, None)  # as `radar daily` names them
+        if self._radar is None or self._radar[0] != day:
+            window = day_window(day)
+            radar = daily_radar(self.settings, self.engine, window, self._names, calendar_day=True,
+                                generated_at=window.until, found=self.data.by_day.get(day, []),
+                                memory=self.memory, lookup=SiteLookup(self), compiled=self._compiled,
+                                remember=self.memory is not None, related=self._related)
+            self._radar = (day, radar)
+        return self._radar[1]
+
+    def backfill_day(self, day: date) -> None:
+        """With `backfill`: the radar of `day` remembered as published for the pages after it, and kept in
+        `records` to be recorded when the build ends (a page not rendered again is backfilled too)."""
+        if not self.backfill or day in self._backfilled:  # once a day (a feed may render a page again)
+            return
+        self._backfilled.add(day)
+        radar = self.daily_radar(day)
+        if radar.recall is not None:
+            record = radar.record(self.t)
+            self.memory.put(record)
+            self.records.append(record)
+
     def daily_input(self, day: date) -> DailyInput:
-        """The daily radar of one UTC day [D 00:00Z, D+1)."""
-        from ..pipeline.reports import as_of
-
-        window = day_window(day)
-        # as `radar daily` shows them; the rules, when an item needs judging again, are compiled once a build
-        items = self.judge(as_of(self.settings, self.data.by_day.get(day, []), window.until, self._compiled))
-        inp = DailyInput(window=window, repos=self.data.repos, items=items, watch=[],
-                         deep_dive_limit=self.settings.deep_dive_limit, first_run=False,
-                         generated_at=window.until, calendar_day=True)
-        if self.memory is not None:
-            from ..pipeline.memory import recall
-
-            self._recalled[day] = recall(self.settings, self.memory, SiteLookup(self), inp, self._compiled)
-        return inp
+        """What the daily radar of one UTC day shows."""
+        return self.daily_radar(day).input
 
     def weekly_input(self, repo: str, week: str) -> WeeklyInput:
         """The weekly report of one repository and ISO week."""
@@ -292,13 +317,10 @@ class Site:
     def daily(self, day: date) -> tuple[str, str, str]:
         """(path, html, markdown) of a daily radar page."""
         rel = daily_page(day)
-        inp = self.daily_input(day)
-        ctx = daily_context(inp, self.t, self.settings.focus_weights)
+        radar = self.daily_radar(day)
+        ctx = radar.context(self.t)
         text = self.markdown("daily.md.j2", ctx)
-        if day in self._recalled:  # remembered for the pages after it, recorded when the build ends
-            record = self._recalled.pop(day).record(inp, ctx)
-            self.memory.put(record)
-            self.records.append(record)
+        self.backfill_day(day)
         title = markdown_title(text)
         return rel, self.render("report.html.j2", rel, title=title, content=self.report(text, rel)), text
 

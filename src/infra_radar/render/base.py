@@ -233,7 +233,11 @@ def team_view(a, t: dict[str, Any]) -> Md:
     if a.learned:
         now = " / ".join(a.learned[k] for k in ("priority", "grade") if a.learned.get(k))
         before = " / ".join(rules[k] for k in ("priority", "grade") if a.learned.get(k))
-        flags = c["sep"].join(f"{text(name)} {weight:+.2f}" for name, weight in a.learned.get("moved_by", []))
+        moved_by = [(name, weight) for name, weight in a.learned.get("moved_by", []) if not name.startswith("label:")]
+        flags = c["sep"].join(f"{text(name)} {weight:+.2f}" for name, weight in moved_by)
+        by = a.learned.get("by") or []
+        if by and "calibrated_by_line" in c:  # moved by the labels of kin items: which labels
+            return Md(c["calibrated_by_line"].format(before=before, after=now, refs=c["sep"].join(text(r) for r in by)))
         return Md(c["calibrated_line"].format(before=before, after=now, flags=flags or c["none"]))
     return Md("")
 
@@ -250,6 +254,10 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
     return {
         "ref": item.ref, "short": short_ref(ai), "url": item.url, "title": html.unescape(item.title),
         "priority": f"{a.priority}{mark}" if label.get("priority") else a.priority, "priority_code": a.priority,
+        # the rule that decided the priority (for a P0: which act-now rule), as reasons quote it; a priority the
+        # team's label or the calibration moved is explained by the team line instead
+        "priority_why": pick(a.why, lang) if a.why and (a.rules or {}).get("priority", a.priority) == a.priority
+        else "",
         "state": name(t, "states", "draft" if item.draft else item.state),
         "grade": grade_shown(a, t), "grade_name": name(t, "grades", a.grade),
         "team": team_view(a, t),

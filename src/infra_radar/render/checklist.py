@@ -20,6 +20,7 @@ from .escape import Md, code, fmt, join
 from .escape import text as escape_text
 from .explain import code_module, explain_body, file_role, identifiers, sentences
 from .mechanism import squeeze_cjk
+from .zh_words import function_words
 
 
 @lru_cache(maxsize=1)
@@ -115,7 +116,12 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
                                 + [m.rstrip(".-") for m in r["_model"].findall(full)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
     hardware = list(dict.fromkeys(r["_hardware"].findall(full)))
-    metrics = list(dict.fromkeys(c.metric for c in a.perf_claims))
+    from .escape import plain
+    from .metrics import metric_name
+
+    # a metric named with English grammar words ("wall clock for 150 steps") said with Chinese joints in zh
+    metrics = list(dict.fromkeys(plain(metric_name(c.metric, lang)) if lang == "zh" and function_words(c.metric)
+                                 else c.metric for c in a.perf_claims))
     versions: dict[tuple[str, str], str] = {}  # one spelling of each version, the first the item gives
     for v in r["_version"].findall(own):  # ("vLLM 0.19+", "vLLM 0.19.0" and "vLLM >= 0.19.0" are one)
         versions.setdefault(_version_key(v), " ".join(v.split()))

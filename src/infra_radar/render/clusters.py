@@ -263,6 +263,8 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
                 index.setdefault(key, []).append(i)
     assigned: set[int] = set()
     found: list[Theme] = []
+    spread = Counter(x for ai in items for x in set(ai.analysis.topics))
+    ubiquitous = frozenset(k for k, n in spread.items() if n > 0.4 * len(items))
     while len(found) < most:
         best: tuple[float, int, int, str] | None = None
         for key, members in index.items():
@@ -277,6 +279,8 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
             break
         key = best[3]
         free = [i for i in index[key] if i not in assigned]
+        if key[:2] in ("d:", "f:"):  # a directory holds several mechanisms: its theme keeps the one most share
+            free = _one_mechanism(free, items, rules, ubiquitous, least)
         assigned.update(free)
         also = Counter(k for i in free for k in bags[i].terms if k != key and k.startswith("w:"))
         found.append(Theme(key, _label(key, free, bags), [items[i] for i in free],
@@ -287,6 +291,22 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
         for th in found:
             th.before = sum(1 for bag in prior if th.key in bag.terms)
     return found
+
+
+def _one_mechanism(free: list[int], items: list[AnalysedItem], rules: dict[str, Any], ubiquitous: frozenset[str],
+                   least: int) -> list[int]:
+    """The members of a directory's theme that share the mechanism (topic) most of them share, when at least
+    `mechanism_share` of them do: a sparse-attention operator under a fused-MoE directory is not a MoE change.
+    The others stay free for another theme. All of them when no topic is that common."""
+    platform = set(rules.get("platform_topics", ["npu", "ci", "docs"]))
+    topics = Counter(x for i in free for x in set(items[i].analysis.topics) if x not in platform | ubiquitous)
+    if not topics:
+        return free
+    topic, n = max(topics.items(), key=lambda kv: (kv[1], kv[0]))
+    if n < float(rules.get("mechanism_share", 0.6)) * len(free):
+        return free
+    kept = [i for i in free if topic in items[i].analysis.topics]
+    return kept if len(kept) >= least else free
 
 
 def shares_term(ai: AnalysedItem, theme: Theme, rules_dir: Path | None = None) -> bool:

@@ -21,6 +21,7 @@ from .base import change_text, context_text, name, pick, signed, with_unit
 from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules, say, tidy
+from .metrics import metric_name
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
@@ -129,7 +130,7 @@ def claim_text(c: PerfClaim, t: dict[str, Any], flat: bool = False, condition: b
     （−25.5%）"; a slowdown says so, as does a result its author calls unchanged. Percent and factor are the
     claim's own (computed from its before and after)."""
     f = t["figure"]
-    metric = text(c.metric)
+    metric = Md(metric_name(c.metric, t["lang"]))
     if c.before is not None and c.after is not None:
         body = f"{metric} {with_unit(c.before, c.unit)} → {with_unit(c.after, c.unit)}"
         notes = [_signed_pct(c)] if c.change_pct is not None else []
@@ -375,18 +376,24 @@ def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
-                     target: str = "ascend") -> tuple[list[Md], list[Md]]:
+                     target: str = "ascend", compact: bool = False) -> tuple[list[Md], list[Md]]:
     """The conclusion's parts: ([what changes], [the figure if any, the consequence]). Model prose may say
-    the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence).
+    the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence);
+    `compact`: a short note held to `compact_width` (the short table lists every P1 item, one compact line each).
     The richest variant that fits the width (and, in zh, keeps Chinese the main language) is taken."""
     from .explain import code_module
 
     lang = t["lang"]
-    key = ("note_width" if short else "row_width") + ("_en" if lang == "en" else "")
+    base = "compact_width" if short and compact else "note_width" if short else "row_width"
     limits = rules().data["limits"]
-    limit = int(limits.get(key, limits["note_width" if short else "row_width"]))
+    limit = int(limits.get(base + ("_en" if lang == "en" else ""), limits.get(base, limits["note_width"])))
+    # a compact note that names nothing beyond its title may take the short note's width to say something
+    wider = int(limits.get("note_width" + ("_en" if lang == "en" else ""), limits["note_width"])) \
+        if short and compact else limit
     module = code_module(ai.item.files) if ai.item.files else ""
     fitting: list[tuple[list[Md], list[Md]]] = []
+    # within `wider`: (names of its own beyond the title, within `limit`, -order) -> parts; the best is taken
+    said: dict[tuple[int, bool, int], tuple[list[Md], list[Md]]] = {}
     last: tuple[list[Md], list[Md]] | None = None
     # the variants share most of their parts: each is worked out once per item
     memo: dict[Any, Any] = {}
@@ -402,12 +409,20 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
                 if p]
         last = ([what], rest)
         sentence = join_sentence(last, t)
-        if width(sentence) <= limit and (lang != "zh" or chinese_main(sentence, 1.2)):
-            if beyond_title(sentence, ai.item.title) >= 3:
+        wide = width(sentence)
+        if wide <= wider and (lang != "zh" or chinese_main(sentence, 1.2)):
+            own = beyond_title(sentence, ai.item.title)
+            if own >= 3 and wide <= limit:
                 return last
-            fitting.append(last)
+            said[(min(own, 3), wide <= limit, -len(said))] = last
+            if wide <= limit:
+                fitting.append(last)
     assert last is not None
-    # none names three things of its own beyond the title (the title stands beside it): the richest that fits
+    # none within the width names three things of its own beyond the title (the title stands beside it): a
+    # compact note takes the one its wider width allows that names the most (the compact one at a tie), else
+    # the richest that fits
+    if short and compact and said:
+        return said[max(said)]
     return fitting[0] if fitting else last
 
 

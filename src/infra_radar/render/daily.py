@@ -81,7 +81,7 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
     the team labelled leads it, with the team's mark: the short table has no grade column). `parts`: the
     item's short conclusion parts, when the caller has them already."""
     if parts is None:
-        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)
+        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
     note = join_sentence(parts, t)
     if (ai.analysis.label or {}).get("grade"):
         return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
@@ -170,6 +170,13 @@ def _story_text(ai: AnalysedItem, inp: DailyInput, t: dict[str, Any], short: dic
     return fmt(d["story"], members=join(members, t["common"]["sep"]))
 
 
+def short_p2(leftover: list[AnalysedItem], most: int) -> list[AnalysedItem]:
+    """The P2 rows of the short table: open items first (still moving, worth a line), then merged or closed
+    ones, each group in rank order; at most `most`."""
+    p2 = [ai for ai in leftover if ai.analysis.priority == "P2"]
+    return sorted(p2, key=lambda ai: ai.item.state != "open")[:most]
+
+
 def _more_line(rest: list[AnalysedItem], t: dict[str, Any], short: dict[str, str]) -> Md:
     """"另有 P1 2 项、P2 7 项未列出（verl 5、vllm 4）": what the short table leaves out, counted."""
     if not rest:
@@ -232,6 +239,39 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
     return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
 
 
+# --- deep dives -------------------------------------------------------------------------------------
+
+
+def choose_dives(candidates: list[AnalysedItem], limit: int) -> list[AnalysedItem]:
+    """The few items the radar deep-dives, in table order: the best by relevance to the target and the evidence
+    their sources hold (render/why.dive_score); an item with no mechanism to explain gets its row only."""
+    from .why import causes, dive_rules, dive_score
+
+    floor = float(dive_rules()["select"].get("min_score", 0.0))
+    scored = [(dive_score(ai, bool(causes(ai.item.body))), i, ai) for i, ai in enumerate(candidates)]
+    best = sorted((x for x in scored if x[0] > 0 and x[0] >= floor), key=lambda x: (-x[0], x[1]))
+    chosen = {x[1] for x in best[: max(limit, 0)]}
+    return [ai for i, ai in enumerate(candidates) if i in chosen]
+
+
+_PARTS = ("why", "mechanism", "where", "evidence", "boundary", "measure", "decide")
+
+
+def distinct_dives(views: list[dict[str, Any]], t: dict[str, Any]) -> None:
+    """No sentence of one report's dives is said twice: a part an earlier dive said word for word (a porting
+    caveat, "no figures", a decision's reason) is left out of the later ones; the first line's fixed labels
+    stay."""
+    said: set[str] = set()
+    for v in views:
+        for part in _PARTS:
+            value = str(v.get(part) or "")
+            if not value:
+                continue
+            if value in said and part != "mechanism":
+                v[part] = Md("")
+            said.add(value)
+
+
 # --- the context -----------------------------------------------------------------------------------
 
 
@@ -261,7 +301,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
                 seen.add(id(story))
     top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
     # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
-    deep = [ai for ai in top if ai.item.ref.lower() not in inp.no_deep][: max(inp.deep_dive_limit, 0)]
+    deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep], inp.deep_dive_limit)
     tabled = {id(ai) for ai in top}
     watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
@@ -277,15 +317,16 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
 
     def short_parts(ai: AnalysedItem) -> tuple[list[Md], list[Md]]:
         if id(ai) not in shorts:
-            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target)
+            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
         return shorts[id(ai)]
 
     top_rows = [{**row(ai), "story": _story_text(ai, inp, t, short)} for ai in top]
     # the short table: the P0/P1 items the table left out, then the first P2 items, at most short_table_limit
+    # every P0/P1 item of the window is listed (one compact line each); P2 rows follow while the table is under
+    # short_table_limit rows, open work first (it may still change; a merged P2 is done), at most short_p2_limit
     leftover = [ai for ai in ranked if id(ai) not in tabled]
-    p2 = [ai for ai in leftover if ai.analysis.priority == "P2"]
-    listed = [ai for ai in leftover if ai.analysis.priority in TOP] + p2[: max(inp.short_p2_limit, 0)]
-    listed = listed[: max(inp.short_table_limit, 0)]
+    listed = [ai for ai in leftover if ai.analysis.priority in TOP]
+    listed += short_p2(leftover, max(min(inp.short_p2_limit, inp.short_table_limit - len(listed)), 0))
     listed_ids = {id(ai) for ai in listed}
     rest = [ai for ai in leftover if id(ai) not in listed_ids]
     short_rows = [{**_base(ai, t, short), "note": short_note(ai, t, target, short_parts(ai)),
@@ -301,10 +342,12 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
             checks.append({**r, "checklist": steps[:2]})
     for r in top_rows:
         r.pop("alternates", None)
-    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=r["summary"]),
+    # each dive beside its own row (the dives are chosen among the table's rows, not its first ones)
+    deep_views = [{**dive(ai, t, _porting(ai, target), target, shown=row(ai)["summary"]),
                    "label": ref_label(ai.item.ref, short),
                    "head": title_head(ai.item.title, 100), "state": state_text(ai, t)}
-                  for ai, r in zip(deep, top_rows, strict=False)]
+                  for ai in deep]
+    distinct_dives(deep_views, t)
     shown = {ai.item.ref for ai in top + listed} | {w.ref for w in inp.watch}
     with_data = {ai.item.repo.lower() for ai in inp.items}
     scope_repos = [r for r in inp.repos if r.lower() not in down]

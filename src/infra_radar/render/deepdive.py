@@ -126,18 +126,6 @@ def _cue_re(words: tuple[str, ...]):
     return cue_pattern(words)
 
 
-def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
-    """What the author's validation covered, as the rules name it (conclusions.toml [validation])."""
-    from .mechanism import rules as conclusion_rules
-
-    low = " ".join(t_ for _, t_ in explain_body(ai.item.body).tests).lower()[:6000]
-    if not low:
-        return []
-    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
-             if any(w in low for w in cue["words"])]
-    return found[:most]
-
-
 def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: str, shown: str = "") -> dict[str, Any]:
     """The parts of one deep dive of the daily radar, in reading order (motivation, mechanism, evidence,
     target boundary, decision), each our own sentence; the author's text is reached by the item's link.
@@ -153,13 +141,17 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     )
     from .escape import code, join, plain, text
     from .explain import code_module, file_role
-    from .mechanism import is_identifier
+    from .mechanism import is_identifier, tidy
+    from .why import causes, say_cause, validation_cues
 
     d, c, lang = t["daily"], t["common"], t["lang"]
     item, a = ai.item, ai.analysis
     view = row(ai, t)
+    found = causes(item.body)
     cues = motivation_cues(ai, lang)
-    view["why"] = fmt(d["dive_why"], text=c["sep"].join(cues)) if cues else Md("")
+    # why it works, from the description's own causal sentence; else what it says went wrong
+    view["why"] = (fmt(t["dive"]["cause"], text=say_cause(found[0], lang)) if found else
+                   fmt(d["dive_why"], text=c["sep"].join(cues)) if cues else Md(""))
     what = mechanism(ai, t)
     # identifiers the table row did not already name (`shown`: the row's conclusion)
     what_said = plain(what)
@@ -195,15 +187,61 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     caveat = pick(gpu[0].caveat, lang) if gpu and not a.native and a.grade != "S" else ""
     said = consequence(ai, t, porting, profile)
     # the row above already says the consequence: the dive adds the boundary only when it says more
-    view["boundary"] = (fmt(d["dive_boundary"], target=target_short(profile, lang), text=text(caveat))
-                        if caveat and caveat not in plain(shown) else Md("") if said in shown else
-                        fmt(d["dive_boundary"], target=target_short(profile, lang), text=said))
-    # the decision's reason is the rules' text naming the item's paths and words: text, escaped once
-    view["decide"] = fmt(d["dive_decide"], decision=name(t, "decisions", a.decision),
-                         reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
+    short_target = target_short(profile, lang)
+    if found and not a.native:  # what the gain depends on: the cost the description names, argued for the target
+        gain = fmt(t["dive"]["gain"], target=short_target, cause=_words(found[0].y, lang))
+        gain = Md(tidy(gain)) if lang == "zh" else gain
+        view["boundary"] = Md(f"{gain}{c['semi']}{text(caveat)}。" if caveat and lang == "zh" else
+                              f"{gain}; {text(caveat)}." if caveat else f"{gain}{'。' if lang == 'zh' else '.'}")
+    else:
+        view["boundary"] = (fmt(d["dive_boundary"], target=short_target, text=text(caveat))
+                            if caveat and caveat not in plain(shown) else Md("") if said in shown else
+                            fmt(d["dive_boundary"], target=short_target, text=said))
+    view["measure"] = measure(ai, t, short_target)
+    view["code_facts"] = code_facts(ai, t)
+    # the decision is in the dive's first line; its reason is the rules' text, shown only where no other dive of
+    # the report says it (daily.distinct_dives)
+    # a dive that says what to measure, with the item's own switch or metric, has said more than the rules'
+    # reason for the decision (the decision itself is on its first line)
+    view["decide"] = Md("") if view["measure"] else fmt(
+        d["dive_decide"], decision=name(t, "decisions", a.decision),
+        reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
     rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
     # one condition for every row: said once under the table, not in a column
     same = {r["context"] for r in rows}
     view["claims_context"] = same.pop() if len(same) == 1 and rows and rows[0]["context"] != "—" else ""
     view["claims"] = rows
     return view
+
+
+def _words(words: list[str], lang: str) -> str:
+    from .mechanism import phrase
+
+    return str(phrase(words, len(words), lang))
+
+
+def measure(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
+    """What to measure on the target, naming the item's own switch and metrics ("" when it names neither)."""
+    from .checklist import item_switches
+    from .escape import code, join
+    from .metrics import metric_name
+
+    switches, envs = item_switches(ai)
+    names = [sw for sw in [*switches, *envs] if "=" not in sw][:2] or [*switches, *envs][:1]
+    metrics = list(dict.fromkeys(metric_name(c.metric, t["lang"]) for c in ai.analysis.perf_claims))[:3]
+    sep, dv = t["common"]["sep"], t["dive"]
+    shown = join([code(n.rsplit(".", 1)[-1] if len(n) > 32 else n) for n in names], sep)
+    if names and metrics:
+        return fmt(dv["measure_switch"], target=target, switches=shown, metrics=Md(sep.join(metrics)))
+    if names:
+        return fmt(dv["measure_switch_only"], target=target, switches=shown)
+    if metrics:
+        return fmt(dv["measure_metrics"], target=target, metrics=Md(sep.join(metrics)))
+    return Md("")
+
+
+def code_facts(ai: AnalysedItem, t: dict[str, Any]) -> list[Md]:
+    """The facts read from the item's diff (defaults, switches, gates, kernels) that a dive's mechanism names:
+    a hook for the code-facts reader; none until the analysis carries them."""
+    facts = getattr(ai.analysis, "code_facts", None) or []
+    return [Md(str(f)) for f in facts[:2]]

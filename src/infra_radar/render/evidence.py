@@ -182,8 +182,13 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
     t = _strings(lang)
     item, src = ai.item, _source(ai)
     porting = applied(item, target, text=described(item.body)) if porting is None else porting
-    out = [Evidence(f"{t['daily']['dive_why'].format(text=label)}".rstrip("。."), src, "body", said,
-                    "conclusions.toml [motivation]") for label, said in motivation_evidence(ai, lang)]
+    from .escape import plain
+    from .why import causes, say_cause
+
+    out = [Evidence(plain(say_cause(c, lang)), src, "body", c.sentence, "dives.toml [[cause]]")
+           for c in causes(item.body) if c.sentence]
+    out += [Evidence(f"{t['daily']['dive_why'].format(text=label)}".rstrip("。."), src, "body", said,
+                     "conclusions.toml [motivation]") for label, said in motivation_evidence(ai, lang)]
     out += figure_evidence(ai, t)
     for p in porting:
         field = "title" if p.evidence.lower() in item.title.lower() else (

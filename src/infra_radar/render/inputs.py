@@ -70,7 +70,7 @@ class DailyInput:
     target: str = "ascend"  # the target platform profile (settings.target)
     short_p2_limit: int = 2  # P2 rows the short table shows; the rest are counted by repository
     top_table_limit: int = 8  # P0/P1 rows of the P0/P1 table; further P0/P1 items go to the short table (0: all)
-    short_table_limit: int = 12  # rows of the short table at most (P0/P1 first); the rest are counted
+    short_table_limit: int = 24  # P2 rows are added while the short table is shorter (every P0/P1 is listed)
     downstream: list[str] = field(default_factory=list)  # repositories of role "downstream" (reported apart)
     downstream_limit: int = 4  # downstream items named in their section
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry of downstream PRs in the window

@@ -18,6 +18,8 @@ from importlib import resources
 from typing import Any
 
 from .escape import Md, code, text
+from .zh_words import Zh, glossary_extra, joint
+from .zh_words import words as zh_words
 
 __all__ = ["Action", "clean_title", "cjk_share", "is_identifier", "read", "say", "tidy", "uncut"]
 
@@ -47,7 +49,7 @@ def rules() -> _Rules:
     raw = (resources.files("infra_radar") / "defaults" / "rules" / "conclusions.toml").read_text(encoding="utf-8")
     data = tomllib.loads(raw)
     nouns = {k: v for k, v in data["nouns"].items() if isinstance(v, str)}
-    glossary = {tuple(k.lower().split()): v for k, v in data["glossary"].items()}
+    glossary = {tuple(k.lower().split()): v for k, v in {**glossary_extra(), **data["glossary"]}.items()}
     symptoms = {tuple(k.lower().split()): v for k, v in data["symptoms"].items()}
     amb = data.get("ambiguous", {})
     return _Rules(
@@ -61,10 +63,10 @@ def rules() -> _Rules:
 
 # --- tokens ----------------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"`[^`\n]{1,120}`|\([^()\n]{0,120}\)|[^\s,;]+|[,;]")
+_TOKEN = re.compile(r"`[^`\n]{1,120}`|\([^()\n]{0,120}\)|[\w.]*\w\([^()\n]{0,60}\)|[^\s,;]+|[,;]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _IDENT = re.compile(r"^(?:--?[A-Za-z][\w-]*(?:=\S+)?|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?|[\w./-]*_[\w./-]*"
-                    r"|[A-Za-z_]\w*\(\)|[\w.-]+=[\w.-]+|[\w-]+(?:/[\w.-]+)+\.\w+"
+                    r"|[A-Za-z_]\w*\(\)|[\w.]*\w\([^()]{0,60}\)|[\w.-]+=[\w.-]+|[\w-]+(?:/[\w.-]+)+\.\w+"
                     r"|[\w-]+\.(?:py|cpp|cc|cu|h|hpp|yaml|yml|toml|json|sh|md))$")
 _TRAIL = ".,:;!?\"'“”"
 _STOP = {"-", "—", "–", ":", ";", "|"}
@@ -120,6 +122,9 @@ class Action:
     revert: list[Action] = field(default_factory=list)  # a revert: what it reverts
     subject: list[str] = field(default_factory=list)  # "MTP supports torchair": the subject before the verb
     negated: bool = False  # "Do not read ip": the change stops doing it
+    component: bool = False  # the subject is the component the title names first ("ReplaySSM: cache X")
+    fallback: bool = False  # read as a bare noun phrase: no verb or structure of the rules was found
+    unknown: str = ""  # the title's verb, when the rules do not know it: said after the object, never framed
 
 
 def clean_title(title: str) -> tuple[str, str]:
@@ -194,6 +199,8 @@ def _prep(words: list[str], i: int) -> tuple[str, int]:
     nxt = _low(words[i + 1]) if i + 1 < len(words) else ""
     if w == "instead" and nxt == "of":
         return "instead", 2
+    if w == "based" and nxt == "on":
+        return "based", 2
     if (w, nxt) in (("so", "that"), ("in", "order")):
         return "purpose", 3 if nxt == "order" else 2
     spec = rules().preps.get(w)
@@ -220,6 +227,9 @@ def _read_rest(words: list[str], depth: int) -> tuple[list[str], list[tuple[str,
             break
         key, n = _prep(words, i)
         if key == "to" and _verb_at(words, i + 1)[0] and (obj or mods):
+            key, n = "purpose", 1
+        if key == "for" and i + 1 < len(words) and _low(words[i + 1]).endswith("ing") and lemma(words[i + 1]) \
+                and (obj or mods):  # "validation for avoiding X": what it is for
             key, n = "purpose", 1
         if key == "for" and i + 1 < len(words) and _low(words[i + 1]) in _BETTER:  # "for better X": an aim
             key, n = "for_better", 1  # the comparative stays in the phrase (said in English, dropped in zh)
@@ -271,7 +281,7 @@ def _noun_phrase(words: list[str], depth: int) -> Action | None:
         return Action(r.nouns[last], obj[:-1], mods, purpose)
     if last in r.added:
         return Action("add", obj, mods, purpose)
-    return Action("", obj, mods, purpose)
+    return Action("", obj, mods, purpose, fallback=True)
 
 
 def _split_nouns(obj: list[str]) -> list[tuple[str, list[str]]]:
@@ -308,8 +318,8 @@ def _read_action(words: list[str], depth: int = 0, type_verb: str = "") -> Actio
         verb, n = "", 0  # "Batch Invariant FLASHINFER_MLA support" names a thing
     if verb == "revert":
         inner, _ = clean_title(" ".join(words[n:]).strip("\"'“”"))
-        reverted = [a for a in (_read_action(inner.split(), depth + 1),) if a is not None]
-        return Action("revert", inner.split()[-6:], revert=reverted)
+        reverted = [a for a in (_read_action(_TOKEN.findall(inner), depth + 1),) if a is not None]
+        return Action("revert", _TOKEN.findall(inner)[-6:], revert=reverted)
     if verb == "add" and len(words) > n + 1 and _low(words[n]) == "support" and _low(words[n + 1]) in ("for", "of", "to"):
         verb, n = "support", n + 2  # "add support for X" says "support X"
     subject: list[str] = []
@@ -335,10 +345,35 @@ def _read_action(words: list[str], depth: int = 0, type_verb: str = "") -> Actio
         _, mods, _ = _read_rest(["x", *words[at + n:]], 1)
         keep = [(k, v) for k, v in mods if k in ("at", "on", "in", "when", "during", "after", "with")]
         return Action("", subject, keep, symptom=(symptom, " ".join(words[at:at + n])))
+    if _unknown_verb(words):  # "revise the X", "centralize async DCP save": a verb the rules do not know
+        obj, _mods, _purpose = _read_rest(words[1:], depth)
+        if obj:  # the object only: the rest hangs on a verb we cannot say
+            return Action("", obj, fallback=True, unknown=_low(words[0]))
     found = _noun_phrase(words, depth)
     if found is not None and not found.verb and type_verb and not found.revert:
         found.verb = type_verb
     return found
+
+
+_DETERMINERS = {"the", "a", "an", "all", "some", "any", "each", "every", "its", "their", "our", "this", "these"}
+_VERB_ENDING = re.compile(r"^[a-z]{3,}(?:ize|ify)$")
+_ADJECTIVE = re.compile(r"(?:al|wise|ic|ous|ive|ed|ing|less|ful|able|ible|ly)$")
+
+
+def _unknown_verb(words: list[str]) -> bool:
+    """Whether a title opens with a verb the rules do not know: a plain word (no digit, not all capitals, not a
+    known noun or glossary word) followed by a determiner, an adverb in -ly or an identifier, or a word made
+    as a verb ("-ize", "-ify")."""
+    r = rules()
+    if len(words) < 2 or is_identifier(words[0]):
+        return False
+    first, raw, nxt = _low(words[0]), words[0].strip(_TRAIL), words[1]
+    if (not first.isalpha() or raw[1:] != raw[1:].lower() or first in r.nouns or first in r.added
+            or (first,) in r.glossary or first in r.preps or lemma(first) or _ADJECTIVE.search(first)
+            or _low(words[-1]) in r.nouns):
+        return False
+    return (_low(nxt) in _DETERMINERS or (_low(nxt).endswith("ly") and len(words) > 2) or is_identifier(nxt)
+            or bool(_VERB_ENDING.match(first)))
 
 
 def _split_actions(words: list[str]) -> list[list[str]]:
@@ -361,6 +396,17 @@ def _split_actions(words: list[str]) -> list[list[str]]:
     return [a for a in out if a]
 
 
+# "vLLM >=0.18 and vLLM < 0.19", "torch >= 2.5": a version range said as one code span
+_VERSIONS = re.compile(r"\b([A-Za-z][\w.-]*)\s*(>=|<=|==|>|<)\s*v?(\d[\w.]*)"
+                       r"(?:\s*(?:,|and|&)\s*(?:\1\s*)?(>=|<=|>|<)\s*v?(\d[\w.]*))?")
+_COMPONENT = re.compile(r"^([A-Za-z][\w.+/-]*(?: [A-Za-z0-9][\w.+/-]*){0,2}):\s+(\S.*)$")
+
+
+def _version_span(m: re.Match[str]) -> str:
+    second = f",{m.group(4)}{m.group(5)}" if m.group(4) else ""
+    return f"`{m.group(1)}{m.group(2)}{m.group(3)}{second}`"
+
+
 def read(title: str, kind_verb: str = "") -> tuple[list[Action], str]:
     """The actions a title states (at most [limits] actions), or, for a title in Chinese, the title itself."""
     r = rules()
@@ -370,9 +416,16 @@ def read(title: str, kind_verb: str = "") -> tuple[list[Action], str]:
     cjk = len(_CJK.findall(rest))
     if cjk >= int(r.data["title"]["cjk_chars"]) and cjk_share(rest) >= float(r.data["title"]["cjk_share"]):
         return [], rest
+    rest = _VERSIONS.sub(_version_span, rest)
+    component: list[str] = []
+    m = _COMPONENT.match(rest)
+    if m and _verb_at(m.group(2).split(), 0)[0]:  # "ReplaySSM: cache SSM inputs": the component, then the change
+        component, rest = m.group(1).split(), m.group(2)
     actions = []
     for i, words in enumerate(_split_actions(_TOKEN.findall(rest))):
         a = _read_action(words, type_verb=(type_verb or kind_verb) if i == 0 else "")
+        if a is not None and i == 0 and component and not a.subject:
+            a.subject, a.component = component, True
         if a is not None and (a.obj or a.revert or a.verb in ("cleanup", "refactor")):
             actions.append(a)
         if len(actions) >= int(r.data["limits"]["actions"]) or (i == 0 and a is None):
@@ -388,6 +441,9 @@ def _trim(words: list[str], most: int) -> list[str]:
     words = [w for w in words if w not in (",", ";") and _low(w) not in r.filler and "…" not in w and "..." not in w]
     while words and _low(words[0]) in ("a", "an", "the", "some", "all", "any", "this", "these"):
         words = words[1:]
+    but = next((i for i, w in enumerate(words) if _low(w) == "but" and 0 < i < len(words) - 1), -1)
+    if len(words) > most and but > 0 and len(words) <= 2 * most + 1:
+        return words  # "X but Y": both sides say the change, neither goes
     if len(words) > most:  # the head noun is last: the leading modifiers go
         words = words[-most:]
         while words and _low(words[0]) in ("and", "or", "of", "for", "with", "to", "in", "on", "&"):
@@ -404,19 +460,53 @@ def _word(w: str) -> str:
 
 def phrase(words: list[str], most: int, lang: str) -> Md:
     """An object phrase: articles and fillers dropped, at most `most` words, identifiers as code; in zh the
-    glossary's words in Chinese and "A of B" as "B 的 A"."""
-    r = rules()
+    glossary's words in Chinese, "A of B" as "B 的 A" and every English grammar word said as a Chinese joint
+    or dropped (zh_words.toml)."""
     words = _trim(words, most)
     if lang == "zh":
         of = next((i for i, w in enumerate(words) if _low(w) == "of"), -1)
-        if 0 < of < len(words) - 1 and of <= 3:
+        if 0 < of < len(words) - 1 and of <= 3 and not any(joint(words, k)[0] for k in range(of + 1, len(words))):
             words = [*words[of + 1:], "的", *words[:of]]
-        words = [w for w in words if _low(w) not in ("a", "an", "the")]
+        return Md(tidy(" ".join(o for o in _render_zh(words) if o)))
+    return Md(" ".join(o for o in (_word(w) for w in words) if o))
+
+
+def _render_zh(words: list[str]) -> list[str]:
+    """A phrase's pieces in zh: glossary words in Chinese, grammar words as joints (a joint with an `np`
+    frame takes the words up to the next joint as {y}, and with {x} the words since the last one)."""
+    r = rules()
     out: list[str] = []
+    seg = 0  # where the words since the last joint begin in `out`
     i = 0
     while i < len(words):
         w = words[i]
-        if lang == "zh" and not is_identifier(w):
+        if w.startswith("(") and w.endswith(")") and len(w) > 2 and not is_identifier(w):
+            inner = " ".join(o for o in _render_zh(w[1:-1].split()) if o)  # a parenthesis said in zh too
+            out.append(Zh(f"（{inner}）") if inner else "")
+            i += 1
+            continue
+        if w != "的" and not is_identifier(w):
+            n, said = joint(words, i)
+            if n == 1 and _low(w) == "to" and i + 1 < len(words) and lemma(words[i + 1]):
+                said = "以"  # "to determine X": a purpose
+            if n:
+                i += n
+                if isinstance(said, dict):
+                    k = i
+                    while k < len(words) and (is_identifier(words[k]) or not joint(words, k)[0]):
+                        k += 1
+                    y, i = " ".join(o for o in _render_zh(words[i:k]) if o), k
+                    x = " ".join(out[seg:])
+                    frame = said["np"]
+                    if "{x}" in frame:
+                        del out[seg:]
+                        out.append(Zh(frame.replace("{x}", x).replace("{y}", y)) if x and y else Zh(x or y))
+                    elif y:
+                        out.append(Zh(frame.replace("{y}", y) if out else frame.strip("（）").replace("{y}", y)))
+                elif said and (out or n > 1 or _low(w) not in zh_words().single):  # a joint opening it joins nothing
+                    out.append(Zh(said))
+                seg = len(out)
+                continue
             hit = next((n for n in range(min(r.longest, len(words) - i), 0, -1)
                         if tuple(_low(x) for x in words[i:i + n]) in r.glossary
                         and not any(x.strip(_TRAIL).isupper() and len(x.strip(_TRAIL)) > 1 for x in words[i:i + n])), 0)
@@ -426,7 +516,7 @@ def phrase(words: list[str], most: int, lang: str) -> Md:
                 continue
         out.append(w if w == "的" else _word(w))
         i += 1
-    return Md(tidy(" ".join(o for o in out if o)) if lang == "zh" else " ".join(o for o in out if o))
+    return out
 
 
 def _fill(template: str, x: str, y: str = "") -> str:
@@ -441,6 +531,8 @@ def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
     if a.revert:  # two noun phrases with act heads
         return "，并".join(_say_zh(x, most, 0, False) for x in a.revert[:2])
     x = phrase(a.obj, most, "zh")
+    if a.unknown:  # the component first, the author's verb after it: "`foo.md`：revise"
+        return tidy(f"{x}：{text(a.unknown, inside=True)}")
     if a.symptom[0]:
         pre = [_fill(r.preps[k]["pre"], "", phrase(v, most, "zh")) for k, v in a.mods[:1] if r.preps.get(k, {}).get("pre")]
         return tidy(f"{''.join(pre)} {x} {a.symptom[0]}" if pre and a.mods[0][0] == "when" else
@@ -454,7 +546,7 @@ def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
     body = _fill(template, x, phrase(a.mods[used][1], most, "zh") if used >= 0 else "")
     if a.negated:
         body = "不再" + body.strip()
-    if a.subject:
+    if a.subject and not a.component:
         body = f"{phrase(a.subject, most, 'zh')} {body}"
     pre, post = [], []
     for k, (prep, words) in enumerate(a.mods):
@@ -475,6 +567,8 @@ def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
         pre.remove(origin)
         body = body.replace(str(x), f"{x} {origin.strip()}", 1)
     clause = " ".join([*pre, body]) + "".join(post)
+    if a.subject and a.component:  # the component first, then the change: "ReplaySSM：缓存 SSM 输入"
+        clause = f"{phrase(a.subject, most, 'zh')}：{clause}"
     if purpose and a.purpose is not None:
         inner = _say_zh(a.purpose, most, 1, False)
         if inner:
@@ -490,6 +584,8 @@ def _say_en(a: Action, most: int, mods: int, purpose: bool, base: bool = False) 
     if a.revert:
         return " and ".join(_say_en(x, most, 0, False) for x in a.revert[:2])
     x = phrase(a.obj, most, "en")
+    if a.unknown:
+        return f"{a.unknown} {x}"
     if a.symptom[0]:
         tail = [f"{k} {phrase(v, most, 'en')}" for k, v in a.mods[:1]]
         return " ".join([x, text(a.symptom[1], inside=True), *tail])

@@ -9,6 +9,9 @@ Every author piece (title, paths, figures, the reason typed with `radar watch ad
 
 from __future__ import annotations
 
+import tomllib
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from ..models import CLOSED, MERGED, OPEN, FileChange
@@ -22,7 +25,6 @@ __all__ = ["SHOWN_FILES", "recheck_views", "since_last_line"]
 SHOWN_FILES = 2  # changed files a line names (the largest first); the rest are counted
 SHOWN_PATHS = 3  # added or removed paths a note names
 SHOWN_FIGURES = 2  # new figures a note names
-FULL_RECHECKS = 2  # an unchanged carried item is written in full on its first rechecks, then listed on one line
 
 
 def _paths(paths: list[str], sep: str, more: str) -> Md:
@@ -128,10 +130,27 @@ def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     state = _state(w, r, t)
     rest = join([x for x in (Md(state + _files(w, r, t)), _change(w, changed, r), origin) if x], semi)
     line = Md(r["line"].format(link=link(w.ref, w.url), title=text(title_head(w.title)), rest=rest))
-    # carried for a while with nothing new: listed with the others of its origin day (state and commit only)
-    folded = not changed and w.hand is None and bool(w.origin_day) and w.rechecks_before >= FULL_RECHECKS
+    needs = still_needs(w, t)
+    if needs:  # what it still needs stays in view while it is open
+        notes = [*notes, Md(r["needs"].format(needs=join([text(x) for x in needs], t["common"]["sep"])))]
+    # carried with nothing new and nothing it still needs: named on the one line of the unchanged
+    folded = not changed and not needs and w.hand is None and bool(w.origin_day)
     return {**view, "line": line, "notes": notes, "changed": changed, "folded": folded,
             "short": Md(f"{link(w.ref, w.url)} {state}")}
+
+
+@lru_cache(maxsize=1)
+def _needs_labels() -> tuple[str, ...]:
+    raw = (resources.files("infra_radar") / "defaults" / "rules" / "recheck.toml").read_text(encoding="utf-8")
+    return tuple(tomllib.loads(raw).get("needs", []))
+
+
+def still_needs(w: WatchRecheck, t: dict[str, Any]) -> list[str]:
+    """What a tracked item still needs while it is not merged: its open risk labels that keep it in view
+    (rules/recheck.toml `needs`), by name."""
+    if w.state_now in (MERGED, CLOSED):
+        return []
+    return [name(t, "risks", x) for x in _needs_labels() if x in w.risks]
 
 
 def recheck_views(rechecks: list[WatchRecheck], t: dict[str, Any]) -> list[dict[str, Any]]:

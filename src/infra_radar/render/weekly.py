@@ -40,7 +40,9 @@ from .weekly_words import Refs, figure, gist, theme_name, title_phrase
 
 
 def _changes(items: list[AnalysedItem]) -> list[AnalysedItem]:
-    return [ai for ai in items if ai.item.kind in CHANGE_KINDS]
+    """What the week changed: its merged PRs and direct commits. A PR still open, or closed without being
+    merged, changed nothing: it is neither counted, nor a theme's lead, nor a key PR."""
+    return [ai for ai in items if ai.item.kind in CHANGE_KINDS and (ai.item.kind != PR or ai.item.state == MERGED)]
 
 
 def _merged(items: list[AnalysedItem]) -> int:
@@ -207,7 +209,9 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
               for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
     if ctx["quick_more"]:
         more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
-        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more"].format(n=ctx["quick_more_n"], links=more)]
+        said = w["quick_more"] if ctx["quick_more_n"] == len(ctx["quick_more"]) else w["quick_more_first"]
+        lines += [f"{len(ctx['quick']) + 1}. " + said.format(n=ctx["quick_more_n"], k=len(ctx["quick_more"]),
+                                                             links=more)]
     lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
                                                        [w["no_recommendations"]])]
     if ctx["adapted"]:
@@ -335,7 +339,8 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     for ai in [x for x in relevant if id(x) not in themed][: max(0, 3 - len(moves))]:
         moves.append(_single_movement(ai, found, refs, t, native))
     ctx["movements"] = moves
-    ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit),
+    ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit,
+                                                     target=inp.target),
                       "count": len(th.members), "term": th.label, "key": th.key,
                       "refs": [f"#{ai.item.number}" for ai in th.members],
                       "members": [row(ai, t) for ai in th.members[:5]]} for th, (_, full) in zip(shown, names,
@@ -349,7 +354,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
-    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations)
+    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations, inp.target)
     ctx["adapted"] = built[1][: shape.adapted]
     ctx["adapted_more"] = max(len({e.down_ref for e in inp.adapted}) - shape.adapted, 0)
 

@@ -227,9 +227,10 @@ def _top(ai: AnalysedItem) -> str:
 
 
 def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple[str, list[AnalysedItem]]],
-                    refs: Refs, t: dict[str, Any], most: int = 5) -> list[Md]:
+                    refs: Refs, t: dict[str, Any], most: int = 5, target: str = "ascend") -> list[Md]:
     """What to adopt first and why, what to measure again and on what, what to watch: each from the week's
-    own PRs, figures and series; a kind of advice the week gives no fact for is left out."""
+    own PRs, figures and series; a kind of advice the week gives no fact for is left out. What a PR means for
+    the `target` is said as the daily radar says it, from the PR's own grade and boundary."""
     w, c = t["weekly"], t["common"]
     out: list[Md] = []
     key = [ai for ai in ranked if ai.analysis.priority in ("P0", "P1")] or \
@@ -273,14 +274,31 @@ def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple
     named = {id(x) for x in [*fixes, *adopt[:1], *measured[:3]]}
     kernels = [ai for ai in key if ai.analysis.grade == "L" and id(ai) not in named]
     if kernels and len(out) < 3:
-        out.append(Md(w["rec_track"].format(refs=refs.many(kernels[:3], c["sep"]),
-                                            what=c["semi"].join(gist(ai, t, 40) for ai in kernels[:2]))))
+        out.append(_track(kernels[:3], refs, t, target))
     reuse = [ai for ai in ranked if ai.analysis.grade == "S" and ai.analysis.priority in ("P0", "P1", "P2")
              and _code(ai) and id(ai) not in named]
     if reuse and len(out) < 3:
         out.append(Md(w["rec_reuse"].format(refs=refs.many(reuse[:3], c["sep"]),
                                             what=c["semi"].join(gist(ai, t, 40) for ai in reuse[:2]))))
     return out[:most]
+
+
+def _track(kernels: list[AnalysedItem], refs: Refs, t: dict[str, Any], target: str) -> Md:
+    """"Track only the mechanism of #A, #B (what): why" with each PR's own consequence for the target (the
+    daily radar's short one), PRs that share it named together."""
+    from ..analyse.porting import applied
+    from .conclusion import consequence
+    from .explain import described
+
+    w, c = t["weekly"], t["common"]
+    why: dict[str, list[AnalysedItem]] = {}
+    for ai in kernels:
+        said = str(consequence(ai, t, applied(ai.item, target, text=described(ai.item.body)), target, short=True))
+        why.setdefault(said.rstrip("。. "), []).append(ai)
+    parts = [w["rec_track_item"].format(refs=refs.many(group, c["sep"]), why=said,
+                                        what=c["semi"].join(gist(ai, t, 40) for ai in group[:2]))
+             for said, group in why.items()]
+    return Md(w["rec_track"].format(items=c["semi"].join(parts)))
 
 
 def _shared_file(members: list[AnalysedItem]) -> str:

@@ -43,7 +43,8 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
         out.append(Md(w["fact_accuracy"].format(refs=many(acc[:3]))))
     gone = [(ai, what) for ai, what in found.removed if id(ai) in members]
     if gone:
-        out.append(Md(w["fact_removed"].format(items=c["semi"].join(f"{ref(ai)} {what}" for ai, what in gone[:2]))))
+        out.append(Md(w["fact_removed"].format(items=c["semi"].join(f"{ref(ai)} {_said(what, t)}"
+                                                                     for ai, what in gone[:2]))))
     steps = sorted(((s, ai) for ai in th.members if (s := series(ai))), key=lambda x: x[0][0])
     if len(steps) >= 2:
         out.append(Md(w["fact_series"].format(refs=many([ai for _, ai in steps][:4]),
@@ -57,6 +58,17 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
         grade, n = grades.most_common(1)[0]
         out.append(Md(w[f"fact_grade_{grade}"].format(n=n, total=len(th.members), term=term_md(th))))
     return out
+
+
+def _said(what: Md, t: dict[str, Any]) -> Md:
+    """An author's phrase in a zh theme: held together by English grammar words, it is said with Chinese
+    joints (the title reading's phrase); code and names stay."""
+    from .mechanism import _TOKEN, phrase
+    from .zh_words import function_words
+
+    if t["lang"] != "zh" or not function_words(what):
+        return what
+    return phrase(_TOKEN.findall(plain(what)), 12, "zh")
 
 
 def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int, size: int, links: int) -> Md:
@@ -79,8 +91,30 @@ def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int,
     return Md(w["theme_items"].format(count=head, items=listing))
 
 
+def _for_target(th: Theme, refs: Refs, t: dict[str, Any], target: str, links: int) -> Md:
+    """What the theme changes for the target, in one sentence: the consequence most of its PRs share (the daily
+    radar's short consequence, conclusions.toml [[consequence]]) and the PRs it holds for."""
+    from ..analyse.porting import applied
+    from .conclusion import consequence, target_short
+    from .explain import described
+
+    said = Counter()
+    who: dict[str, list[AnalysedItem]] = {}
+    for ai in th.members:
+        what = str(consequence(ai, t, applied(ai.item, target, text=described(ai.item.body)), target, short=True))
+        said[what] += 1
+        who.setdefault(what, []).append(ai)
+    if not said:
+        return Md("")
+    what, n = said.most_common(1)[0]
+    ref = refs.capped(links)
+    shown = t["common"]["sep"].join(ref(ai) for ai in who[what][:3])
+    return Md(t["story"]["theme_target"].format(target=target_short(target, t["lang"]), what=what,
+                                                refs=shown, n=n, total=len(th.members)))
+
+
 def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: bool,
-               rules_dir: Path | None = None, limit: int = 400) -> Md:
+               rules_dir: Path | None = None, limit: int = 400, target: str = "ascend") -> Md:
     """Two or three sentences, one a line: the PRs (grouped by a second shared term when there are many),
     the week's figures, and what stands out; each sentence built to fit in `limit` characters."""
     w, c = t["weekly"], t["common"]
@@ -104,6 +138,11 @@ def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: b
     said = fitted(refs, limit, [lambda r, k=k, n=n: facts(r, k, n) for k, n in ((2, 3), (2, 1), (1, 0))])
     if said:
         sentences.append(said)
+    # what the theme changes for the target: the story's last sentence (2-4 in all)
+    if len(sentences) < 4:
+        target_said = fitted(refs, limit, [lambda r, k=k: _for_target(th, r, t, target, k) for k in (1, 0)])
+        if target_said:
+            sentences.append(target_said)
     # one line when the sentences fit on one, else one sentence a line (a Markdown paragraph either way)
     one = w["sentence_sep"].join(sentences)
     return Md(one if len(plain(Md(one))) <= limit else "\n".join(sentences))

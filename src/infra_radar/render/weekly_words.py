@@ -104,7 +104,12 @@ def _named(ai: AnalysedItem) -> list[str]:
 
 
 def gist(ai: AnalysedItem, t: dict[str, Any], limit: int = 60) -> Md:
-    """What a PR does in a few words: a whole phrase of its title, else its identifiers, else its module."""
+    """What a PR does in a few words: a whole phrase of its title (in zh its title read into a Chinese clause,
+    as the daily radar reads it), else its identifiers, else its module."""
+    if t["lang"] == "zh":
+        said = _read_zh(ai, t, limit)
+        if said:
+            return said
     phrase = title_phrase(ai.item.title, limit)
     if phrase:
         return text(phrase)
@@ -115,6 +120,22 @@ def gist(ai: AnalysedItem, t: dict[str, Any], limit: int = 60) -> Md:
     if module and len(module) <= limit:
         return code(module)
     return text(name(t, "kinds", ai.analysis.item_kind))
+
+
+def _read_zh(ai: AnalysedItem, t: dict[str, Any], limit: int) -> Md:
+    """The PR's title read into one Chinese clause (render/conclusion.mechanism), the richest that fits in about
+    `limit` display columns; "" when the title says nothing the rules can read."""
+    from .conclusion import mechanism, title_actions, width
+
+    read_as = title_actions(ai)
+    if not read_as[0] and not read_as[1]:
+        return Md("")
+    said = Md("")
+    for most, mods in ((6, 1), (5, 0), (4, 0), (3, 0)):
+        said = mechanism(ai, t, most, mods, 1, read_as)
+        if width(said) <= limit + limit // 2:
+            return said
+    return said
 
 
 def figure(c: PerfClaim, t: dict[str, Any], context: bool = True) -> Md:
@@ -180,11 +201,26 @@ def theme_name(th: Theme, t: dict[str, Any], rules_dir: Path | None = None,
         common = [k for k, n in sorted(topics.items(), key=lambda kv: (-kv[1], kv[0]))
                   if n >= 0.6 * len(th.members) and k not in _PLATFORM and k not in ubiquitous]
         said = name(t, "topics", common[0]) if common else ""
+    if th.kind in ("dir", "file") and not gloss(th.label, lang, rules_dir):
+        # a directory names where, not what: the mechanism its PRs share leads (a glossed name stays)
+        shared = _shared_topic(th, ubiquitous)
+        said = name(t, "topics", shared) if shared else said
     if said.lower() == th.label.lower():
         said = ""  # "attention (attention)" says nothing more
+    if said and th.kind in ("dir", "file"):
+        head = Md(f"{text(said)}{t['common']['paren'].format(term)}")
+        return head, Md(f"{head}{t['common']['colon']}{movement(th.members, t)}")
     frame = w[f"theme_{th.kind}"]
     head = Md(frame.format(term=term, gloss=t["common"]["paren"].format(text(said)) if said else ""))
     return head, Md(f"{head}{t['common']['colon']}{movement(th.members, t)}")
+
+
+def _shared_topic(th: Theme, ubiquitous: frozenset[str]) -> str:
+    """The topic (mechanism) most of a theme's PRs share, at least 60% of them, else ""."""
+    topics = Counter(x for ai in th.members for x in dict.fromkeys(ai.analysis.topics))
+    common = [k for k, n in sorted(topics.items(), key=lambda kv: (-kv[1], kv[0]))
+              if n >= 0.6 * len(th.members) and k not in _PLATFORM and k not in ubiquitous]
+    return common[0] if common else ""
 
 
 # a platform tag names no theme: every PR of a platform's own repository carries it

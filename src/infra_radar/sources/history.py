@@ -53,7 +53,10 @@ def commit_item(repo: str, rec: dict[str, Any], branch: str, source: str, clean:
         repo=repo, kind=PR if number is not None else COMMIT,
         key=str(number) if number is not None else rec["sha"], number=number, title=title,
         body=clean(body), author=login(rec.get("author_name", ""), rec.get("author_email", "")),
-        state=MERGED, created_at=parse_time(rec.get("authored_at")), updated_at=merged, merged_at=merged,
+        # a PR's creation time is not in history (a squash commit's authored time is its merge time): none;
+        # a direct commit was created when it was authored
+        state=MERGED, created_at=None if number is not None else parse_time(rec.get("authored_at")),
+        updated_at=merged, merged_at=merged,
         closed_at=merged, merge_commit=rec["sha"], branches=[branch], files=files, source=source,
     )
 

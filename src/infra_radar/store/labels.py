@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..models import one_line_text
 from .reader import reading
 from .rows import to_db_time
 
 __all__ = ["TeamLabel", "all_labels", "label_windows", "labelled_analyses", "labelled_versions", "remove_label",
            "save_model",
-           "set_label", "set_window", "stored_model", "window_items"]
+           "set_label", "set_labels", "stored_model", "window_items"]
 
 
 @dataclass(slots=True)
@@ -56,7 +57,9 @@ def all_labels(store) -> list[TeamLabel]:
     """Every label, by repository and number."""
     with reading(store) as db:
         rows = db.rows(_LABELS + "ORDER BY lower(labels.repo), labels.number")
-        return [TeamLabel(r, int(n), p, g, note or "", by or "", db.time(at), src or "", part or "")
+        # note and who as one line of text, whatever an older radar stored: no control character reaches a report
+        return [TeamLabel(r, int(n), p, g, one_line_text(note or "")[0], one_line_text(by or "")[0], db.time(at),
+                          src or "", part or "")
                 for r, n, p, g, note, by, at, src, part in rows]
 
 
@@ -119,24 +122,69 @@ def stored_model(store, digest: str) -> dict[str, Any] | None:
 def set_label(engine, label: TeamLabel) -> str:
     """Store `label` as the item's current label: "added", "updated" or "unchanged" (same priority, grade and
     note: who and when stay those of the first)."""
+    return set_labels(engine, [label])[0]
+
+
+_LOOKUP = 500  # numbers per look-up of existing labels
+
+
+def set_labels(engine, team: list[TeamLabel], windows: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """Store each of `team` as its item's current label, in order, and replace the `windows` (part -> since,
+    until, repos): all in ONE transaction, so an import stores its whole file or nothing. What became of each
+    label, in order: "added", "updated" or "unchanged" (as set_label; a later label of the same item in `team`
+    counts against the earlier one).
+
+    The existing labels are looked up by number through ix_labels_number (schema 010), _LOOKUP numbers a
+    statement, and compared by repository case-insensitively here; new labels are inserted in one batch: the
+    statements and the work grow linearly with the labels (a look-up by lower(repo) scanned every label)."""
     import sqlalchemy as sa
 
+    from .schema import label_windows as window_table
     from .schema import labels
 
-    at = to_db_time(label.at or datetime.now(UTC))
+    now = to_db_time(datetime.now(UTC))
+    done: list[str] = []
     with engine.begin() as conn:
-        old = conn.execute(sa.select(labels.c.id, labels.c.priority, labels.c.grade, labels.c.note).where(
-            sa.func.lower(labels.c.repo) == label.repo.lower(), labels.c.number == label.number)).first()
-        values = {"repo": label.repo, "number": label.number, "priority": label.priority, "grade": label.grade,
-                  "note": label.note, "labelled_by": label.by, "labelled_at": at, "source": label.source,
-                  "part": label.part}
-        if old is None:
-            conn.execute(labels.insert().values(**values))
-            return "added"
-        if (old.priority, old.grade, old.note) == (label.priority, label.grade, label.note):
-            return "unchanged"
-        conn.execute(labels.update().where(labels.c.id == old.id).values(**values))
-        return "updated"
+        current: dict[tuple[str, int], dict[str, Any]] = {}  # (lower repo, number) -> the label's row as it stands
+        numbers = sorted({label.number for label in team})
+        for start in range(0, len(numbers), _LOOKUP):
+            chunk = numbers[start:start + _LOOKUP]
+            for row in conn.execute(sa.select(labels.c.id, labels.c.repo, labels.c.number, labels.c.priority,
+                                              labels.c.grade, labels.c.note).where(labels.c.number.in_(chunk))):
+                current.setdefault((row.repo.lower(), int(row.number)),
+                                   {"id": row.id, "priority": row.priority, "grade": row.grade, "note": row.note})
+        added: dict[tuple[str, int], dict[str, Any]] = {}
+        updated: dict[int, dict[str, Any]] = {}
+        for label in team:
+            values = {"repo": label.repo, "number": label.number, "priority": label.priority,
+                      "grade": label.grade, "note": label.note, "labelled_by": label.by,
+                      "labelled_at": to_db_time(label.at) if label.at else now, "source": label.source,
+                      "part": label.part}
+            old = current.get(label.key)
+            if old is None:
+                done.append("added")
+                added[label.key] = values
+            elif (old["priority"], old["grade"], old["note"]) == (label.priority, label.grade, label.note):
+                done.append("unchanged")
+                continue
+            else:
+                done.append("updated")
+                if old.get("id") is None:  # added earlier in this call: the insert carries the newer values
+                    added[label.key] = values
+                else:
+                    updated[old["id"]] = values
+            current[label.key] = {"id": old.get("id") if old else None, **values}
+        if added:
+            conn.execute(labels.insert(), list(added.values()))
+        if updated:
+            conn.execute(labels.update().where(labels.c.id == sa.bindparam("row_id")),
+                         [{"row_id": row_id, **values} for row_id, values in updated.items()])
+        for part, window in (windows or {}).items():
+            conn.execute(window_table.delete().where(window_table.c.part == part))
+            conn.execute(window_table.insert().values(part=part, since=to_db_time(window["since"]),
+                                                      until=to_db_time(window["until"]),
+                                                      repos=list(window["repos"]), labelled_at=now))
+    return done
 
 
 def remove_label(engine, repo: str, number: int) -> bool:
@@ -146,18 +194,9 @@ def remove_label(engine, repo: str, number: int) -> bool:
     from .schema import labels
 
     with engine.begin() as conn:
-        return conn.execute(labels.delete().where(sa.func.lower(labels.c.repo) == repo.lower(),
-                                                  labels.c.number == number)).rowcount > 0
-
-
-def set_window(engine, part: str, since: datetime, until: datetime, repos: list[str]) -> None:
-    """Store (or replace) the window of a labelled team radar."""
-    from .schema import label_windows as table
-
-    with engine.begin() as conn:
-        conn.execute(table.delete().where(table.c.part == part))
-        conn.execute(table.insert().values(part=part, since=to_db_time(since), until=to_db_time(until),
-                                           repos=list(repos), labelled_at=to_db_time(datetime.now(UTC))))
+        # the number first: ix_labels_number serves it (the unique (repo, number) index cannot serve lower(repo))
+        return conn.execute(labels.delete().where(labels.c.number == number,
+                                                  sa.func.lower(labels.c.repo) == repo.lower())).rowcount > 0
 
 
 def save_model(engine, digest: str, data: dict[str, Any]) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..models import CLOSED, MERGED, OPEN, Comment, Item
+from ..models import CLOSED, MERGED, OPEN, PR, Comment, Item
 
 # How much each source knows about an item (higher wins); unknown sources rank with history.
 SOURCE_RANK = {"page": 0, "git": 1, "jsonl": 1, "github": 2}
 _STATE_RANK = {OPEN: 0, CLOSED: 1, MERGED: 2}
+_HISTORY = ("git", "jsonl")  # the sources that read a repository's history: commits, not PRs
 
 
 def _rank(source: str) -> int:
@@ -75,7 +76,10 @@ def merge_items(old: Item, new: Item) -> Item:
 
     # dates: the import time stands in only while no real time is known
     own_old = old.time_source != "import"
-    new.created_at = _earliest(new.created_at, old.created_at if own_old else None)
+    # history (a clone, a commit export) gives no PR's creation time: what an older import took from the
+    # commit's own time is dropped when the history is read again, never kept as the PR's
+    history = old.kind == PR and old.source in _HISTORY and new.source in _HISTORY
+    new.created_at = new.created_at if history else _earliest(new.created_at, old.created_at if own_old else None)
     new.updated_at = _latest(new.updated_at, old.updated_at if own_old else None)
     new.merged_at = _earliest(new.merged_at, old.merged_at) if new.state == MERGED else None
     new.closed_at = (old.closed_at or new.closed_at if keep_old else new.closed_at or old.closed_at) \

@@ -22,7 +22,8 @@ from .reader import reading
 from .rows import to_db_time
 from .schema import carry_dropped, published_items, published_radars
 
-__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "load_records", "save_records"]
+__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "last_window",
+           "load_records", "save_records"]
 
 
 @dataclass(slots=True)
@@ -181,3 +182,12 @@ def dropped_carries(store) -> set[tuple[str, int, datetime]]:
     with reading(store) as db:
         return {(repo.lower(), number, db.time(origin)) for repo, number, origin in db.rows(
             "SELECT carry_dropped.repo, carry_dropped.number, carry_dropped.origin_until FROM carry_dropped")}
+
+
+def last_window(store) -> tuple[datetime, datetime] | None:
+    """(since, until) of the published radar whose window ends last, or None when none was published: where
+    the next daily window starts, and the radar `radar push daily` sends by default."""
+    with reading(store) as db:
+        rows = db.rows("SELECT published_radars.since, published_radars.until FROM published_radars "
+                       "ORDER BY published_radars.until DESC LIMIT 1", {})
+        return (db.time(rows[0][0]), db.time(rows[0][1])) if rows else None

@@ -48,7 +48,7 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
                    "006_created_index", "007_published_radars", "008_labels",
-                   "009_push_deliveries")
+                   "009_push_deliveries", "010_labels_number")
 
 
 def applied_migrations(store) -> set[str]:
@@ -339,3 +339,50 @@ def watch_list(store) -> list[WatchEntry]:
         return [WatchEntry(repo, number, reason, db.time(added), state, digest) for repo, number, reason, added,
                 state, digest in db.rows("SELECT watch.repo, watch.number, watch.reason, watch.added_at, "
                                          "watch.last_state, watch.last_files FROM watch ORDER BY watch.id")]
+
+
+def known_since_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], datetime | None]:
+    """For each stored (repo, number), keyed lower-cased: the earliest time the item is known to have existed
+    (when it was opened, where a source tells; else the earliest of its merge, close and update times). A
+    report about a window links no item first known after it. Refs not in the store are left out."""
+    wanted = {(repo.lower(), number) for repo, number in refs if number is not None}
+    numbers = sorted({number for _, number in wanted})
+    out: dict[tuple[str, int], datetime | None] = {}
+    with reading(store) as db:
+        for start in range(0, len(numbers), CHUNK):
+            for name, number, kind, source, created, merged, closed, updated in db.rows(
+                    "SELECT repos.name, items.number, items.kind, items.source, items.created_at, items.merged_at, "
+                    "items.closed_at, items.updated_at FROM items JOIN repos ON repos.id = items.repo_id "
+                    "WHERE items.number IN :numbers", {"numbers": numbers[start:start + CHUNK]}):
+                key = (name.lower(), number)
+                if key not in wanted:
+                    continue
+                item = Item(repo=name, kind=kind, key=str(number), title="", number=number, source=source,
+                            created_at=db.time(created))
+                opened = opened_at(item)
+                dated = [t for t in (db.time(merged), db.time(closed), db.time(updated)) if t is not None]
+                first = opened if opened is not None else (min(dated) if dated else db.time(created))
+                if key not in out or (first is not None and (out[key] is None or first < out[key])):
+                    out[key] = first
+    return out
+
+
+def repo_summary(store) -> dict[str, tuple[int, datetime | None]]:
+    """{lower-case repository name: (items stored, time of its newest item)} for every stored repository:
+    what `radar repo list` and `radar doctor` say each configured repository holds."""
+    with reading(store) as db:
+        rows = db.rows("SELECT repos.name, COUNT(items.id), MAX(items.when_at) FROM repos "
+                       "LEFT JOIN items ON items.repo_id = repos.id GROUP BY repos.name")
+        return {name.lower(): (int(count), db.time(newest)) for name, count, newest in rows}
+
+
+def item_state(store, repo: str, number: int) -> str | None:
+    """The stored state of PR or issue `number` of `repo` (open, merged, closed, with ", draft"), None when the
+    store does not hold it."""
+    with reading(store) as db:
+        rows = db.rows(f"SELECT items.state, items.draft FROM items WHERE {IN_REPO} AND items.number = :number "
+                       "ORDER BY items.kind LIMIT 1", {"repo": repo.lower(), "number": number})
+    if not rows:
+        return None
+    state, draft = rows[0]
+    return state + (", draft" if draft and state == "open" else "")

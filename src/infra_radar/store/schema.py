@@ -421,12 +421,26 @@ def m009_push_deliveries(op: Operations) -> None:
         op.create_index(ix, table, cols)
 
 
+# 010: the labels' look-ups by item (number, then the repository compared case-insensitively) served by an index;
+# the unique (repo, number) index cannot serve `lower(repo) = ...`, so each look-up scanned every label
+_V10_INDEXES = [("ix_labels_number", "labels", ["number"])]
+for _ix, _table, _cols in _V10_INDEXES:
+    sa.Index(_ix, *(metadata.tables[_table].c[c] for c in _cols))
+
+
+def m010_labels_number(op: Operations) -> None:
+    """An index on the labels' item numbers (a label file's import looks each item up by it)."""
+    for ix, table, cols in _V10_INDEXES:
+        op.create_index(ix, table, cols)
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
     m007_published_radars,
     m008_labels,
     m009_push_deliveries,
+    m010_labels_number,
 ], strict=True))
 
 

@@ -1,0 +1,114 @@
+"""One way from the store to a daily radar, whatever the door.
+
+`radar daily` (in the terminal and with `--out`), the site's daily pages, its home page and feeds, and
+`radar push daily` all build a window's radar with `daily_radar`, from the one Settings object: the same items
+(touched or opened in the window, as they stood at its end, as the team judged them), the same sections (the
+downstream repositories apart, the table limits, the stories that group a change with its backports), the same
+target wording, and the same memory of the radars published before it. A door differs only in how it shows the
+radar (Markdown, an HTML page, a chat digest) and in whether it publishes it (`DailyRadar.publish`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from ..config import Settings
+from ..models import AnalysedItem, Window
+from ..render.inputs import DailyInput
+from ..store import queries
+
+__all__ = ["DailyRadar", "daily_radar"]
+
+
+@dataclass
+class DailyRadar:
+    """One window's daily radar: what it shows (`input`), what it recalled from the published radars before it
+    (`recall`, None without memory), and its context per set of strings (render.daily.daily_context)."""
+
+    settings: Settings
+    input: DailyInput
+    recall: Any = None  # pipeline.memory.Recall
+    _contexts: dict[int, dict] = field(default_factory=dict)
+
+    def context(self, t: dict[str, Any] | None = None) -> dict:
+        """The radar's facts in section order, in the strings `t` (default: the settings' language). Worked out
+        once per set of strings."""
+        from ..render.context import daily_context, load_strings
+
+        t = t if t is not None else load_strings(self.settings.lang)
+        key = id(t)
+        if key not in self._contexts:
+            self._contexts[key] = (t, daily_context(self.input, t, self.settings.focus_weights))
+        return self._contexts[key][1]
+
+    def markdown(self, t: dict[str, Any] | None = None) -> str:
+        """The radar as `radar daily` prints it (rule text; model prose is laid over by llm/render.py)."""
+        from ..render.context import load_strings
+        from ..render.markdown import _render
+
+        t = t if t is not None else load_strings(self.settings.lang)
+        return _render("daily.md.j2", self.context(t), t, None)
+
+    def record(self, t: dict[str, Any] | None = None):
+        """The record of this radar as published (store.published.RadarRecord), or None without memory."""
+        return None if self.recall is None else self.recall.record(self.input, self.context(t))
+
+    def publish(self, engine: Engine, t: dict[str, Any] | None = None):
+        """Record the radar as published (docs/memory.md): the radars after it follow what it showed, and the
+        next daily window starts where it ends. Returns the record (None without memory)."""
+        if self.recall is None:
+            return None
+        return self.recall.save(engine, self.input, self.context(t))
+
+
+def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[str], *,
+                first: bool = False, explicit: bool = False, calendar_day: bool = False,
+                generated_at: datetime | None = None, found: list[AnalysedItem] | None = None,
+                memory: Any = None, lookup: Any = None, compiled: dict | None = None,
+                remember: bool = True, related: dict | None = None) -> DailyRadar:
+    """The daily radar of `window` over repositories `names` (pipeline.reports.report_repos: every stored one and
+    every one radar.toml lists, unless some were asked for), from `settings`.
+
+    `found`: the items touched or opened in the window as the store holds them, when the caller has read them
+    already (a site build reads the whole store once); they are taken as they stood at the window's end and
+    judged here, as the store's are. `memory` (pipeline.memory.Memory, default: the store's published records)
+    and `lookup` (where rechecks read items, default: the store) give the radar its recall; with `remember`
+    off it has none (a preview of prompts needs it, a test may not). `compiled` (the rules) and `related` (what
+    the related-item look-ups read once: the ledger, the term index) are kept across calls when given."""
+    from ..analyse.links import load_relation_rules
+    from ..analyse.stories import stories
+    from ..store.ledger import adapted_in_window
+    from .asof import as_of
+    from .judgment import judge
+    from .relations import related_links
+
+    names = list(names)
+    if found is None:
+        found = queries.analysed_in_window(engine, window, names, opened=True)
+    else:
+        wanted = {n.lower() for n in names}
+        found = [ai for ai in found if ai.item.repo.lower() in wanted]
+    items = judge(settings, engine, as_of(settings, found, window.until, compiled))
+    downstream = [n for n in names if settings.repo(n).role == "downstream"]
+    down = {n.lower() for n in downstream}
+    top = [a for a in items if a.analysis.priority in ("P0", "P1") and a.item.repo.lower() not in down]
+    inp = DailyInput(window=window, repos=names, items=items, watch=[], deep_dive_limit=settings.deep_dive_limit,
+                     first_run=first, generated_at=generated_at or datetime.now(UTC).replace(microsecond=0),
+                     explicit=explicit, calendar_day=calendar_day,
+                     related=related_links(settings, engine, top, window.until, related), target=settings.target,
+                     short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
+                     short_table_limit=settings.short_table_limit, downstream=downstream,
+                     downstream_limit=settings.downstream_limit,
+                     adapted=[e for repo in downstream for e in adapted_in_window(engine, repo, window)],
+                     stories=stories(items, load_relation_rules(settings)))
+    recalled = None
+    if remember:
+        from .memory import Memory, StoreLookup, recall
+
+        memory = memory if memory is not None else Memory.load(settings, engine)
+        recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled)
+    return DailyRadar(settings, inp, recalled)

@@ -1,0 +1,151 @@
+"""Why a change works, from its own description: the causal sentences ("each new shape triggers a ~1 s graph
+build", "step time is dominated by X", "each N costs M") found by the patterns of `defaults/rules/dives.toml`
+[[cause]] and said in a Chinese or English frame, the author's terms through the title glossary. A sentence
+that negates, asks or supposes is no cause. Also how much a description holds to argue a dive with
+(`evidence_score`, used to choose the few items a daily radar deep-dives).
+
+Linear in the description: its sentences are matched once by a few bounded patterns.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..models import AnalysedItem
+from .escape import Md
+from .explain import explain_body, sentences
+
+__all__ = ["Cause", "causes", "dive_rules", "dive_score", "say_cause"]
+
+
+@lru_cache(maxsize=1)
+def dive_rules() -> dict[str, Any]:
+    """defaults/rules/dives.toml, with its cause patterns compiled."""
+    raw = (resources.files("infra_radar") / "defaults" / "rules" / "dives.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(raw)
+    for c in data.get("cause", []):
+        c["_re"] = re.compile(c["pattern"], re.I)
+    cr = data["cause_rules"]
+    cr["_not"] = re.compile("|".join(r"(?<![\w'])" + re.escape(w.strip()) + (r"(?![\w'])" if w.strip()[-1:].isalpha()
+                                                                               else "") for w in cr["not_a_claim"]),
+                            re.I)
+    cr["_figure"] = re.compile(cr["figure"])
+    return data
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A causal sentence read: the cause, what it brings, the figure its detail gives, the frame to say it in."""
+
+    x: list[str]
+    y: list[str]
+    figure: str
+    frame: dict[str, str]
+    sentence: str = ""  # the description's sentence it was read from (its evidence record)
+
+
+_PAREN = re.compile(r"\(([^()]{0,300})\)")
+_CUT = re.compile(r",\s|;\s|\s—\s|\s-\s|\.\s|\.$|\s(?:and|which|so|while|where|because|but)\s", re.I)
+_LEAD = re.compile(r"^(?:each|every|any|one|the|a|an)\s+", re.I)
+_X_CUT = re.compile(r".*(?:,\s|;\s|\s(?:and|so|which|because|since|when|then|that)\s)", re.I)
+
+
+def _head(text: str, most: int) -> list[str]:
+    """The first clause of `text`, at most `most` words (its head: what follows is its detail)."""
+    m = _CUT.search(text)
+    return (text[: m.start()] if m else text).split()[:most]
+
+
+def causes(body: str, most: int = 1) -> list[Cause]:
+    """The causal sentences of a description (the motivation and mechanism parts), at most `most`."""
+    rules = dive_rules()
+    cr = rules["cause_rules"]
+    e = explain_body(body)
+    out: list[Cause] = []
+    for _, block in e.motivation + e.mechanism:
+        for s in sentences(block):
+            if len(s) > 600 or cr["_not"].search(s):
+                continue
+            for c in rules.get("cause", []):
+                m = c["_re"].search(s)
+                if not m:
+                    continue
+                y_text = m.group("y")
+                figure = ""
+                for p in _PAREN.finditer(y_text[:200]):
+                    f = cr["_figure"].search(p.group(1))
+                    if f:
+                        figure = f.group(0)
+                        break
+                y = _head(_PAREN.sub(" ", y_text), int(cr["words"]))
+                x_text = _X_CUT.sub("", m.group("x")).strip()
+                x = _LEAD.sub("", x_text).split()[-int(cr["words"]):]
+                if x and y and _words(x, "zh") and _words(y, "zh"):
+                    out.append(Cause(x, y, figure, c, s))
+                break
+            if len(out) >= most:
+                return out
+    return out
+
+
+def _words(words: list[str], lang: str) -> str:
+    from .mechanism import phrase
+
+    return str(phrase(words, len(words), lang))
+
+
+def say_cause(c: Cause, lang: str) -> Md:
+    """The cause in our frame: "每个新的 shape 都会触发 cuDNN fused-attention Graph Build（约 ~1s）"."""
+    from .escape import text
+    from .mechanism import tidy
+
+    y = _words(c.y, lang)
+    if c.figure:
+        y += f"（约 {text(c.figure.lstrip('~'))}）" if lang == "zh" else f" (about {text(c.figure.lstrip('~'))})"
+    said = c.frame.get(lang) or c.frame["en"]
+    out = said.replace("{x}", f" {_words(c.x, lang)} ").replace("{y}", f" {y} ")
+    return Md(tidy(out) if lang == "zh" else " ".join(out.split()))
+
+
+def dive_score(ai: AnalysedItem, has_cause: bool) -> float:
+    """How strongly an item calls for a dive: its priority and tie to the target, and how much its sources hold
+    to argue with (a causal sentence, figures, mechanism sentences, validation, tests). 0 for an item with no
+    mechanism to explain (no mechanism section and no cause) or of a kind that gets a row only."""
+    from .explain import file_role
+
+    s = dive_rules()["select"]
+    a, item = ai.analysis, ai.item
+    if a.item_kind in s.get("no_dive_kinds", []):
+        return 0.0
+    e = explain_body(item.body)
+    how = sum(len(sentences(t)) for _, t in e.mechanism)
+    if not how and not has_cause:
+        return 0.0
+    score = float(s["priority"].get(a.priority, 0.0))
+    score += float(s["native"]) if a.native else 0.0
+    score += float(s.get("merged", 0.0)) if item.state == "merged" else 0.0
+    score += float(s["cause"]) if has_cause else 0.0
+    score += float(s["figures"]) * min(len(a.perf_claims), int(s["figures_most"]))
+    score += float(s["mechanism"]) * min(how, int(s["mechanism_most"]))
+    if e.tests:  # each thing the author's validation covered (parity, backward, a benchmark, a training run)
+
+        score += float(s["validation"]) * min(len(validation_cues(ai, "en")), int(s.get("validation_most", 3)))
+    score += float(s["tests"]) if any(file_role(f.path) == "tests" for f in item.files) else 0.0
+    return score
+
+
+def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
+    """What the author's validation covered, as the rules name it (conclusions.toml [validation])."""
+    from .mechanism import rules as conclusion_rules
+
+    low = " ".join(t_ for _, t_ in explain_body(ai.item.body).tests).lower()[:6000]
+    if not low:
+        return []
+    found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
+             if any(w in low for w in cue["words"])]
+    return found[:most]

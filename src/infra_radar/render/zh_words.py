@@ -1,0 +1,88 @@
+"""English grammar words in a Chinese phrase (defaults/rules/zh_words.toml): the joints a title's phrase is
+held together by ("based on", "instead of", "for", "of", "when") said in Chinese, articles and auxiliaries
+dropped, so a zh row never shows an English function word outside code spans and names; and the check that
+finds one (`function_words`), used by the title reading to know when it is unsure and by the tests.
+
+Linear in the phrase: one left-to-right walk, each word looked at a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["Zh", "function_words", "glossary_extra", "joint", "words"]
+
+
+class Zh(str):
+    """A piece of a phrase already said in Chinese: shown as it is, never escaped or glossed again."""
+
+
+@dataclass(frozen=True)
+class _Words:
+    function: frozenset[str]
+    phrases: dict[tuple[str, ...], str]
+    single: dict[str, Any]
+    glossary: dict[str, str]
+    longest: int
+
+
+@lru_cache(maxsize=1)
+def words() -> _Words:
+    raw = (resources.files("infra_radar") / "defaults" / "rules" / "zh_words.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(raw)
+    phrases = {tuple(k.lower().split()): v for k, v in data.get("phrases", {}).items()}
+    return _Words(function=frozenset(w.lower() for w in data["function"]["words"]), phrases=phrases,
+                  single={k.lower(): v for k, v in data.get("words", {}).items()},
+                  glossary=dict(data.get("glossary", {})), longest=max((len(k) for k in phrases), default=1))
+
+
+def glossary_extra() -> dict[str, str]:
+    """The field's everyday words said in Chinese (added to the conclusion rules' glossary)."""
+    return words().glossary
+
+
+_TRAIL = ".,:;!?\"'“”"
+
+
+def _low(tok: str) -> str:
+    return tok.strip(_TRAIL).lower()
+
+
+def _name_like(tok: str) -> bool:
+    """An all-capital word of two letters or more, or a word with a digit: a name, never a grammar word."""
+    w = tok.strip(_TRAIL)
+    return (len(w) > 1 and w.isupper()) or any(ch.isdigit() for ch in w)
+
+
+def joint(tokens: list[str], i: int) -> tuple[int, Any]:
+    """(words taken, what they are) when a grammar word or phrase begins at tokens[i]: a Chinese string, ""
+    (dropped), or a dict with an `np` frame; (0, None) otherwise."""
+    w = words()
+    if _name_like(tokens[i]) or tokens[i].startswith("`"):
+        return 0, None
+    for n in range(min(w.longest, len(tokens) - i), 1, -1):
+        key = tuple(_low(x) for x in tokens[i:i + n])
+        if key in w.phrases:
+            return n, w.phrases[key]
+    low = _low(tokens[i])
+    if low in w.single:
+        return 1, w.single[low]
+    if low in w.phrases.keys() or (low,) in w.phrases:
+        return 1, w.phrases[(low,)]
+    return 0, None
+
+
+_CODE_OR_LINK = re.compile(r"`+[^`]*`+|\[[^\]]*\]\([^)]*\)|<[^>]*>")
+_LATIN = re.compile(r"(?<![\w/.\-@#\[])[A-Za-z][A-Za-z']*(?![\w/\-@])")
+
+
+def function_words(md: str) -> list[str]:
+    """The English grammar words of `md` outside code spans and link targets (all-capital words are names)."""
+    rest = _CODE_OR_LINK.sub(" ", str(md).replace("\\", ""))
+    fw = words().function
+    return [m for m in _LATIN.findall(rest) if m.lower() in fw and not (len(m) > 1 and m.isupper())]

@@ -1,0 +1,96 @@
+"""The team's table, row for row: the daily radar of the team's window (all shared history and the pages, rules
+only) against the team's own radar of that day (../shared/seeds/radar-2026-07-02.md, read at test time).
+
+- P0 discipline: at most the team's P0 count + 1 P0 rows;
+- every team row whose item the radar's window holds is in the P0/P1 table or the short table, and at least
+  80% of the team's rows (of items the store knows) are there with the team's priority;
+- the short table lists every P0/P1 item the P0/P1 table leaves out; only P2 items are counted.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from click.testing import CliRunner
+
+from infra_radar.cli import main
+
+from .conftest import SHARED
+
+pytestmark = pytest.mark.one_store
+
+SEED = SHARED.parent / "seeds" / "radar-2026-07-02.md"
+SINCE, UNTIL = "2026-06-29T02:00Z", "2026-07-02T02:12Z"
+_TEAM_ROW = re.compile(r"^\| (P[012]) \| ([\w.-]+)#(\d+)\b", re.M)
+_OUR_ROW = re.compile(r"^\| (P[012]) \| \[([\w.-]+/[\w.-]+)#(\d+)\]", re.M)
+
+
+def team_rows() -> dict[tuple[str, int], str]:
+    """(short repository name, number) -> priority, of every row of the team's P0/P1 table and short table."""
+    if not SEED.is_file():
+        pytest.skip("../shared/seeds is not available")
+    text = SEED.read_text(encoding="utf-8")
+    return {(m.group(2).lower(), int(m.group(3))): m.group(1) for m in _TEAM_ROW.finditer(text)}
+
+
+@pytest.fixture(scope="module")
+def day(full_store):
+    """(our report's text, the refs the radar's window holds, the refs the store knows), keyed by short name."""
+    from infra_radar.config import load_settings
+    from infra_radar.models import Window
+    from infra_radar.pipeline.home import open_store
+    from infra_radar.pipeline.reports import daily_items
+    from infra_radar.store import queries
+
+    home, url = full_store
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RADAR_HOME", str(home))
+        mp.setenv("RADAR_DB_URL", url)
+        result = CliRunner().invoke(main, ["daily", "--since", SINCE, "--until", UNTIL], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        settings = load_settings()
+        engine = open_store(settings)
+        names = queries.repo_names(engine)
+        window = Window(datetime(2026, 6, 29, 2, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC))
+        held = {(ai.item.repo.split("/")[1].lower(), ai.item.number) for ai in daily_items(settings, engine, window, names)}
+        known = {k for k in team_rows()
+                 if any(queries.item_exists(engine, r, k[1]) for r in names if r.split("/")[1].lower() == k[0])}
+    return result.output, held, known
+
+
+def our_rows(text: str) -> dict[tuple[str, int], str]:
+    """(short repository name, number) -> priority of the P0/P1 table and the short table (not the downstream)."""
+    upstream = text.split("\n## 下游进展", 1)[0]
+    return {(m.group(2).split("/")[1].lower(), int(m.group(3))): m.group(1) for m in _OUR_ROW.finditer(upstream)}
+
+
+def test_at_most_one_p0_more_than_the_team(day) -> None:
+    text, _, _ = day
+    team_p0 = sum(p == "P0" for p in team_rows().values())
+    ours = sum(p == "P0" for p in our_rows(text).values())
+    assert team_p0 >= 1 and ours <= team_p0 + 1, (ours, team_p0)
+
+
+def test_every_team_row_the_window_holds_is_shown_with_the_teams_priority(day) -> None:
+    text, held, known = day
+    team, ours = team_rows(), our_rows(text)
+    missing = [k for k in team if k in held and k not in ours]
+    assert not missing, missing
+    # the team's rows of items the store knows: at least 80% shown with the team's priority (those the window
+    # does not hold, opened days before and only active in it, count against it)
+    knowable = [k for k in team if k in known]
+    same = [k for k in knowable if ours.get(k) == team[k]]
+    assert len(knowable) >= 20 and len(same) >= 0.8 * len(knowable), \
+        (len(same), len(knowable), {k: (team[k], ours.get(k)) for k in knowable if ours.get(k) != team[k]})
+
+
+def test_the_short_table_lists_every_p1_and_counts_only_p2(day) -> None:
+    text, _, _ = day
+    scope = re.search(r"P0 (\d+) · P1 (\d+) · P2 (\d+)", text)
+    assert scope
+    ours = list(our_rows(text).values())
+    assert ours.count("P0") + ours.count("P1") == int(scope.group(1)) + int(scope.group(2))
+    more = re.search(r"^另有 (.*) 未列出", text, re.M)
+    assert more is None or ("P0" not in more.group(1) and "P1" not in more.group(1)), more.group(0)
