@@ -12,7 +12,7 @@ from .checklist import item_checklist
 from .conclusion import conclusion
 from .deepdive import deep_view
 from .escape import code, fmt, join
-from .evidence import stated_risks
+from .evidence_risks import stated_risks
 from .explain import described, whole
 from .inputs import CardInput
 

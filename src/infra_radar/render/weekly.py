@@ -21,7 +21,7 @@ from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, 
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, fmt, link, plain, text
-from .evidence import stated_risks
+from .evidence_risks import stated_risks
 from .explain import described, identifiers
 from .inputs import WeeklyInput
 from .mechanism import cjk_share

@@ -22,7 +22,7 @@ from .base import context_text, pick
 from .clusters import _identifier, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, text
-from .evidence import risk_evidence
+from .evidence_risks import risk_evidence
 from .explain import explain_body, file_role, identifiers, sentences
 from .weekly_words import Refs, bare_title, figure, fitted, gist
 
