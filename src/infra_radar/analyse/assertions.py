@@ -13,7 +13,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -59,6 +59,13 @@ def compile_assertion_rules(data: dict[str, Any]) -> AssertionRules:
 def default_assertion_rules() -> AssertionRules:
     path = resources.files("infra_radar") / "defaults" / "rules" / "assertions.toml"
     return compile_assertion_rules(tomllib.loads(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=256)
+def sentence_list(text: str) -> tuple[str, ...]:
+    """`sentences(text)` as a tuple, kept for the last texts asked (a report reads one description several
+    times: the porting map, the conclusion, the checklist)."""
+    return tuple(sentences(text))
 
 
 def sentences(text: str) -> Iterator[str]:

@@ -113,21 +113,28 @@ def default_figure_rules() -> FigureRules:
     return compile_figure_rules(figure_rules_data())
 
 
+@cache
+def _line_rules() -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """The [not_prose] rules alone (what every prose reader needs), without compiling the figure patterns."""
+    np = figure_rules_data().get("not_prose", {})
+    pats = np.get("line_patterns", [])
+    return tuple(np.get("line_starts", [])), (re.compile("|".join(f"(?:{p})" for p in pats)) if pats else None)
+
+
 def is_prose_line(line: str, rules: FigureRules | None = None) -> bool:
     """Whether a line is the author's prose: not a command, log line or stack-trace frame."""
-    rules = rules or default_figure_rules()
+    starts, regex = (rules.not_prose_starts, rules.not_prose_re) if rules is not None else _line_rules()
     body = line.lstrip(" \t-*+>").lstrip()
-    if body.startswith(rules.not_prose_starts) or line.startswith(rules.not_prose_starts):
+    if body.startswith(starts) or line.startswith(starts):
         return False
     if body.endswith("\\"):  # a continued command line
         return False
-    return not (rules.not_prose_re is not None and rules.not_prose_re.match(line))
+    return not (regex is not None and regex.match(line))
 
 
 def prose_lines(text: str, rules: FigureRules | None = None, digits: bool = False) -> Iterator[tuple[int, str]]:
     """(offset, line) of the prose lines of `text`: outside fenced or indented code, not commands or logs.
     A line after one ending with a backslash continues that command and is skipped too."""
-    rules = rules or default_figure_rules()
     pos, fenced, continued = 0, False, False
     for line in text.split("\n"):
         start, pos = pos, pos + len(line) + 1

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import Item, Text
-from .assertions import own_names, sentences, why_not
+from .assertions import own_names, sentence_list, why_not
 
 PROFILES = ("ascend", "rocm", "cpu")
 
@@ -172,7 +172,7 @@ def _asserted_hits(e: PortingEntry, body: str, own: tuple[str, ...]) -> list[str
     out: list[str] = []
     if e.words is None or not e.words.search(body):
         return out
-    for sentence in sentences(body):
+    for sentence in sentence_list(body):
         if e.near is not None and not e.near.search(sentence):
             continue
         for m in e.words.finditer(sentence):

@@ -80,9 +80,16 @@ def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
 
 def prose_text(item: Any, limit: int = 20000) -> str:
     """The title and the prose lines of the description: no code block, command line, log or stack trace."""
+    return f"{item.title}\n" + _prose_of(item.body[:limit])
+
+
+@lru_cache(maxsize=256)
+def _prose_of(body: str) -> str:
+    """The prose lines of a description, kept for the last ones asked (the conclusion and the checklist of one
+    report read each description more than once)."""
     from ..analyse.figures import prose_lines
 
-    return f"{item.title}\n" + "\n".join(line for _, line in prose_lines(item.body[:limit]))
+    return "\n".join(line for _, line in prose_lines(body))
 
 
 def _elsewhere(text: str) -> Any:
