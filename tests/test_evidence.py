@@ -154,3 +154,16 @@ def test_show_evidence_lists_the_error_bound_with_its_sentence(team_day):
     assert "max abs error 4.8828125e-4" in text
     assert "rule: claims_figures.toml:bound · source: page · field: body" in text
     assert "matched the torch reference" in text  # the sentence it rests on
+
+
+@pytest.mark.no_store
+def test_a_recheck_marks_the_newest_state_as_the_table_does():
+    from infra_radar.render.base import load_strings
+    from infra_radar.render.inputs import WatchRecheck
+    from infra_radar.render.recheck import recheck_views
+
+    t = load_strings("zh")
+    w = WatchRecheck("acme/engine#7", "https://github.com/acme/engine/pull/7", "Fuse the kernel", "open", "open", None,
+                     False, [], origin_day="2026-07-02", reasons=["deep"], last_day="2026-07-02", later_state="closed")
+    shown = " ".join(str(v) for view in recheck_views([w], t) for v in view.values())
+    assert "页面保存时已关闭" in shown

@@ -315,7 +315,8 @@ def _recheck(key: Key, carry: Carry | None, hand: queries.WatchEntry | None, fou
                          and before.files_digest != shown.files_digest),
         related=related, new_comments=max(0, shown.comments - before.comments) if before else 0,
         last_recheck=carry is not None and _ends(state, carry.last.state),
-        rechecks_before=ctx.memory.rechecks(key, carry.origin_until, until) if carry else 0, **origin)
+        rechecks_before=ctx.memory.rechecks(key, carry.origin_until, until) if carry else 0,
+        later_state=ai.later_state, **origin)
     return check, shown
 
 

@@ -39,7 +39,9 @@ def _largest(files: list[FileChange]) -> list[str]:
 def _state(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
     if w.state_now == MERGED and w.merge_commit:
         return Md(r["merged"].format(sha=code(w.merge_commit[:7])))
-    return text(name(t, "states", w.state_now))
+    # the newest known state, marked as learnt later, as the table marks it (render/daily.state_text)
+    later = t["daily"]["later"].get(w.later_state, "") if w.later_state and w.later_state != w.state_now else ""
+    return Md(f"{text(name(t, 'states', w.state_now))}{t['common']['paren'].format(later) if later else ''}")
 
 
 def _files(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
