@@ -217,3 +217,19 @@ def make_repo(tmp_path):
         git(path, "init", "-q", "-b", "main")
         return path
     return make
+
+
+@pytest.fixture(scope="session")
+def shared_clones(tmp_path_factory) -> Path:
+    """The real bare, shallow clones of ../shared/data/clones, extracted once per session: the folder holding
+    OWNER+NAME.git for each archive (skip when the archives are not beside the checkout)."""
+    import tarfile
+
+    archives = sorted((SHARED / "clones").glob("*.git.tar")) if (SHARED / "clones").is_dir() else []
+    if not archives:
+        pytest.skip("../shared/data/clones is not available")
+    into = tmp_path_factory.mktemp("clones")
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            tar.extractall(into, filter="data")
+    return into

@@ -166,8 +166,11 @@ def rest_issue(node: dict, is_pull: bool) -> dict:
 
 def rest_file(f: dict) -> dict:
     status = {"ADDED": "added", "DELETED": "removed", "RENAMED": "renamed"}.get(f["changeType"], "modified")
-    return {"sha": hashlib.sha1(f["path"].encode()).hexdigest(), "filename": f["path"], "status": status,
-            "additions": f["additions"], "deletions": f["deletions"], "changes": f["additions"] + f["deletions"]}
+    row = {"sha": hashlib.sha1(f["path"].encode()).hexdigest(), "filename": f["path"], "status": status,
+           "additions": f["additions"], "deletions": f["deletions"], "changes": f["additions"] + f["deletions"]}
+    if "patch" in f:  # as the API: absent for a binary file or one too big to show
+        row["patch"] = f["patch"]
+    return row
 
 
 # -- the server ---------------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def test_conclusion_without_description_reads_the_title() -> None:
     t = load_strings("zh")
     ai = item(body="", decision="track-only", title="[BugFix] Fix NaN in moe allgather when ep > 1")
     line = conclusion(ai, t, [])
-    assert line.startswith("在 ep > 1 时修复 moe allgather 中的 NaN") and "…" not in line
+    assert line.startswith("在 `ep>1` 时修复 moe allgather 中的 NaN") and "…" not in line  # the condition as one code span
     bare = conclusion(item(body="", title="wip", item_kind="misc"), t, [])
     assert bare.startswith("杂项，涉及 `util.py`、`engine.py`")  # a title that says nothing: the files speak
 

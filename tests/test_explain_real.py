@@ -57,7 +57,7 @@ def cards(full_store) -> dict[str, str]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(home))
         mp.setenv("RADAR_DB_URL", url)
-        radar("watch", "add", WATCHED, "--reason", "waiting for the merge")
+        radar("watch", "add", WATCHED, "--reason", "waiting for the merge", "--since", "2026-06-01")
         for lang in ("zh", "en"):
             for ref in EXPECT:
                 texts[f"card {lang} {ref}"] = radar("show", ref, "--lang", lang)

@@ -300,7 +300,8 @@ def test_watch_recheck_follows_a_watched_pr_across_fetches(stub, settings, store
     settings.lang = "en"
     run(stub, settings, store)
     runner = CliRunner()
-    assert runner.invoke(main, ["watch", "add", "acme/infer#1202", "--reason", "MLA chunked prefill"]).exit_code == 0
+    assert runner.invoke(main, ["watch", "add", "acme/infer#1202", "--reason", "MLA chunked prefill",
+                                      "--since", "2026-07-01"]).exit_code == 0
     first = daily(settings, store, datetime(2026, 7, 29, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC),
                   out_dir=tmp_path / "out")
     section = first.text[first.text.index("## Tracked items"):first.text.index("## Short table")]

@@ -145,3 +145,49 @@ def test_every_package_folder_is_a_regular_package():
     """A folder of modules without __init__.py imports from a checkout but is left out of a wheel."""
     for folder in (p for p in PACKAGE.rglob("*") if p.is_dir() and any(p.glob("*.py"))):
         assert (folder / "__init__.py").is_file(), folder
+
+
+def _defined(tree: ast.Module) -> set[str] | None:
+    """The names a module defines at its top level (functions, classes, assignments, imports, also under `if`
+    and `try`), or None when a star import makes them unknowable."""
+    names: set[str] = set()
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, block, []):
+                    todo.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return names
+
+
+def test_every_name_imported_from_the_package_exists():
+    """A name imported from one of the package's modules is defined there (or is a submodule): a module split
+    by job leaves no import of a moved name behind, even inside a function that no test happens to run."""
+    modules = _modules()
+    defined = {name: _defined(ast.parse(path.read_text(encoding="utf-8"))) for name, path in modules.items()}
+    missing = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not (node.level or (node.module or "").startswith("infra_radar")):
+                continue
+            if node.level:
+                base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module not in modules or defined[module] is None:
+                continue
+            missing += [f"{name}:{node.lineno} {module}.{alias.name}" for alias in node.names
+                        if alias.name not in defined[module] and f"{module}.{alias.name}" not in modules]
+    assert missing == []

@@ -145,8 +145,8 @@ def third_day(store: Store) -> None:
 @pytest.fixture
 def store(radar_home) -> Store:
     found = Store(radar_home, deep_dive_limit=2)
-    assert CliRunner().invoke(main, ["watch", "add", f"{REPO}#106", "--reason", "waiting for the `v2` design"]
-                              ).exit_code == 0
+    assert CliRunner().invoke(main, ["watch", "add", f"{REPO}#106", "--reason", "waiting for the `v2` design",
+                                     "--since", "2026-07-01"]).exit_code == 0
     return found
 
 
@@ -154,7 +154,7 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
     first_day(store)
     one = store.radar(2)
     assert deep_refs(one) == [f"{REPO}#101", f"{REPO}#102"]
-    assert "No earlier radar was published: all 5 items are new" in one
+    assert "No earlier radar was published: all 5 ranked items are new" in one
     assert "closed; first recheck; added by hand: waiting for the `v2` design" in line_of(one, f"{REPO}#106")
 
     second_day(store)
@@ -175,8 +175,8 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
                                                 "  - the same files, other line counts (new commits)")
     assert "  - update: reopened" in line_of(two, f"{REPO}#106")
     assert f"[{REPO}#104]" not in section(two, "Tracked items")  # a P2 is not followed
-    assert "Since the last radar (2026-08-02): 0 new, 2 tracked items changed state, 0 no longer tracked" \
-        in since_last(two)  # #103, updated in the window, was shown before: not new
+    assert ("Since the last radar (2026-08-02): 0 of the ranked items are new; 4 tracked items: 2 changed state, "
+            "1 changed otherwise, 1 unchanged; 0 no longer tracked") in since_last(two)  # #103, updated in the window, was shown before: not new
     assert "4 tracked items rechecked" in two
 
     third_day(store)
@@ -190,8 +190,8 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
     assert "1 no longer tracked" in since_last(three)
 
     four = store.radar(5)
-    assert "Since the last radar (2026-08-04): 0 new, 0 tracked items changed state, 1 no longer tracked" \
-        in since_last(four)  # #103, closed
+    assert ("Since the last radar (2026-08-04): 0 of the ranked items are new; 2 tracked items: 0 changed state, "
+            "0 changed otherwise, 2 unchanged; 1 no longer tracked") in since_last(four)  # #103, closed
     # #102, nothing new since: on the one line of the unchanged
     folded = f"- Unchanged (1): [{REPO}#102](https://github.com/{REPO}/pull/102) merged (`bbbbbbb`)"
     assert folded in section(four, "Tracked items")
@@ -358,7 +358,7 @@ def test_sigkill_while_recording_leaves_the_earlier_records(radar_home, tmp_path
     assert len(recorded) > len(earlier) and recorded[:1] == earlier[:1]
 
     # killed while replacing the record of the same window: the record it replaces stays whole
-    assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811"]).exit_code == 0
+    assert CliRunner().invoke(main, ["watch", "add", "acme/infer#1811", "--since", "2026-06-01"]).exit_code == 0
     killed = _radar(second, env, kill_at="record.written:1")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert published_rows(url) == recorded

@@ -101,10 +101,10 @@ def test_no_morning_deep_dives_the_same_change_elsewhere(mornings):
 
 def test_the_scope_says_what_changed_since_the_last_radar(mornings):
     texts = mornings["texts"]
-    new = re.search(r"^- 此前没有已发布的雷达：本期 (\d+) 项均为新增（入选 (\d+) 项、下游 (\d+) 项）$", texts["2026-07-02"], re.M)
-    assert new and int(new[1]) == int(new[2]) + int(new[3])  # the parts the scope line counts add up
+    assert re.search(r"^- 此前没有已发布的雷达：入选的 \d+ 项均为新增$", texts["2026-07-02"], re.M)
     for day, last in (("2026-07-03", "2026-07-02"), ("2026-07-04", "2026-07-03")):
-        assert re.search(rf"^- 自上次雷达（{last}）：新增 \d+ 项，跟踪项状态变化 \d+ 项，停止跟踪 \d+ 项$", texts[day],
+        assert re.search(rf"^- 自上次雷达（{last}）：入选项中新增 \d+ 项；跟踪项 \d+ 项：状态变化 \d+ 项、"
+                         r"其他变化 \d+ 项、无变化 \d+ 项；停止跟踪 \d+ 项$", texts[day],
                          re.M), day
 
 
@@ -169,8 +169,17 @@ def test_the_recheck_gives_a_line_to_what_changed_and_names_the_rest_once(mornin
         assert len(refs) == len(set(refs)), day  # each carried item once
         assert "所示一致" not in unchanged[0]
         states = sum(ln.startswith(("  - 状态：", "  - 更新：重新打开")) for ln in lines)
-        since = re.search(r"跟踪项状态变化 (\d+) 项", section(text, "扫描范围"))
+        since = re.search(r"状态变化 (\d+) 项", section(text, "扫描范围"))
         assert since and int(since[1]) == states, (day, since[0] if since else None, states)
     # 6901 merged on 07-02 and nothing moved since: it is named on the unchanged line, not given a paragraph
     assert PR in re.findall(r"\[([^\]]+)\]\(", [ln for ln in section(mornings["texts"]["2026-07-03"], "跟踪项复核")
                                                .splitlines() if ln.startswith("- 无变化")][0])
+
+
+def test_a_recheck_marks_a_closed_page_state_as_the_table_does(mornings):
+    """verl#6907's newest page says closed, with no date: the table of 07-02 shows it open then and marks the
+    later state; the next morning's recheck says the same, not a bare "open, as shown"."""
+    part = section(mornings["texts"]["2026-07-03"], "跟踪项复核")
+    after = part.split("[verl-project/verl#6907](https://github.com/verl-project/verl/pull/6907)", 1)[1]
+    assert re.match(r"[^；;\n]*?进行中（页面保存时已关闭）", after), after[:200]
+    assert "进行中（页面保存时已关闭）" in mornings["texts"]["2026-07-02"]

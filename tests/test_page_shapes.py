@@ -34,8 +34,7 @@ TABLE = {
     "verl-project+verl+6907": ("pr", "1e1baf07cd", "closed", D("07-01"), "Kirrito-k423", []),
     "verl-project+verl+6908": ("pr", "693f1a3df0", "closed", D("07-01"), "Kirrito-k423", []),
     "verl-project+verl+6911": ("pr", "dcc8b7ff3d", "merged", D("07-01"), "Mind-s", []),
-    # no description on the page: it opens with a later comment, which is not when the PR was opened
-    "verl-project+verl+6912": ("pr", "b5ec37ebcd", "closed", None, "", []),
+    "verl-project+verl+6912": ("pr", "b5ec37ebcd", "closed", None, "", []),  # opens with a later comment
     "verl-project+verl+6913": ("pr", "d4691179cc", "merged", D("07-01"), "kolehma8", []),
     "verl-project+verl-omni+208": ("pr", "c284d5bd07", "merged", D("06-24"), "qinganrice", []),
     "vllm-project+vllm+46838": ("pr", "6d172b0ee9", "merged", D("06-26"), "Aneureka", []),
@@ -49,9 +48,8 @@ TABLE = {
     "vllm-project+vllm-omni+4796": ("issue", "2719118b60", "open", D("06-30"), "Nughm3", ["core", "omni", "RFC"]),
     "vllm-project+vllm-omni+4802": ("issue", "884c951140", "closed", D("06-30"), "Ronnie-Rui",
                                     ["core", "critical", "RFC"]),
-    # opens with a comment too: its date is not the opening
     "vllm-project+vllm-omni+4814": ("issue", "0a5bb97d10", "closed", None, "", ["bug", "medium priority"]),
-    "vllm-project+vllm-omni+4826": ("issue", "eb19ccf511", "closed", D("07-02"), "yenuo26",
+    "vllm-project+vllm-omni+4826": ("issue", "eb19ccf511", "closed", None, "yenuo26",
                                     ["bug", "ci-failure", "low priority"]),
 }
 
@@ -79,6 +77,7 @@ def test_thread_page_metadata(threads, stem):
         assert (item.repo, item.number, item.kind, item.key) == (f"{owner}/{name}", int(number), kind, number)
         assert _sha(item.title) == title_sha, item.title
         assert (item.state, item.draft) == (state, False)
+        # the opening only when the page gives it (its description's time), never a later comment's
         assert item.created_at == (datetime.fromisoformat(first).replace(tzinfo=UTC) if first else None)
         assert item.when is not None and item.when >= (item.created_at or item.when)
         assert item.author == author and item.labels == labels
@@ -388,8 +387,8 @@ def test_thread_variants_undated_turns_month_dates_and_other_kinds():
     assert item.body == "Allocator in engine/core/alloc.py." and item.named_paths == ["engine/core/alloc.py"]
     assert [(c.author, c.kind, c.created_at) for c in item.comments] == [
         ("bob", "review", datetime(2026, 7, 3, tzinfo=UTC)), ("carol", "comment", datetime(2026, 7, 4, 9, 30, tzinfo=UTC))]
-    assert item.created_at == datetime(2026, 7, 3, tzinfo=UTC) and item.updated_at == datetime(2026, 7, 4, 9, 30,
-                                                                                                tzinfo=UTC)
+    # the description is undated: the first review is a later event, not the opening
+    assert item.created_at is None and item.updated_at == datetime(2026, 7, 4, 9, 30, tzinfo=UTC)
 
 
 def test_browser_copy_of_an_issue_is_an_issue():

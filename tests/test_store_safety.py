@@ -112,6 +112,38 @@ def test_a_new_store_with_a_deleted_stores_inode_gets_its_own_lock(tmp_path):
     assert lock.writer_lock(sa.create_engine(f"sqlite:///{alias}")) is mine
 
 
+@sqlite_only
+def test_a_store_made_where_a_deleted_stores_inode_was_is_opened_without_waiting_for_itself(tmp_path, monkeypatch):
+    """The same reuse, when the new store does not exist yet as its writer asks for the lock: the lock is found
+    by its path, and once the file exists it is filed under the file's identity, where the deleted store's lock
+    may still be. It must replace that stale entry: left there, the store's next look-up (the migration under
+    the lock) drops it as stale, makes a second lock of the same file and waits for the first, held by this very
+    process, until its limit (seen once in a test session: an import-jsonl stuck for its whole --wait)."""
+    from infra_radar.store import lock
+    from infra_radar.store.db import open_engine
+
+    stale_path = tmp_path / "gone" / "radar.db"
+    stale_path.parent.mkdir()
+    stale_path.touch()
+    stale = lock.writer_lock(sa.create_engine(f"sqlite:///{stale_path}"))
+    original = lock._FileLock.try_lock
+
+    def reused(self, holder):  # the new file gets an identity the deleted store's lock is still filed under
+        ok = original(self, holder)
+        if ok and self.identity is not None:
+            lock._LOCKS.setdefault(f"sqlite:{self.identity[0]}:{self.identity[1]}", stale)
+        return ok
+
+    monkeypatch.setattr(lock._FileLock, "try_lock", reused)
+    new_path = tmp_path / "new" / "radar.db"
+    engine = open_engine(f"sqlite:///{new_path}", writer=True, wait=2)  # the stale entry made this wait 2 s, then fail
+    mine = lock.writer_lock(engine)
+    assert mine is not stale and mine.held and mine._backend.database == new_path.resolve()
+    mine.release()
+    engine.dispose()
+    lock.forget_database(new_path)
+
+
 # --- doctor --------------------------------------------------------------------------------------------
 
 def _doctor() -> subprocess.CompletedProcess:

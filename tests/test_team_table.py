@@ -41,7 +41,7 @@ def day(full_store):
     from infra_radar.config import load_settings
     from infra_radar.models import Window
     from infra_radar.pipeline.home import open_store
-    from infra_radar.pipeline.reports import daily_items
+    from infra_radar.pipeline.radar import daily_radar
     from infra_radar.store import queries
 
     home, url = full_store
@@ -54,7 +54,8 @@ def day(full_store):
         engine = open_store(settings)
         names = queries.repo_names(engine)
         window = Window(datetime(2026, 6, 29, 2, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC))
-        held = {(ai.item.repo.split("/")[1].lower(), ai.item.number) for ai in daily_items(settings, engine, window, names)}
+        held = {(ai.item.repo.split("/")[1].lower(), ai.item.number)
+                for ai in daily_radar(settings, engine, window, names, explicit=True, remember=False).input.items}
         known = {k for k in team_rows()
                  if any(queries.item_exists(engine, r, k[1]) for r in names if r.split("/")[1].lower() == k[0])}
     return result.output, held, known

@@ -15,7 +15,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from infra_radar.render.mechanism import read, say
+from infra_radar.render.mechanism import read
+from infra_radar.render.saying import say
 from infra_radar.render.zh_words import function_words
 
 pytestmark = pytest.mark.one_store
@@ -89,7 +90,7 @@ def month_rows(full_store) -> list[tuple[str, str]]:
     """(item, text) of every zh row, note and checklist step the last 30 days' items would show."""
     from infra_radar.config import load_settings
     from infra_radar.pipeline.home import open_store
-    from infra_radar.pipeline.reports import _daily_input
+    from infra_radar.pipeline.radar import daily_radar
     from infra_radar.render.base import load_strings
     from infra_radar.render.daily import daily_context
     from infra_radar.store import queries
@@ -106,7 +107,7 @@ def month_rows(full_store) -> list[tuple[str, str]]:
             end = conn.execute(sa.text("select max(coalesce(when_at, created_at)) from items")).scalar()
         until = parse_when(str(end)[:10]) + timedelta(days=1)
         window = Window(until - timedelta(days=DAYS), until)
-        inp = _daily_input(settings, engine, window, False, names, True, watch=[])
+        inp = daily_radar(settings, engine, window, names, explicit=True, remember=False).input
         engine.dispose()
     many = 100_000
     inp = dataclasses.replace(inp, top_table_limit=0, short_table_limit=many, short_p2_limit=many,

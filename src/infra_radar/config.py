@@ -92,16 +92,45 @@ def default_config_text() -> str:
     return (DEFAULTS / CONFIG_NAME).read_text(encoding="utf-8")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+MAX_CONFIG_BYTES = 1 << 20  # radar.toml: a configuration, not a data file
+MAX_RULES_BYTES = 16 << 20  # a rules file of the user's rules_dir
+MAX_LIST = 10_000  # entries of any list of the configuration (repos, branches, core_paths, [focus] topics, weights)
+
+
+def _read_toml(path: Path, most: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """The TOML file `path`: a regular file of at most `most` bytes (a device such as /dev/zero, a FIFO or a
+    folder is refused, never read without end nor waited on)."""
+    import stat
+
+    try:  # opened without blocking: a FIFO with no writer would otherwise wait forever
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, a pipe or a socket)"
+                raise ConfigError(f"{path}: {kind}; give the path of a TOML file")
+            data = fh.read(most + 1)
+        if len(data) > most:
+            raise ConfigError(f"{path}: larger than {most >> 20} MiB; a configuration file is a few KiB")
+        return tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a folder; give the path of a TOML file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: permission denied") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _capped(value: list | dict, key: str, where: str, most: int = MAX_LIST) -> None:
+    """ConfigError naming `key` when the list or table `value` has more than `most` entries (every report
+    would pay for each of them)."""
+    if len(value) > most:
+        raise ConfigError(f"{where}: {key} has {len(value):,} entries; at most {most:,} are read")
 
 
 def _check_keys(data: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -124,6 +153,7 @@ def _merge(base: dict[str, Any], user: dict[str, Any], where: str) -> dict[str, 
 def _repos(raw: Any, where: str) -> list[RepoSettings]:
     if not isinstance(raw, list):
         raise ConfigError(f"{where}: [[repos]] must be an array of tables")
+    _capped(raw, "[[repos]]", where)
     repos = []
     for entry in raw:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
@@ -142,6 +172,8 @@ def _repos(raw: Any, where: str) -> list[RepoSettings]:
 
 def _strings(value: Any, key: str, where: str) -> list[str]:
     """A list of strings (a lone string is not read as its characters)."""
+    if isinstance(value, list):
+        _capped(value, key, where)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: {key} must be a list of strings, e.g. {key} = [\"main\"], not {value!r:.60}")
     return list(value)
@@ -200,9 +232,40 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
 
 
 def check_env() -> None:
-    """ConfigError naming the first numeric RADAR_* environment variable that is not a number in range."""
+    """ConfigError naming the first RADAR_* environment variable that is not UTF-8 text (its value is not
+    shown), or the first numeric one that is not a number in range."""
+    for name, value in sorted(os.environ.items()):
+        if name.startswith("RADAR_"):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigError(f"environment variable {name} is not UTF-8 text: set it again in UTF-8") from None
     for name, (low, high, whole) in ENV_NUMBERS.items():
         _env_number(name, low, high, whole)
+
+
+def flag(name: str) -> bool:
+    """A yes/no environment variable: unset, empty, 0, false, no and off (any case) mean no; anything else yes."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _check_db_url(url: str, origin: str) -> str:
+    """`url` when it reads as a database URL (SCHEME://..., a well-formed host and port); else ConfigError naming
+    where it came from (the value is not shown: it may hold a password)."""
+    import re
+    import urllib.parse
+
+    problem = ""
+    if not re.match(r"[A-Za-z][\w+.-]*://", url):
+        problem = "it does not start with SCHEME:// (sqlite:///PATH or postgresql+psycopg://...)"
+    else:
+        try:
+            urllib.parse.urlsplit(url).port  # noqa: B018 - raises ValueError on a bad host or port
+        except ValueError as exc:
+            problem = f"its host or port cannot be read ({str(exc)[:60]})"
+    if problem:
+        raise ConfigError(f"{origin}: not a database URL: {problem} (the value is not shown)")
+    return url
 
 
 def load_settings(config: Path | None = None, db_url: str | None = None, lang: str | None = None) -> Settings:
@@ -210,6 +273,9 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     home = home_dir()
     data = tomllib.loads(default_config_text())
     path = config or (home / CONFIG_NAME)
+    if config is None and path.is_symlink() and not path.exists():  # a dangling link: never silently skipped
+        raise ConfigError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: fix the link "
+                          "or remove it")
     if config is not None or path.exists():
         data = _merge(data, _read_toml(path), str(path))
     where = str(path)
@@ -217,10 +283,17 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     lang = lang or os.environ.get("RADAR_LANG") or data.get("lang", "zh")
     if lang not in LANGS:
         raise ConfigError(f"{origin}: lang must be one of {', '.join(LANGS)}, not {lang!r:.40}")
+    url_origin = "--db" if db_url else "environment variable RADAR_DB_URL" if os.environ.get("RADAR_DB_URL") \
+        else f"{where}: db_url" if data.get("db_url") else ""
     url = db_url or os.environ.get("RADAR_DB_URL") or data.get("db_url") or f"sqlite:///{home / 'radar.db'}"
+    if url_origin:
+        if not isinstance(url, str):
+            raise ConfigError(f"{url_origin} must be a string, e.g. db_url = \"sqlite:///radar.db\"")
+        _check_db_url(url, url_origin)
     focus = data.get("focus", {})
     if not isinstance(focus, dict) or not isinstance(focus.get("weights", {}), dict):
         raise ConfigError(f"{where}: [focus] must be a table: topics = [...], weights = {{topic = 1.5}}")
+    _capped(focus.get("weights", {}), "[focus] weights", where)
     env_lock = _env_number("RADAR_LOCK_TIMEOUT", 0, math.inf)
     _env_number("RADAR_SAVE_BATCH", 1, 1_000_000, whole=True)  # read by the store; checked here, named here
     try:
@@ -257,5 +330,5 @@ def load_rule_file(name: str, settings: Settings) -> dict[str, Any]:
     if settings.rules_dir is not None:
         user = settings.rules_dir / f"{name}.toml"
         if user.exists():
-            data.update(_read_toml(user))
+            data.update(_read_toml(user, MAX_RULES_BYTES))
     return data

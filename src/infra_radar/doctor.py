@@ -69,7 +69,7 @@ def _store_name(url: str) -> str:
 
 def check_store(settings: Settings) -> Check:
     """Open the store read-only: migrations applied and row counts; never creates or migrates it."""
-    from .store.schema import MIGRATIONS, migrations_table
+    from .store.schema import MIGRATIONS, migrations_table, newer_message, newer_migrations
 
     url = settings.db_url
     name = _store_name(url)
@@ -82,6 +82,10 @@ def check_store(settings: Settings) -> Check:
             if not sa.inspect(conn).has_table(migrations_table.name):
                 return Check("store", MISSING, f"{name}: no schema", "run `radar init`", True)
             done = set(conn.execute(sa.select(migrations_table.c.name)).scalars())
+            unknown = newer_migrations(done)
+            if unknown:
+                return Check("store", FAIL, newer_message(name, unknown),
+                             "upgrade infra-radar to the version that wrote the store (this one only reads it)", True)
             pending = [n for n, _ in MIGRATIONS if n not in done]
             if pending:
                 return Check("store", MISSING, f"{name}: migrations not applied: {', '.join(pending)}",

@@ -156,6 +156,9 @@ class Item:
     # real diffstat in `files`: evidence for text-only items, never line counts
     named_paths: list[str] = field(default_factory=list)
     time_source: str = ""  # "" = the item's own dates; "import" = none known, updated_at is the import time
+    # the code facts read from the change's diff (analyse/code_facts.py: defaults, switches, version gates,
+    # device checks, kernels, removed definitions, tests; with "source" and "complete"); None: no diff read
+    code: dict | None = None
 
     @property
     def ref(self) -> str:
@@ -253,6 +256,8 @@ class Analysis:
     version: str = ""  # analyser version; a change triggers recomputation
     features: list[str] = field(default_factory=list)  # the rules' flags for this item (the calibration reads them)
     why: Text = field(default_factory=dict)  # the priority rule that decided, as reasons quote it
+    # statements of the description its diff contradicts (analyse/code_claims.py): {"description", "code", "file"}
+    contradictions: list[dict] = field(default_factory=list)
     # Set when the analysis is read, never stored (pipeline/judgment.py): the team's label of the item, the
     # rules' own priority/grade/decision when the label or the calibration changed them, and the calibration's
     # move with the flags that made it.

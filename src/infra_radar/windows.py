@@ -94,12 +94,13 @@ def date_only(when: datetime | None) -> bool:
     return when is not None and when.utcoffset() == timedelta(0) and when.time() == datetime.min.time()
 
 
-def touches(when: datetime | None, window: Window) -> bool:
+def touches(when: datetime | None, window: Window, first_day: bool = True) -> bool:
     """Whether `when` falls in `window`; a date-only time stands for its whole day, so an item dated the
-    window's first day counts even when the window starts later."""
+    window's first day counts even when the window starts later, unless `first_day` is off: an earlier window
+    already held that day's start, and a date counts in one window of a series only (the one holding its start)."""
     if when is None or when >= window.until:
         return False
-    return when >= window.since or (date_only(when) and when + timedelta(days=1) > window.since)
+    return when >= window.since or (first_day and date_only(when) and when + timedelta(days=1) > window.since)
 
 
 def report_day(window: Window) -> date:

@@ -30,4 +30,9 @@ def analyse(item: Item, rules: RuleSet, settings: Settings) -> Analysis:
     if origin is not None:
         found = [origin, *(link for link in found if (link.repo, link.number) != (origin.repo, origin.number))]
     analysis.links = found
+    if item.code:
+        from .code_claims import contradictions
+        from .code_facts import load_code_rules
+
+        analysis.contradictions = contradictions(item.body, item.code, load_code_rules(settings))
     return analysis

@@ -26,7 +26,7 @@ def rules_version(settings: Settings) -> str:
     files = [rules / f"{name}.toml" for name in RULE_FILES]
     if settings.rules_dir is not None:
         files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
-    files += [rules / "claims.toml", rules / "links.toml", rules / "porting.toml",
+    files += [rules / "claims.toml", rules / "links.toml", rules / "porting.toml", rules / "code_facts.toml",
               *sorted(Path(__file__).parent.glob("*.py"))]
     if settings.rules_dir is not None:  # the grade rules read the user's porting map (drop-in counterparts)
         files.append(settings.rules_dir / "porting.toml")

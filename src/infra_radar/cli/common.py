@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..config import Settings, load_settings
+from ..config import Settings, flag, load_settings
 from ..errors import RadarError, redact
 
 LANG = click.option("--lang", type=click.Choice(["zh", "en"]), help="Report language (default from config: zh).")
@@ -233,7 +233,7 @@ class RadarGroup(click.Group):
             sys.exit(1)
         except Exception as exc:
             if isinstance(exc, click.exceptions.ClickException | click.exceptions.Exit | click.exceptions.Abort) \
-                    or os.environ.get("RADAR_DEBUG"):
+                    or flag("RADAR_DEBUG"):
                 raise
             from ..failures import one_line  # the last net: one line naming what failed, never a traceback
 

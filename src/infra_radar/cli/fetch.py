@@ -40,8 +40,11 @@ def _countdown(seconds: float, reason: str) -> None:
 @click.option("--max-wait", type=Seconds(), default=900, show_default=True,
               help="Longest wait, in seconds, for a rate limit to reset before stopping with progress saved.")
 @click.option("--stats", is_flag=True, help="Print requests made, items stored and the rate limit left.")
+@click.option("--diffs", is_flag=True, help="Read each changed PR's file patches for its code facts (defaults, switches, "
+                                           "version gates, device checks, kernels): one more request per PR.")
 @pass_ctx
-def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: float, stats: bool) -> None:
+def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: float, stats: bool,
+          diffs: bool) -> None:
     """Fetch PRs, issues and releases updated since the last fetch from GitHub (GITHUB_TOKEN)."""
     from ..pipeline.fetch import ANONYMOUS_NOTE, open_client
     from ..pipeline.fetch import fetch as run_fetch
@@ -53,7 +56,8 @@ def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: flo
     with open_client(max_wait, _countdown) as client:
         if client.anonymous:
             click.echo(f"note: {ANONYMOUS_NOTE}", err=True)
-        result = run_fetch(settings, engine, client, list(repos) or None, parse_when(since) if since else None)
+        result = run_fetch(settings, engine, client, list(repos) or None, parse_when(since) if since else None,
+                           diffs=diffs)
     for r in result.repos:
         s = r.stats
         click.echo(f"{r.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged (github)")

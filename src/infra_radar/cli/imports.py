@@ -178,9 +178,12 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
 @click.option("--branches", help="Comma-separated branch globs, e.g. 'main,release/*' (default: config).")
 @click.option("--since", help="Only commits at or after this time (date or ISO time).")
 @click.option("--until", help="Only commits before this time.")
+@click.option("--diffs/--no-diffs", default=True, show_default=True,
+              help="Read each change's diff (git log -p) and keep its code facts: defaults, switches, version gates, "
+                   "device checks, kernels, removed definitions, tests.")
 @pass_ctx
 def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, since: str | None,
-                   until: str | None) -> None:
+                   until: str | None, diffs: bool) -> None:
     """Import a local clone: squash-merged PRs, merge commits, direct commits and tags."""
     from ..models import check_repo
     from ..sources.git import StartedClone
@@ -196,8 +199,13 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
     patterns = [b.strip() for b in branches.split(",") if b.strip()] if branches else None
     settings = obj.settings()
     # git log starts now and reads while the store opens (SQLAlchemy, the writer lock)
+    rules = None
+    if diffs:
+        from ..analyse.code_facts import load_code_rules
+
+        rules = load_code_rules(settings)
     started = StartedClone(path, patterns or settings.repo(repo).branches,
-                           window.since if window else None, window.until if window else None)
+                           window.since if window else None, window.until if window else None, diffs, rules)
     try:
         from ..pipeline.imports import import_git
 

@@ -80,8 +80,16 @@ def _print_page(item, report) -> None:
     state = item.state + (", draft" if item.draft else "") + ("" if report.state_found else " (not on the page)")
     click.echo(f"{item.ref}  {item.title}\nkind: {'issue' if item.kind == 'issue' else 'pull request'} ({report.shape})"
                f"\nstate: {state}")
-    when = item.when.strftime("%Y-%m-%d %H:%M UTC") if item.when else "none"
+    from ..windows import date_only
+
+    def moment(at) -> str:  # a date-only time (a page) stays a date
+        return at.strftime("%Y-%m-%d" if date_only(at) else "%Y-%m-%d %H:%M UTC")
+
+    when = moment(item.when) if item.when else "none"
     click.echo(f"time: {when}" + (" (import time: the page gives no date)" if item.time_source == "import" else ""))
+    if item.time_source == "created-bound" and item.created_at:
+        click.echo(f"opened: no later than {moment(item.created_at)} (the page gives no opening time; bounded by "
+                   "its events and the neighbouring numbers)")
     if item.named_paths:
         click.echo(f"paths named in the text: {len(item.named_paths)} (not a diffstat)")
     copies = f" (1 of {report.description_copies} copies)" if report.description_copies > 1 else ""

@@ -18,16 +18,21 @@ def watch() -> None:
 @watch.command("add")
 @click.argument("ref")
 @click.option("--reason", default="", help="Why it is watched.")
+@click.option("--since", "since", metavar="WHEN",
+              help="Watch it from WHEN (a date or an ISO time, UTC; default now): only radars of windows ending "
+                   "later recheck it (a backfill of an earlier day does not).")
 @pass_ctx
-def watch_add(obj: Context, ref: str, reason: str) -> None:
+def watch_add(obj: Context, ref: str, reason: str, since: str | None) -> None:
     """Watch OWNER/NAME#N (one the store does not hold yet is watched with a note saying how to bring it in)."""
     from ..models import parse_ref
     from ..store.queries import item_exists
     from ..store.save import watch_add as add
+    from ..windows import parse_when
 
     repo, number = parse_ref(ref)
+    when = parse_when(since) if since else None
     engine = obj.engine(write=True)
-    click.echo(f"watching {repo}#{number}" if add(engine, repo, number, reason)
+    click.echo(f"watching {repo}#{number}" if add(engine, repo, number, reason, when)
                else f"{repo}#{number} is already watched")
     if not item_exists(engine, repo, number):
         click.echo(f"note: {repo}#{number} is not in the store, so no radar can recheck it yet: "

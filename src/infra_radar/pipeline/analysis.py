@@ -288,7 +288,7 @@ def ready_sqlite(settings: Settings) -> Iterator[Reader | None]:
         return
     try:
         db.conn.execute("BEGIN")
-        ready = set(queries.MIGRATION_NAMES) <= queries.applied_migrations(db) and not work_left(settings, db)
+        ready = set(queries.MIGRATION_NAMES) == queries.applied_migrations(db) and not work_left(settings, db)
     except sqlite3.Error:
         ready = False
     try:

@@ -125,10 +125,11 @@ def repos_to_fetch(settings: Settings, repos: list[str] | None) -> list[str]:
 
 def fetch(settings: Settings, engine: Engine, client: GitHubClient, repos: list[str] | None = None,
           since: datetime | None = None, on_page: OnPage | None = None, page_size: int = PAGE_SIZE,
-          is_bot: IsBot | None = None) -> FetchResult:
+          is_bot: IsBot | None = None, diffs: bool = False) -> FetchResult:
     """Fetch PRs, issues and releases updated since each stream's cursor (first run: the lookback).
 
-    `on_page` is called after every saved page; `is_bot` defaults to the rules' bot test.
+    `on_page` is called after every saved page; `is_bot` defaults to the rules' bot test; `diffs`: each changed
+    PR's file patches are read for its code facts (GraphQL only: the anonymous REST lists carry no files).
     """
     names = repos_to_fetch(settings, repos)
     if client.anonymous:
@@ -136,7 +137,12 @@ def fetch(settings: Settings, engine: Engine, client: GitHubClient, repos: list[
     else:
         def known(repo: str, number: int, when: datetime) -> bool:
             return cursors.stored_update(engine, repo, PR, number) == when
-        source = GraphQLSource(client, is_bot or bot_test(settings), page_size, known)
+        rules = None
+        if diffs:
+            from ..analyse.code_facts import load_code_rules
+
+            rules = load_code_rules(settings)
+        source = GraphQLSource(client, is_bot or bot_test(settings), page_size, known, rules)
     floor = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=settings.first_lookback_hours)
     run = save.start_run(engine, "fetch", ",".join(names))
     result = FetchResult([], 0, None, client.anonymous)

@@ -75,9 +75,10 @@ def _import_one_jsonl(engine: Engine, path: Path, clean, tick: Tick, analyser, l
 
 
 def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branches: list[str] | None,
-               window: Window | None = None, tick: Tick = no_tick, started=None) -> ImportResult:
+               window: Window | None = None, tick: Tick = no_tick, started=None, diffs: bool = True) -> ImportResult:
     """Import a local clone's first-parent history of the matching branches, and its tags (`started`: a
-    sources.git.StartedClone of the same clone, branches and window, its git log already running)."""
+    sources.git.StartedClone of the same clone, branches and window, its git log already running; `diffs`:
+    each change's diff read for its code facts, when `started` did not say)."""
     from ..sources.git import check_clone, read_clone
 
     repo = check_repo(repo)
@@ -87,8 +88,14 @@ def import_git(settings: Settings, engine: Engine, path: Path, repo: str, branch
     run = save.start_run(engine, "import-git", repo, window)
     notes: list[str] = []
     later = LaterDates(settings.clock_skew)
+    rules = None
+    if diffs and started is None:
+        from ..analyse.code_facts import load_code_rules
+
+        rules = load_code_rules(settings)
     stream = later.watch(read_clone(path, repo, patterns, _cleaner(settings), window.since if window else None,
-                                    window.until if window else None, notes, started),
+                                    window.until if window else None, notes, started,
+                                    diffs=diffs and started is None, rules=rules),
                          lambda item: f"{path}: {item.ref}")
     try:
         with alongside(settings, engine) as analyser:
@@ -127,6 +134,30 @@ def _adopt_stored(engine: Engine, item: Item) -> None:
     item.kind, item.key = row.kind, row.key
 
 
+def _bound(engine: Engine, item: Item) -> None:
+    """Bound an opening the page does not give by its events and the neighbouring numbers
+    (sources/page_dates)."""
+    from ..sources.page_dates import BOUND, bound_creation
+    from ..store import queries
+
+    item.created_at, bound = bound_creation(item, *queries.neighbours(engine, item.repo, item.number))
+    item.time_source = BOUND if bound else "" if item.time_source == BOUND else item.time_source
+
+
+def _rebound_near(engine: Engine, item: Item) -> None:
+    """The bounded openings next to a newly imported item, bounded again: its opening or its merge may tighten
+    them, whichever order the pages came in (saved through the merge, which keeps the tighter bound)."""
+    from ..store import queries
+
+    if item.number is None:
+        return
+    near = queries.bounded_near(engine, item.repo, item.number)
+    for other in near:
+        _bound(engine, other)
+    if near:
+        save.save_items(engine, near)
+
+
 def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None = None, number: int | None = None,
                 report: PageReport | None = None) -> Item:
     """Read a pasted PR page, save it as one item (merged with the stored one) and return it."""
@@ -137,8 +168,19 @@ def import_page(settings: Settings, engine: Engine, path: Path, repo: str | None
     later.check(item, str(path))
     report.later = later.note()
     _adopt_stored(engine, item)  # save merges the rest without downgrading what the store has
+    if item.created_at is None and item.number is not None:  # the page does not say when it was opened
+        _bound(engine, item)
+    if item.state == "merged" and item.merged_at is None and item.merge_commit:  # dated by a clone or export
+        from ..store import queries
+
+        found = queries.commit_time(engine, item.repo, item.merge_commit)
+        if found:
+            item.merge_commit, item.merged_at = found
+            item.closed_at = item.closed_at or item.merged_at
+            item.updated_at = max(t for t in (item.updated_at, item.merged_at) if t is not None)
     run = save.start_run(engine, "import-page", str(path))
     report.stats = save.save_items(engine, [item])
+    _rebound_near(engine, item)
     save.finish_run(engine, run, "ok", {"ref": item.ref, "inserted": report.stats.inserted,
                                        "updated": report.stats.updated})
     return item

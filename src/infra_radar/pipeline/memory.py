@@ -17,6 +17,7 @@ what it showed (store/published.py). A later radar reads the records of the wind
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -59,9 +60,14 @@ class Carry:
 
 
 class Memory:
-    """The published records, indexed by the end of their windows: what came before any window."""
+    """The published records, indexed by the end of their windows: what came before any window.
 
-    def __init__(self, records: list[RadarRecord], dropped: set[tuple[str, int, datetime]], carry_days: int):
+    Read from the store as a radar needs them (`cover`): the records of its carry window (and the last one
+    before it, which says what changed since), and for the items it shows or rechecks only each one's last
+    showing before that. A daily costs what its carry window holds, however many radars were recorded."""
+
+    def __init__(self, records: list[RadarRecord], dropped: set[tuple[str, int, datetime]], carry_days: int,
+                 store=None):
         self.carry_days = timedelta(days=carry_days)
         self.dropped = dropped
         self.untils: list[datetime] = []
@@ -70,11 +76,57 @@ class Memory:
         self.shown_in: dict[Key, set[datetime]] = {}
         for record in records:
             self.put(record)
+        # the store read from as needed; None: every record is given above
+        self.store = store
+        self.span: tuple[datetime, datetime] | None = None  # [from, to): every record ending in it is loaded
+        self.older: dict[Key, tuple[RadarRecord, ShownItem] | None] = {}  # last showing before the span
+        self.covered: set[datetime] = set()  # the window ends `cover` has read for
 
     @classmethod
     def load(cls, settings: Settings, store) -> Memory:
-        """Every published record of the store, and the carries dropped by hand."""
+        """The store's memory: the carries dropped by hand now, the records as each radar needs them (`cover`)."""
+        return cls([], published.dropped_carries(store), settings.carry_days, store)
+
+    @classmethod
+    def everything(cls, settings: Settings, store) -> Memory:
+        """Every published record of the store at once (for a build of every day)."""
         return cls(published.load_records(store), published.dropped_carries(store), settings.carry_days)
+
+    def cover(self, until: datetime, keys: Iterable[Key] = ()) -> None:
+        """Read what a radar whose window ends at `until` needs: every record ending in its carry window, the
+        last record before `until`, and for each of `keys` its last showing before those."""
+        if self.store is None:
+            return
+        if until not in self.covered:
+            self.covered.add(until)
+            previous = published.latest_until(self.store, until)
+            start = until - self.carry_days if previous is None else min(until - self.carry_days, previous)
+            if self.span is None or start > self.span[1] or until < self.span[0]:  # none yet, or apart
+                self._read(start, until)
+                self.span = (start, until)
+                self.older.clear()  # read before the old span's start: not before this one's
+            else:
+                low, high = self.span
+                if start < low:
+                    self._read(start, low)
+                if until > high:
+                    self._read(high, until)
+                self.span = (min(low, start), max(high, until))
+        wanted = [k for k in set(keys) if k not in self.older]
+        if wanted:
+            found = published.last_shown(self.store, wanted, self.span[0])
+            for key in wanted:
+                self.older[key] = found.get(key)
+
+    def _read(self, start: datetime, end: datetime) -> None:
+        for record in published.load_records(self.store, before=end, since=start):
+            self.put(record)
+
+    def latest(self) -> datetime | None:
+        """The end of the last published radar."""
+        if self.store is None:
+            return self.untils[-1] if self.untils else None
+        return published.latest_until(self.store)
 
     def put(self, record: RadarRecord) -> None:
         """Add a record, replacing the one that ends at the same time."""
@@ -97,6 +149,9 @@ class Memory:
     def last_shown(self, key: Key, until: datetime) -> tuple[RadarRecord, ShownItem] | None:
         """The last radar before `until` that showed the item, and how it showed it."""
         ends = [u for u in self.shown_in.get(key, ()) if u < until]
+        older = self.older.get(key)
+        if older is not None and older[0].until < until and (not ends or older[0].until > max(ends)):
+            return older
         if not ends:
             return None
         end = max(ends)
@@ -107,7 +162,7 @@ class Memory:
         return sum(1 for u in self.shown_in.get(key, ()) if origin < u < until and self.items[u][key].rechecked)
 
     def shown_before(self, key: Key, until: datetime) -> bool:
-        return any(u < until for u in self.shown_in.get(key, ()))
+        return self.last_shown(key, until) is not None
 
     def _recent(self, until: datetime) -> list[RadarRecord]:
         """The radars ending in the `carry_days` before `until`, oldest first."""
@@ -117,6 +172,7 @@ class Memory:
 
     def carried(self, until: datetime) -> dict[Key, Carry]:
         """The items carried into a radar whose window ends at `until`."""
+        self.cover(until)
         latest: dict[Key, tuple[RadarRecord, ShownItem]] = {}
         for record in self._recent(until):
             for key, shown in self.items[record.until].items():
@@ -134,6 +190,7 @@ class Memory:
 
     def deep_dived(self, until: datetime) -> set[Key]:
         """The items a radar of the `carry_days` before `until` deep-dived."""
+        self.cover(until)
         return {key for record in self._recent(until) for key, shown in self.items[record.until].items()
                 if shown.deep}
 
@@ -340,6 +397,11 @@ def _exists_at(ai: AnalysedItem | None, until: datetime) -> bool:
     return opened is None or opened < until
 
 
+def _watched_by(entry: queries.WatchEntry, until: datetime) -> bool:
+    """Whether the item was on the watch list before `until` (`radar watch add`, or its --since)."""
+    return entry.added_at is None or entry.added_at < until
+
+
 def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
            compiled: dict | None = None) -> Recall:
     """Fill the radar `inp` from memory: its rechecks (carried items, then the watch list), the items it must
@@ -350,12 +412,17 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
 
     window = inp.window
     names = {r.lower() for r in inp.repos}
-    carried = {k: c for k, c in memory.carried(window.until).items() if k[0] in names}
     hand = {_key(e.repo, e.number): e for e in lookup.watch()}
+    # read from the store: the carry window's records, and the last showing of what this radar ranks or rechecks
+    memory.cover(window.until, [*hand, *(_key(ai.item.repo, ai.item.number) for ai in inp.items
+                                         if ai.item.number is not None and ai.analysis.priority in _RANKED)])
+    carried = {k: c for k, c in memory.carried(window.until).items() if k[0] in names}
     found = {key: lookup.item(*key) for key in [*carried, *(k for k in hand if k not in carried)]}
-    # a backfill of a day before a watched item was opened does not recheck it
+    # a radar of a window that ended before an item was watched (a backfill, a site build's past days), or
+    # before the item was opened, does not recheck it
     keys = sorted(carried, key=lambda k: (carried[k].origin_until, k)) + \
-        [k for k in hand if k not in carried and _exists_at(found[k], window.until)]
+        [k for k in hand if k not in carried and _watched_by(hand[k], window.until)
+         and _exists_at(found[k], window.until)]
     present = [k for k in keys if found[k] is not None]
     then = dict(zip(present, as_of(settings, [found[k] for k in present], window.until, compiled), strict=True))
     referencing = {then[k].item.ref: lookup.referencing(*k) for k in present}
@@ -384,7 +451,9 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
 def _since_last(memory: Memory, inp: DailyInput, rechecks: list[WatchRecheck], out: Recall) -> SinceLast:
     """New items, tracked items whose state changed, and items the last radar tracked that this one does not."""
     until = inp.window.until
-    ranked = [ai.item for ai in inp.items if ai.analysis.priority in _RANKED]
+    # the items the scope line counts as ranked: upstream only (downstream items are counted in their section)
+    down = {r.lower() for r in inp.downstream}
+    ranked = [ai.item for ai in inp.items if ai.analysis.priority in _RANKED and ai.item.repo.lower() not in down]
     new = sum(1 for i in ranked if i.number is None or not memory.shown_before(_key(i.repo, i.number), until))
     previous = memory.previous(until)
     if previous is None:
@@ -412,10 +481,12 @@ def tracked(settings: Settings, engine: Engine) -> list[Tracked]:
     """What the radar after the last published one rechecks: carried items (oldest carry first), then the
     watch list's other entries."""
     memory = Memory.load(settings, engine)
-    latest = memory.untils[-1] if memory.untils else None
+    latest = memory.latest()
+    hand = {_key(e.repo, e.number): e for e in queries.watch_list(engine)}
+    if latest:
+        memory.cover(latest + timedelta(microseconds=1), hand)
     carried = memory.carried(latest + timedelta(microseconds=1)) if latest else {}
     out = []
-    hand = {_key(e.repo, e.number): e for e in queries.watch_list(engine)}
     for key, c in sorted(carried.items(), key=lambda kv: (kv[1].origin_until, kv[0])):
         entry = hand.get(key)
         out.append(Tracked(f"{c.repo}#{c.number}", c.last.state, entry.reason if entry else None,
@@ -435,7 +506,7 @@ def untrack(settings: Settings, engine: Engine, repo: str, number: int) -> bool:
 
     removed = watch_remove(engine, repo, number)
     memory = Memory.load(settings, engine)
-    latest = memory.untils[-1] if memory.untils else None
+    latest = memory.latest()
     carry = memory.carried(latest + timedelta(microseconds=1)).get(_key(repo, number)) if latest else None
     if carry is not None:
         published.drop_carry(engine, carry.repo, carry.number, carry.origin_until)

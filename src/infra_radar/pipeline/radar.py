@@ -88,7 +88,9 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
 
     names = list(names)
     if found is None:
-        found = queries.analysed_in_window(engine, window, names, opened=True)
+        found = queries.analysed_in_window(engine, window, names, opened=True,
+                                           # a date-only time counts in one window of a published series
+                                           first_day=not first_day_shown(engine, window))
     else:
         wanted = {n.lower() for n in names}
         found = [ai for ai in found if ai.item.repo.lower() in wanted]
@@ -112,3 +114,14 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
         memory = memory if memory is not None else Memory.load(settings, engine)
         recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled)
     return DailyRadar(settings, inp, recalled)
+
+
+def first_day_shown(engine: Engine, window: Window) -> bool:
+    """Whether a radar published before `window` held the start (00:00 UTC) of the window's first day."""
+    from ..store import published
+    from ..windows import day_start
+
+    start = day_start(window.since)
+    if start == window.since:
+        return False
+    return any(since <= start < until for since, until in published.windows_before(engine, window.since))

@@ -225,7 +225,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     progress.stage("reading the store")
     analyze(settings, engine)
     site = Site(settings, load_site_data(engine, settings, horizon(settings.clock_skew)), site_url,
-                Memory.load(settings, engine), engine=engine, backfill=backfill)
+                Memory.everything(settings, engine), engine=engine, backfill=backfill)
     progress.say(f"read {len(site.data.items)} item(s) of {len(site.data.repos)} repositories "
                  f"({time.perf_counter() - started:.1f}s)")
     clock = windows.now()  # a report of today or this week is dated when it was built, never at its window's future end

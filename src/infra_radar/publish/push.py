@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact
+from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact, url_secrets
 from ..models import Window, check_repo
 from ..pipeline.judgment import judge
 from ..render.context import WeeklyInput, load_strings, weekly_context
@@ -281,6 +281,7 @@ class Message:
 
     url: str
     payload: dict[str, Any]
+    secret: str = ""  # the platform's signing secret, if any: never sent, redacted from every answer
 
     @property
     def body(self) -> bytes:
@@ -311,7 +312,7 @@ def _feishu(digest: Digest, conf: dict, words: dict, url: str, secret: str, now:
             "elements": [{"tag": "markdown", "content": text}]}}
         if secret:
             payload = {"timestamp": str(int(now)), "sign": feishu_sign(secret, int(now)), **payload}
-        messages.append(Message(url, payload))
+        messages.append(Message(url, payload, secret))
     return messages
 
 
@@ -345,7 +346,7 @@ def _dingtalk(digest: Digest, conf: dict, words: dict, url: str, secret: str, no
     if secret and url:
         ms = int(now * 1000)
         url += ("&" if "?" in url else "?") + f"timestamp={ms}&sign={dingtalk_sign(secret, ms)}"
-    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}})
+    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}}, secret)
             for text in texts]
 
 
@@ -399,27 +400,38 @@ def redacted(message: Message) -> dict[str, Any]:
     return {k: (REDACTED if k == "sign" else v) for k, v in message.payload.items()}
 
 
+_CODES = ("code", "errcode", "StatusCode")  # how Feishu/Lark, WeCom and DingTalk say whether they took a message
+
+
 def _accepted(platform: str, text: str) -> bool:
+    """Whether the webhook's answer says it took the message: Slack's `ok`, else a JSON object whose result
+    code(s) are the integer 0 (`false`, `"0"`, `null`, a list or no code at all are not an acceptance)."""
     if platform == "slack":
         return text.strip() == "ok"
     try:
         reply = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
-    return reply.get("code", reply.get("errcode", reply.get("StatusCode", 0))) == 0
+    if not isinstance(reply, dict):
+        return False
+    codes = [reply[k] for k in _CODES if k in reply]
+    return bool(codes) and all(type(c) is int and c == 0 for c in codes)
 
 
 def post(message: Message, platform: str, timeout: float = 15.0, total: float = 30.0,
          max_bytes: int = 65536) -> None:
     """POST one message; PushError (without the URL, which is secret) when it is refused or not answered.
     The whole exchange has `total` seconds (however slowly the receiver trickles bytes), the answer at most
-    `max_bytes`, and a redirect is not followed (the message and the URL stay with the webhook's origin)."""
+    `max_bytes`, and a redirect is not followed (the message and the URL stay with the webhook's origin).
+    Whatever the answer echoes, every form of the URL's secret parts (and of the signing secret) is blanked out
+    before the message is cut (errors.redact)."""
     import httpx
 
     from ..sources.http import Deadline, TooLarge, bounded_client, read_capped
 
-    secrets = _url_secrets(message.url)
+    secrets = [*url_secrets(message.url), *([message.secret] if message.secret else [])]
     deadline = Deadline()
+    began = time.monotonic()
     try:
         with bounded_client(deadline, timeout=min(timeout, total), follow_redirects=False) as client:
             deadline.start(total)
@@ -428,7 +440,7 @@ def post(message: Message, platform: str, timeout: float = 15.0, total: float = 
                 status = reply.status_code
                 text = read_capped(reply, max_bytes).decode("utf-8", "replace") if status < 300 else ""
     except httpx.TimeoutException:
-        raise PushError(f"{platform} webhook did not answer within {total:g} s") from None
+        raise PushError(_timed_out(platform, time.monotonic() - began, min(timeout, total), total)) from None
     except TooLarge:
         raise PushError(f"{platform} webhook answered with more than {max_bytes} bytes") from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
@@ -441,12 +453,12 @@ def post(message: Message, platform: str, timeout: float = 15.0, total: float = 
         raise PushError(clip(f"{platform} webhook refused the message: {text}", 300))
 
 
-def _url_secrets(url: str) -> list[str]:
-    """The parts of a webhook URL that are its credential: itself, its userinfo, path and query values."""
-    parts = urllib.parse.urlsplit(url)
-    found = [url, parts.netloc.rpartition("@")[0], parts.path, parts.query]
-    found += [v for _k, v in urllib.parse.parse_qsl(parts.query)]
-    return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
+def _timed_out(platform: str, elapsed: float, between: float, total: float) -> str:
+    """What a timeout was: the whole exchange past `total` seconds, or `between` seconds without a byte."""
+    if elapsed >= total - 0.05:
+        return f"{platform} webhook did not answer within {total:g} s"
+    return (f"{platform} webhook sent nothing for {between:g} s (gave up after {elapsed:.1f} s; the whole "
+            f"exchange may take {total:g} s)")
 
 
 def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
@@ -513,6 +525,7 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
     whole is recorded as published (docs/memory.md), unless `record` is off."""
     from ..pipeline.analysis import analyze
     from ..store.deliveries import delivered_at, digest, record_delivery
+    from ..store.lock import writer_lock
 
     conf = load_limits()[platform]
     url = os.environ.get(conf["webhook_env"], "")
@@ -540,18 +553,21 @@ def push_reports(settings: Settings, engine: Engine, report: str, platform: str,
                 tell(f"# {where}\n{json.dumps(redacted(message), ensure_ascii=False, indent=2)}")
                 continue
             sha = content_sha(message)
-            before = delivered_at(engine, target, found.report, sha)
+            # the check, the post and its record under the store's writer lock: a push running at the same
+            # time (a cron run and a manual one) waits, then finds the message delivered
+            with writer_lock(engine).hold(settings.lock_timeout):
+                before = delivered_at(engine, target, found.report, sha)
+                if before is None:
+                    try:
+                        post(message, platform)
+                    except PushError as exc:
+                        raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
+                                        "rerun to send the rest") from None
+                    record_delivery(engine, target, found.report, i, len(messages), sha)
+            done += 1
             if before is not None:
-                done += 1
                 tell(f"already delivered {where} at {before:%Y-%m-%dT%H:%M:%SZ}: not sent again")
                 continue
-            try:
-                post(message, platform)
-            except PushError as exc:
-                raise PushError(f"{exc} (message {i}/{len(messages)}); {done}/{total} delivered, "
-                                "rerun to send the rest") from None
-            record_delivery(engine, target, found.report, i, len(messages), sha)
-            done += 1
             tell(f"posted {where}")
         if not dry_run and record and found.publish is not None:  # every message of it delivered
             found.publish()

@@ -9,6 +9,7 @@ from ..analyse.porting import applied, target_name
 from ..models import PR, FileChange
 from .base import claim_rows, day, files_total, iso, lines, link_views, name, ref_url, row
 from .checklist import item_checklist
+from .code_view import code_lines, contradiction_clause
 from .conclusion import conclusion
 from .deepdive import deep_view
 from .escape import code, fmt, join
@@ -62,13 +63,24 @@ def more_views(more: dict[str, int], t: dict[str, Any]) -> dict[str, str]:
             for section, n in counts.items()}
 
 
+def _moment(when) -> str:
+    """A time as the source gave it: a date-only time (a page) as its date, never as midnight."""
+    from ..windows import date_only
+
+    return when.date().isoformat() if date_only(when) else iso(when)
+
+
 def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
     """One item's card: facts, analysis, files by directory and its links."""
     ai, links = inp.item, inp.item.analysis.links
     item = ai.item
     view = row(ai, t)
     view.update({
-        "author": item.author or "—", "created": iso(item.created_at), "merged": iso(item.merged_at),
+        "author": item.author or "—", "created": _moment(item.created_at), "merged": iso(item.merged_at),
+        "created_bound": item.time_source == "created-bound",
+        # merged with no merge time known (a page): no earlier than its opening, said as a bound
+        "merged_unknown": item.state == "merged" and item.merged_at is None,
+        "merged_after": _moment(item.created_at) if item.time_source != "created-bound" else "",
         "closed": iso(item.closed_at),
         "imported": iso(item.updated_at) if item.time_source == "import" else "", "branches": item.branches, "merge_commit": item.merge_commit or "",
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in
@@ -81,6 +93,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "related": link_views([*inp.related, *(lk for lk in links if lk.kind == "same-mechanism")]),
         "follow_ups": link_views(inp.chain), "adapted": adapted_views(inp.adapted, t),
         "known": inp.known, "upstream_repo": item.repo, "more": more_views(inp.more, t),
+        "code_clause": contradiction_clause(ai, t), "code_lines": code_lines(item, t),
     })
     if inp.known:
         porting = applied(item, inp.target, text=described(item.body))

@@ -16,10 +16,10 @@ from typing import Any
 from ..analyse.porting import Applied
 from ..models import AnalysedItem
 from .base import context_text
+from .cjk import squeeze_cjk
 from .escape import Md, code, fmt, join
 from .escape import text as escape_text
 from .explain import code_module, explain_body, file_role, identifiers, sentences
-from .mechanism import squeeze_cjk
 from .zh_words import function_words
 
 
@@ -119,6 +119,12 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     full = f"{item.title}\n{item.body[:20000]}"  # models and hardware a benchmark ran on count wherever named
     sep = "、" if lang == "zh" else ", "
     switches, envs = item_switches(ai)
+    code_default, code_switches, code_envs, code_versions = _from_code(item.code)
+    kept: dict[str, str] = {}  # what the diff adds first, one per key
+    for sw in code_switches + switches:
+        kept.setdefault(sw.split("=")[0].rsplit(".", 1)[-1], sw)
+    switches = list(kept.values())
+    envs = list(dict.fromkeys(code_envs + envs))
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
                                 + [m.rstrip(".-") for m in r["_model"].findall(full)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
@@ -130,7 +136,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     metrics = list(dict.fromkeys(plain(metric_name(c.metric, lang)) if lang == "zh" and function_words(c.metric)
                                  else c.metric for c in a.perf_claims))
     versions: dict[tuple[str, str], str] = {}  # one spelling of each version, the first the item gives
-    for v in r["_version"].findall(own):  # ("vLLM 0.19+", "vLLM 0.19.0" and "vLLM >= 0.19.0" are one)
+    for v in code_versions + r["_version"].findall(own):  # ("vLLM 0.19+", "vLLM 0.19.0", "vLLM >= 0.19.0": one)
         versions.setdefault(_version_key(v), " ".join(v.split()))
     conditions = []
     for c in a.perf_claims[:1]:
@@ -159,6 +165,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
         "modes": _code(modes[:3], sep), "module": code(code_module(item.files)) if item.files else "",
         "entry": gpu[0].entry.name.get(lang, gpu[0].entry.name["en"]) if gpu else "",
         "counterpart": gpu[0].counterpart.get(lang, gpu[0].counterpart.get("en", "")) if gpu else "",
+        "code_default": code(code_default) if code_default else "",
     }
     flags = {"training": training, "serving": not training,
              "code": a.item_kind not in r.get("housekeeping_kinds", []),
@@ -172,6 +179,25 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
+
+
+_SWITCH_VALUES = {"true", "false", "on", "off", "yes", "no", "0", "1"}
+
+
+def _from_code(facts: dict | None) -> tuple[str, list[str], list[str], list[str]]:
+    """What the diff gives the checklist: the first switch default it sets or moves ("name = value"), the
+    switches and environment variables it adds, and the versions its gates now ask for ("vllm 0.25.1")."""
+    if not facts:
+        return "", [], [], []
+    moved = [d for d in facts.get("defaults", []) if str(d.get("value", "")).strip("\"'").lower() in _SWITCH_VALUES
+             and d.get("previous") != d.get("value")]
+    default = f"{moved[0]['name']} = {moved[0]['value']}" if moved else ""
+    switches = [d["name"] for d in moved]
+    added = [s for s in facts.get("switches", []) if s.get("change") == "added"]
+    switches += [s["name"] for s in added if s.get("kind") == "cli"]
+    envs = [s["name"] for s in added if s.get("kind") == "env"]
+    versions = [f"{g['package']} {g['after'].lstrip('<>=! ')}" for g in facts.get("version_gates", []) if g.get("after")]
+    return default, list(dict.fromkeys(switches)), list(dict.fromkeys(envs)), list(dict.fromkeys(versions))
 
 
 def _version_key(spelled: str) -> tuple[str, str]:

@@ -18,10 +18,12 @@ from ..analyse.porting import Applied
 from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
+from .cjk import tidy
 from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
-from .mechanism import is_identifier, read, rules, say, tidy
+from .mechanism import is_identifier, read, rules
 from .metrics import metric_name
+from .saying import say
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")

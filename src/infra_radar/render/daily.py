@@ -28,6 +28,7 @@ from .base import (
     shown_url,
 )
 from .checklist import checklist_options, spread_out
+from .code_view import with_contradiction
 from .conclusion import conclusion_parts, join_sentence
 from .deepdive import dive, grade_with_porting
 from .escape import Md, fmt, join, link
@@ -101,7 +102,7 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
     porting = _porting(ai, target)
     view = _base(ai, t, short)
     parts = conclusion_parts(ai, t, porting, target=target)
-    view["summary"] = join_sentence(parts, t)
+    view["summary"] = with_contradiction(join_sentence(parts, t), ai, t)  # the code against the description
     view["summary_rest"] = parts[1]  # the figure and the consequence: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
     view["checklist"], view["alternates"] = checklist_options(ai, t["lang"], tname, porting)
@@ -193,6 +194,28 @@ def _more_line(rest: list[AnalysedItem], t: dict[str, Any], short: dict[str, str
 # --- downstream ------------------------------------------------------------------------------------
 
 
+STATE_ORDER = ("merged", "open", "closed", "published")
+
+
+def downstream_count(repo: str, mine: list[AnalysedItem], t: dict[str, Any]) -> Md:
+    """"vllm-ascend：窗口内 60 项（已合并 59 · 已关闭 1）；入选 43 项（P0 4 · P1 8 · P2 31），未入选 17 项":
+    every item of the repository in the window once, by state and by priority, so each total is the sum of its
+    parts (the scope line's "下游 N 项另列" is the sum of these totals)."""
+    d = t["daily"]
+    by_state = Counter(ai.item.state for ai in mine)
+    order = [s for s in STATE_ORDER if by_state[s]] + sorted(s for s in by_state if s not in STATE_ORDER)
+    states = " · ".join(d["downstream_state"].format(state=name(t, "states", s), n=by_state[s]) for s in order)
+    ranked = [ai for ai in mine if ai.analysis.priority in ("P0", "P1", "P2")]
+    by_p = Counter(ai.analysis.priority for ai in ranked)
+    if ranked:
+        part = d["downstream_ranked"].format(
+            n=len(ranked), by_priority=" · ".join(f"{p} {by_p[p]}" for p in ("P0", "P1", "P2") if by_p[p]))
+        part += d["downstream_unranked"].format(n=len(mine) - len(ranked)) if len(mine) > len(ranked) else ""
+    else:
+        part = d["downstream_none"]
+    return fmt(d["downstream_counts"], repo=repo, total=len(mine), states=Md(states), ranked=Md(part))
+
+
 def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], short: dict[str, str],
                 weights: dict[str, float] | None) -> dict[str, Any]:
     """What landed in the downstream repositories: counts, the first items with a short note and the
@@ -205,20 +228,9 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
             adapts[e.down_ref.lower()].append(e.up_ref)
     counts = []
     for repo in inp.downstream:
-        # the same items the scope line counts ("下游 N 项另列"): every part below sums to their number
         mine = [ai for ai in items if ai.item.repo.lower() == repo.lower()]
-        if not mine:
-            continue
-        by_p = Counter(ai.analysis.priority if ai.analysis.priority in ("P0", "P1", "P2") else "none" for ai in mine)
-        by_s = Counter("release" if ai.item.kind == RELEASE else ai.item.state if ai.item.state in ("merged", "open")
-                       else "closed" for ai in mine)
-        parts = [f"{p} {by_p[p]}" for p in ("P0", "P1", "P2") if by_p[p]]
-        if by_p["none"]:
-            parts.append(d["downstream_unranked"].format(n=by_p["none"]))
-        states = [d["downstream_state"][k].format(n=by_s[k]) for k in ("merged", "open", "closed", "release")
-                  if by_s[k] or k in ("merged", "open")]
-        counts.append(fmt(d["downstream_total"], repo=short.get(repo.lower(), repo), total=len(mine),
-                          by_state=c["sep"].join(states), by_priority=" · ".join(parts)))
+        if mine:
+            counts.append(downstream_count(short.get(repo.lower(), repo), mine, t))
     ranked = rank((ai for ai in items if ai.analysis.priority in ("P0", "P1", "P2") and ai.item.kind != RELEASE),
                   weights)
     # the highest-ranked first, then the adaptation PRs the ledger knows
@@ -235,7 +247,7 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
                       f"{'。' if t['lang'] == 'zh' else '.'}")
         lines.append({"ref": ai.item.ref, "label": ref_label(ai.item.ref, short), "url": ai.item.url,
                       "head": title_head(ai.item.title), "priority": ai.analysis.priority, "note": note})
-    left = len(items) - len(lines)  # of the items the counts above count (releases too)
+    left = len(items) - len(lines)  # the rest of the section's totals (releases too): lines + rest = total
     return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
 
 
@@ -362,7 +374,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "repos_no_data": [r for r in scope_repos if r.lower() not in with_data],
         "repos_down": [r for r in inp.repos if r.lower() in down],
         "releases": _releases(inp.items, t), "scanned": len(upstream), "ranked": n_ranked,
-        "scanned_down": len(downstream), "since_last": since_last_line(inp, t),
+        "scanned_down": len(downstream), "since_last": since_last_line(inp, t, watch),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,
         # the P0/P1 items the table left out (the model stage writes their line too; the short table shows it

@@ -131,6 +131,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     target boundary, decision), each our own sentence; the author's text is reached by the item's link.
     `mechanism` is the part model prose may replace (`mechanism_rule` keeps the rules' one)."""
     from .checklist import checklist_rules
+    from .cjk import tidy
     from .conclusion import (
         central_identifiers,
         claim_text,
@@ -141,7 +142,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     )
     from .escape import code, join, plain, text
     from .explain import code_module, file_role
-    from .mechanism import is_identifier, tidy
+    from .mechanism import is_identifier
     from .why import causes, say_cause, validation_cues
 
     d, c, lang = t["daily"], t["common"], t["lang"]
@@ -198,7 +199,11 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
                             if caveat and caveat not in plain(shown) else Md("") if said in shown else
                             fmt(d["dive_boundary"], target=short_target, text=said))
     view["measure"] = measure(ai, t, short_target)
-    view["code_facts"] = code_facts(ai, t)
+    from .code_view import code_boundary, contradiction_clause
+
+    # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws
+    said_code = [part for part in (code_boundary(item, t), contradiction_clause(ai, t)) if part]
+    view["code"] = join(said_code, t["code"]["end"] + (" " if lang == "en" else "")) if said_code else Md("")
     # the decision is in the dive's first line; its reason is the rules' text, shown only where no other dive of
     # the report says it (daily.distinct_dives)
     # a dive that says what to measure, with the item's own switch or metric, has said more than the rules'
@@ -215,7 +220,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
 
 
 def _words(words: list[str], lang: str) -> str:
-    from .mechanism import phrase
+    from .saying import phrase
 
     return str(phrase(words, len(words), lang))
 
@@ -238,10 +243,3 @@ def measure(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     if metrics:
         return fmt(dv["measure_metrics"], target=target, metrics=Md(sep.join(metrics)))
     return Md("")
-
-
-def code_facts(ai: AnalysedItem, t: dict[str, Any]) -> list[Md]:
-    """The facts read from the item's diff (defaults, switches, gates, kernels) that a dive's mechanism names:
-    a hook for the code-facts reader; none until the analysis carries them."""
-    facts = getattr(ai.analysis, "code_facts", None) or []
-    return [Md(str(f)) for f in facts[:2]]

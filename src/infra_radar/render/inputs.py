@@ -39,8 +39,7 @@ class WatchRecheck:
     new_comments: int = 0
     last_recheck: bool = False  # its carry ends with this radar (closed, or its merge reported)
     rechecks_before: int = 0  # radars that rechecked it since its carry began
-    # a newer state a page saved later gives, with no time (closed, merged): shown marked, as the table marks it
-    later_state: str = ""
+    later_state: str = ""  # a newer state known only from a source saved after the window (an undated page)
 
 
 @dataclass

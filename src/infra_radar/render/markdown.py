@@ -143,6 +143,19 @@ def _evidence_json(inp: CardInput) -> list[dict[str, str]]:
     return [e.json() for e in item_evidence(inp.item, "en", inp.target)]
 
 
+_CODE_KEYS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests")
+
+
+def code_json(code: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The code facts read from an item's diff as the export gives them; None when no diff was read."""
+    if not code:
+        return None
+    out = {"source": code.get("source"), "complete": bool(code.get("complete")),
+           **{key: list(code.get(key) or []) for key in _CODE_KEYS}}
+    out["removed"] = [{k: r.get(k) for k in ("name", "kind", "file")} for r in out["removed"]]
+    return out
+
+
 def card_json(inp: CardInput) -> dict[str, Any]:
     """The export object of one item (SPEC §5); prose fields in English, times as ISO-8601 Z or null."""
     item, a = inp.item.item, inp.item.analysis
@@ -154,6 +167,8 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "files": [{"path": f.path, "additions": f.additions, "deletions": f.deletions} for f in item.files],
         "named_paths": list(item.named_paths),  # paths the text names: not a diffstat
         "imported_at": (iso(item.updated_at) or None) if item.time_source == "import" else None,  # no own date
+        # created_at is only the latest the item can have been opened (a page that does not give its opening)
+        "created_bound": item.time_source == "created-bound",
         "item_kind": a.item_kind, "topics": list(a.topics), "priority": a.priority,
         "importance": a.importance, "insight": a.insight, "grade": a.grade,
         "grade_reason": pick(a.grade_reason, "en"), "decision": a.decision,
@@ -164,6 +179,9 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "labels": list(item.labels), "checklist": _checklist_json(inp),
         # each templated statement about the item with the sentence, field and rule it rests on (issue 32)
         "evidence": _evidence_json(inp),
+        # what the diff says (null: no diff read) and where the description says otherwise
+        "code": code_json(item.code),
+        "contradictions": [{k: c.get(k) for k in ("description", "code", "file")} for c in a.contradictions],
         # the team's judgment: `priority` and `grade` above are the effective ones (the team's label, else the
         # calibration's, else the rules'); `label` is the team's own label (who, when, note), `learned` the
         # calibration's move and the flags that made it, `rules` what the rules alone said

@@ -1,9 +1,7 @@
-"""What an item changes, said in one clause with no model: its title (or, failing that, the description's
-"This PR adds ..." sentence) read as actions ("verb object modifiers"), a noun phrase ("X refactor",
-"implementation of X", "X metrics") or a symptom ("X crashes at Y"), put in a Chinese or English frame from
-`defaults/rules/conclusions.toml`. The author's objects stay in English (identifiers in code spans, generic
-words through the glossary); nothing is quoted and nothing is cut: a phrase too long loses its leading
-modifiers, an action its extra modifiers, a title its second action.
+"""What an item changes, read with no model: its title (or, failing that, the description's "This PR adds ..."
+sentence) read as actions ("verb object modifiers"), a noun phrase ("X refactor", "implementation of X",
+"X metrics") or a symptom ("X crashes at Y"), with the rules of `defaults/rules/conclusions.toml`. Saying the
+actions in a Chinese or English frame is `render/saying.py`; Chinese spacing is `render/cjk.py`.
 
 Linear in the text read: one tokenising pass, then a left-to-right walk over the tokens.
 """
@@ -17,11 +15,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from .escape import Md, code, text
-from .zh_words import Zh, glossary_extra, joint
-from .zh_words import words as zh_words
+from .cjk import _CJK, cjk_share
+from .zh_words import glossary_extra
 
-__all__ = ["Action", "clean_title", "cjk_share", "is_identifier", "read", "say", "tidy", "uncut"]
+__all__ = ["Action", "clean_title", "is_identifier", "read", "uncut"]
 
 # --- rules -----------------------------------------------------------------------------------------
 
@@ -64,7 +61,6 @@ def rules() -> _Rules:
 # --- tokens ----------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"`[^`\n]{1,120}`|\([^()\n]{0,120}\)|[\w.]*\w\([^()\n]{0,60}\)|[^\s,;]+|[,;]")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _IDENT = re.compile(r"^(?:--?[A-Za-z][\w-]*(?:=\S+)?|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?|[\w./-]*_[\w./-]*"
                     r"|[A-Za-z_]\w*\(\)|[\w.]*\w\([^()]{0,60}\)|[\w.-]+=[\w.-]+|[\w-]+(?:/[\w.-]+)+\.\w+"
                     r"|[\w-]+\.(?:py|cpp|cc|cu|h|hpp|yaml|yml|toml|json|sh|md))$")
@@ -81,30 +77,6 @@ def is_identifier(tok: str) -> bool:
     word = tok.strip(_TRAIL)
     return tok.startswith("`") or (bool(_IDENT.match(word)) and not word.replace(".", "").replace("_", "").isdigit()
                                    and any(ch.isalpha() for ch in word))
-
-
-def cjk_share(s: str) -> float:
-    """The share of CJK characters among the letters of `s`."""
-    letters = sum(ch.isalpha() for ch in s)
-    return len(_CJK.findall(s)) / letters if letters else 0.0
-
-
-_SPACE_CJK = re.compile(r"(?<=[\u4e00-\u9fff（），、；：。])\s+(?=[\u4e00-\u9fff（），、；：。])"
-                        r"|(?<=[（，、；：])\s+|\s+(?=[（），、；：。])")
-_LATIN_CJK = re.compile(r"(?<=[A-Za-z0-9`+%)])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9`(])")
-
-
-def tidy(s: str) -> str:
-    """Chinese spacing: one space between Latin and CJK, none between CJK and CJK or around CJK punctuation."""
-    s = re.sub(r"\s{2,}", " ", s).strip()
-    return _LATIN_CJK.sub(" ", _SPACE_CJK.sub("", s))
-
-
-def squeeze_cjk(s: str) -> str:
-    """`s` without the spaces that sit between CJK characters or around CJK punctuation: a spaced template
-    ("在 {target} 上") filled with a value that begins or ends in CJK. Adds nothing (code is left as it is)."""
-    out = _SPACE_CJK.sub("", s)
-    return Md(out) if isinstance(s, Md) else out
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -431,195 +403,3 @@ def read(title: str, kind_verb: str = "") -> tuple[list[Action], str]:
         if len(actions) >= int(r.data["limits"]["actions"]) or (i == 0 and a is None):
             break
     return actions, ""
-
-
-# --- saying ----------------------------------------------------------------------------------------
-
-
-def _trim(words: list[str], most: int) -> list[str]:
-    r = rules()
-    words = [w for w in words if w not in (",", ";") and _low(w) not in r.filler and "…" not in w and "..." not in w]
-    while words and _low(words[0]) in ("a", "an", "the", "some", "all", "any", "this", "these"):
-        words = words[1:]
-    but = next((i for i, w in enumerate(words) if _low(w) == "but" and 0 < i < len(words) - 1), -1)
-    if len(words) > most and but > 0 and len(words) <= 2 * most + 1:
-        return words  # "X but Y": both sides say the change, neither goes
-    if len(words) > most:  # the head noun is last: the leading modifiers go
-        words = words[-most:]
-        while words and _low(words[0]) in ("and", "or", "of", "for", "with", "to", "in", "on", "&"):
-            words = words[1:]
-    return words
-
-
-def _word(w: str) -> str:
-    if is_identifier(w):
-        return code(w.strip("`") if w.startswith("`") else w.strip(_TRAIL))
-    # a word of our sentence, never its first (`conclusion.join_sentence` guards the start)
-    return text(w.strip(_TRAIL) if len(w) > 1 else w, inside=True)
-
-
-def phrase(words: list[str], most: int, lang: str) -> Md:
-    """An object phrase: articles and fillers dropped, at most `most` words, identifiers as code; in zh the
-    glossary's words in Chinese, "A of B" as "B 的 A" and every English grammar word said as a Chinese joint
-    or dropped (zh_words.toml)."""
-    words = _trim(words, most)
-    if lang == "zh":
-        of = next((i for i, w in enumerate(words) if _low(w) == "of"), -1)
-        if 0 < of < len(words) - 1 and of <= 3 and not any(joint(words, k)[0] for k in range(of + 1, len(words))):
-            words = [*words[of + 1:], "的", *words[:of]]
-        return Md(tidy(" ".join(o for o in _render_zh(words) if o)))
-    return Md(" ".join(o for o in (_word(w) for w in words) if o))
-
-
-def _render_zh(words: list[str]) -> list[str]:
-    """A phrase's pieces in zh: glossary words in Chinese, grammar words as joints (a joint with an `np`
-    frame takes the words up to the next joint as {y}, and with {x} the words since the last one)."""
-    r = rules()
-    out: list[str] = []
-    seg = 0  # where the words since the last joint begin in `out`
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if w.startswith("(") and w.endswith(")") and len(w) > 2 and not is_identifier(w):
-            inner = " ".join(o for o in _render_zh(w[1:-1].split()) if o)  # a parenthesis said in zh too
-            out.append(Zh(f"（{inner}）") if inner else "")
-            i += 1
-            continue
-        if w != "的" and not is_identifier(w):
-            n, said = joint(words, i)
-            if n == 1 and _low(w) == "to" and i + 1 < len(words) and lemma(words[i + 1]):
-                said = "以"  # "to determine X": a purpose
-            if n:
-                i += n
-                if isinstance(said, dict):
-                    k = i
-                    while k < len(words) and (is_identifier(words[k]) or not joint(words, k)[0]):
-                        k += 1
-                    y, i = " ".join(o for o in _render_zh(words[i:k]) if o), k
-                    x = " ".join(out[seg:])
-                    frame = said["np"]
-                    if "{x}" in frame:
-                        del out[seg:]
-                        out.append(Zh(frame.replace("{x}", x).replace("{y}", y)) if x and y else Zh(x or y))
-                    elif y:
-                        out.append(Zh(frame.replace("{y}", y) if out else frame.strip("（）").replace("{y}", y)))
-                elif said and (out or n > 1 or _low(w) not in zh_words().single):  # a joint opening it joins nothing
-                    out.append(Zh(said))
-                seg = len(out)
-                continue
-            hit = next((n for n in range(min(r.longest, len(words) - i), 0, -1)
-                        if tuple(_low(x) for x in words[i:i + n]) in r.glossary
-                        and not any(x.strip(_TRAIL).isupper() and len(x.strip(_TRAIL)) > 1 for x in words[i:i + n])), 0)
-            if hit:
-                out.append(r.glossary[tuple(_low(x) for x in words[i:i + hit])])
-                i += hit
-                continue
-        out.append(w if w == "的" else _word(w))
-        i += 1
-    return out
-
-
-def _fill(template: str, x: str, y: str = "") -> str:
-    return template.replace("{x}", f" {x} " if x else "").replace("{y}", f" {y} " if y else "")
-
-
-def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
-    r = rules()
-    if a.revert and a.verb == "revert":
-        inner = "".join(_say_zh(x, most, 1, False) for x in a.revert[:1])
-        return tidy(f"回退“{inner}”" if inner else "回退")
-    if a.revert:  # two noun phrases with act heads
-        return "，并".join(_say_zh(x, most, 0, False) for x in a.revert[:2])
-    x = phrase(a.obj, most, "zh")
-    if a.unknown:  # the component first, the author's verb after it: "`foo.md`：revise"
-        return tidy(f"{x}：{text(a.unknown, inside=True)}")
-    if a.symptom[0]:
-        pre = [_fill(r.preps[k]["pre"], "", phrase(v, most, "zh")) for k, v in a.mods[:1] if r.preps.get(k, {}).get("pre")]
-        return tidy(f"{''.join(pre)} {x} {a.symptom[0]}" if pre and a.mods[0][0] == "when" else
-                    f"{x} {''.join(pre)} {a.symptom[0]}")
-    entry = r.verbs.get(a.verb, {})
-    template, used = (entry.get("zh", "{x}") if a.verb else "{x}"), -1
-    for k, (prep, _words) in enumerate(a.mods):
-        if prep in entry:
-            template, used = entry[prep], k
-            break
-    body = _fill(template, x, phrase(a.mods[used][1], most, "zh") if used >= 0 else "")
-    if a.negated:
-        body = "不再" + body.strip()
-    if a.subject and not a.component:
-        body = f"{phrase(a.subject, most, 'zh')} {body}"
-    pre, post = [], []
-    for k, (prep, words) in enumerate(a.mods):
-        if k == used or len(pre) + len(post) + (used >= 0) >= mods:
-            continue
-        spec = r.preps.get(prep, {})
-        y = phrase(words[1:] if prep == "for_better" else words, most, "zh")
-        if not a.verb and spec.get("np"):
-            post.append(_fill(spec["np"], "", y))
-        elif spec.get("pre") and a.verb:
-            if spec["pre"].startswith("在") and (template.startswith("在") or any(p.strip().startswith("在") for p in pre)):
-                continue  # one place is enough: "在 A 中在 B 上" reads badly
-            pre.append(_fill(spec["pre"], "", y))
-        elif spec.get("post"):
-            post.append(_fill(spec["post"], "", y))
-    origin = next((p for p in pre if p.strip().startswith("从")), "")
-    if origin and body.startswith("把") and f" {x} " in f" {body} ":  # "把 X 从 A 增大到 B"
-        pre.remove(origin)
-        body = body.replace(str(x), f"{x} {origin.strip()}", 1)
-    clause = " ".join([*pre, body]) + "".join(post)
-    if a.subject and a.component:  # the component first, then the change: "ReplaySSM：缓存 SSM 输入"
-        clause = f"{phrase(a.subject, most, 'zh')}：{clause}"
-    if purpose and a.purpose is not None:
-        inner = _say_zh(a.purpose, most, 1, False)
-        if inner:
-            clause += r.data["purpose"]["zh"].format(action=inner)
-    return tidy(clause)
-
-
-def _say_en(a: Action, most: int, mods: int, purpose: bool, base: bool = False) -> str:
-    r = rules()
-    if a.revert and a.verb == "revert":
-        inner = "".join(_say_en(x, most, 1, False) for x in a.revert[:1])
-        return f"reverts “{inner}”" if inner else "reverts a change"
-    if a.revert:
-        return " and ".join(_say_en(x, most, 0, False) for x in a.revert[:2])
-    x = phrase(a.obj, most, "en")
-    if a.unknown:
-        return f"{a.unknown} {x}"
-    if a.symptom[0]:
-        tail = [f"{k} {phrase(v, most, 'en')}" for k, v in a.mods[:1]]
-        return " ".join([x, text(a.symptom[1], inside=True), *tail])
-    verb = (a.verb if base else r.verbs.get(a.verb, {}).get("en", "")) if a.verb else ""
-    parts = [verb, x] if verb and a.verb not in ("report", "request", "propose") else [x]
-    if a.negated:
-        parts[0] = f"no longer {a.verb}s" if verb else parts[0]
-    if a.subject:
-        parts.insert(0, phrase(a.subject, most, "en"))
-    entry = r.verbs.get(a.verb, {})
-    first = next((m for m in a.mods if m[0] in entry), None)  # the modifier the verb's own frame takes stays
-    shown = ([first] if first else []) + [m for m in a.mods if m is not first][: max(mods - (first is not None), 0)]
-    parts += [f"{r.preps.get(k, {}).get('en', 'instead of' if k == 'instead' else k)} {phrase(v, most, 'en')}"
-              for k, v in shown]
-    if purpose and a.purpose is not None:
-        inner = _say_en(a.purpose, most, 1, False, base=True)
-        parts.append(f"to {inner}".rstrip())
-    return " ".join(p for p in parts if p).replace(" ,", ",")
-
-
-def say(actions: list[Action], lang: str, most: int | None = None, mods: int | None = None,
-        count: int | None = None) -> Md:
-    """The actions in one clause (zh or en): at most `count` actions, `mods` modifiers each, `most` words per
-    phrase (defaults from [limits]). A purpose is kept while modifiers are."""
-    limits = rules().data["limits"]
-    most = int(limits["phrase_words"]) if most is None else most
-    mods = int(limits["modifiers"]) if mods is None else mods
-    chosen = actions[: int(limits["actions"]) if count is None else count]
-    lead = ""
-    if len(chosen) > 1 and not chosen[0].obj and not chosen[0].mods and chosen[0].verb in rules().verbs:
-        # "Refactor and simplify X": the first verb shares the second's object
-        first, chosen = chosen[0], chosen[1:]
-        lead = (_fill(rules().verbs[first.verb]["zh"], "").strip() + "并" if lang == "zh"
-                else rules().verbs[first.verb].get("en", first.verb) + " and ")
-    if lang == "zh":
-        return Md(tidy(lead + "，并".join(_say_zh(a, most, mods, mods > 0) for a in chosen)))
-    return Md(lead + ", and ".join(_say_en(a, most, mods, mods > 0) for a in chosen))

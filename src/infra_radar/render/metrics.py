@@ -11,7 +11,8 @@ def metric_name(metric: str, lang: str) -> str:
     """A figure's metric as the author named it; in zh, a name held together by English grammar words ("wall
     clock for 150 steps") said with Chinese joints (the metric names stay)."""
     if lang == "zh" and function_words(metric):
-        from .mechanism import _TOKEN, phrase
+        from .mechanism import _TOKEN
+        from .saying import phrase
 
         return str(phrase(_TOKEN.findall(metric), 12, "zh"))
     return text(metric)

@@ -37,11 +37,12 @@ def _largest(files: list[FileChange]) -> list[str]:
 
 
 def _state(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
+    """The state at the window's end; a newer state known only from a source saved later (an undated page) is
+    marked beside it, as the tables mark it."""
     if w.state_now == MERGED and w.merge_commit:
         return Md(r["merged"].format(sha=code(w.merge_commit[:7])))
-    # the newest known state, marked as learnt later, as the table marks it (render/daily.state_text)
-    later = t["daily"]["later"].get(w.later_state, "") if w.later_state and w.later_state != w.state_now else ""
-    return Md(f"{text(name(t, 'states', w.state_now))}{t['common']['paren'].format(later) if later else ''}")
+    later = t["daily"]["later"].get(w.later_state, "") if w.later_state else ""
+    return text(name(t, "states", w.state_now) + (t["common"]["paren"].format(later) if later else ""))
 
 
 def _files(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
@@ -122,7 +123,7 @@ def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     """One tracked item: its line and the notes under it (none when nothing changed)."""
     r, semi = t["recheck"], t["common"]["semi"]
     view = {"ref": w.ref, "url": w.url, "title": w.title, "notes": [], "changed": False, "folded": False,
-            "origin_day": w.origin_day or ""}
+            "origin_day": w.origin_day or "", "state_changed": False}
     origin = _origin(w, r, t)
     if w.state_now == "unknown":
         line = join([x for x in (Md(r["unknown_line"].format(ref=text(w.ref))), origin) if x], semi)
@@ -137,7 +138,8 @@ def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
         notes = [*notes, Md(r["needs"].format(needs=join([text(x) for x in needs], t["common"]["sep"])))]
     # carried with nothing new and nothing it still needs: named on the one line of the unchanged
     folded = not changed and not needs and w.hand is None and bool(w.origin_day)
-    return {**view, "line": line, "notes": notes, "changed": changed, "folded": folded,
+    state_changed = bool(w.state_before) and w.state_now != w.state_before
+    return {**view, "line": line, "notes": notes, "changed": changed, "folded": folded, "state_changed": state_changed,
             "short": Md(f"{link(w.ref, w.url)} {state}")}
 
 
@@ -161,18 +163,19 @@ def recheck_views(rechecks: list[WatchRecheck], t: dict[str, Any]) -> list[dict[
     return sorted((recheck_view(w, t) for w in rechecks), key=lambda v: (v["folded"], not v["changed"]))
 
 
-def since_last_line(inp: DailyInput, t: dict[str, Any]) -> Md | None:
-    """The scope's line on what changed since the last published radar (None without memory). With no earlier
-    radar every ranked item is new: the count is split into the scope line's parts (ranked upstream items, the
-    downstream ones), which add up to it."""
+def since_last_line(inp: DailyInput, t: dict[str, Any], views: list[dict[str, Any]] | None = None) -> Md | None:
+    """The scope's line on what changed since the last published radar (None without memory). The tracked
+    items are counted from the recheck's own views (`views`, else built here), so the line and the section
+    under it say the same: state changed + changed otherwise + unchanged = tracked."""
     s, r = inp.since_last, t["recheck"]
     if s is None:
         return None
     if s.day is None:
-        down = {d.lower() for d in inp.downstream}
-        ranked = [ai for ai in inp.items if ai.analysis.priority in ("P0", "P1", "P2")]
-        n_down = sum(1 for ai in ranked if ai.item.repo.lower() in down)
-        if n_down and "no_last_parts" in r and len(ranked) == s.new:
-            return Md(r["no_last_parts"].format(new=s.new, up=s.new - n_down, down=n_down))
         return Md(r["no_last"].format(new=s.new))
-    return Md(r["since_last"].format(day=s.day, new=s.new, changed=s.changed, stopped=s.stopped))
+    views = recheck_views(inp.watch, t) if views is None else views
+    state = sum(1 for v in views if v["state_changed"])
+    other = sum(1 for v in views if v["changed"] and not v["state_changed"])
+    key = "tracked_one" if len(views) == 1 and "tracked_one" in r else "tracked"
+    tracked = r[key].format(n=len(views), state=state, other=other, same=len(views) - state - other) \
+        if views else r["tracked_none"]
+    return Md(r["since_last"].format(day=s.day, new=s.new, tracked=tracked, stopped=s.stopped))

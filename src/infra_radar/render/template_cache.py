@@ -4,7 +4,9 @@ FileSystemBytecodeCache keys each entry by template name and a checksum of its s
 template (packaged or the user's) is compiled again. The cache lives in `$RADAR_CACHE_DIR`, else
 `$XDG_CACHE_HOME/infra-radar/templates`, else `~/.cache/infra-radar/templates`; a directory that cannot be
 created or written, or that another user owns or can write (compiled templates are code), just means no
-cache (the command works the same, a little slower).
+cache (the command works the same, a little slower). A relative RADAR_CACHE_DIR is taken from the current
+folder, and the command says where; a folder holding anything but compiled templates is not the radar's own
+(RADAR_CACHE_DIR=../../etc): nothing is written there, and the command says so once.
 
 Compiled code also depends on the environment it was compiled for, not only on the source: how each filter
 is called (with or without the evaluation context), whether a `finalize` runs on every value, autoescaping.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,11 +45,41 @@ class _QuietCache(FileSystemBytecodeCache):
             pass
 
 
+_SAID: set[str] = set()
+
+
+def _say(line: str) -> None:
+    """One line on stderr, once per process."""
+    if line not in _SAID:
+        _SAID.add(line)
+        print(f"radar: {line}", file=sys.stderr, flush=True)
+
+
 def _directory() -> Path:
     if os.environ.get("RADAR_CACHE_DIR"):
-        return Path(os.environ["RADAR_CACHE_DIR"]) / "templates"
+        given = Path(os.environ["RADAR_CACHE_DIR"]).expanduser()
+        if given.is_absolute():
+            return given / "templates"
+        where = Path(os.path.abspath(given)) / "templates"  # where the user pointed, from the current folder
+        _say(f"RADAR_CACHE_DIR is a relative path: compiled templates are kept in {where}")
+        return where
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "infra-radar" / "templates"
+
+
+# what FileSystemBytecodeCache writes (see bytecode_cache), and its temporary file while it writes one
+_OURS = re.compile(r"__jinja2_[\w-]*\.cache(?:\w+\.tmp)?")
+_LOOK_AT_MOST = 10_000  # entries looked at to tell whether the folder is the cache's own
+
+
+def _not_ours(path: Path) -> str:
+    """"" when the folder holds nothing but compiled templates, else the name of the first other entry: a folder
+    that holds other files is not the radar's cache (RADAR_CACHE_DIR pointed at someone else's folder)."""
+    with os.scandir(path) as entries:
+        for n, entry in enumerate(entries):
+            if n >= _LOOK_AT_MOST or not (_OURS.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)):
+                return entry.name
+    return ""
 
 
 def fingerprint(env: Environment) -> str:
@@ -76,5 +110,13 @@ def bytecode_cache(tag: str = "") -> FileSystemBytecodeCache | None:
         return None
     # compiled templates are code: only from a folder that is ours and that nobody else can write
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None
+    try:
+        other = _not_ours(path)
+    except OSError:
+        return None
+    if other:
+        _say(f"{path} holds {other!r}, which is not a compiled template: not the radar's cache folder, so "
+             "nothing is kept there (point RADAR_CACHE_DIR at a folder of its own)")
         return None
     return _QuietCache(str(path), f"__jinja2_{tag}_%s.cache" if tag else "__jinja2_%s.cache")

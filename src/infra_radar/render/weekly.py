@@ -18,13 +18,13 @@ from typing import Any
 from ..analyse.porting import applied
 from ..models import COMMIT, MERGED, PR, AnalysedItem
 from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, row
+from .cjk import cjk_share
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, fmt, link, plain, text
 from .evidence_risks import stated_risks
 from .explain import described, identifiers
 from .inputs import WeeklyInput
-from .mechanism import cjk_share
 from .weekly_risks import Found, chains, find, recommendations, risk_lines
 from .weekly_story import (
     areas_line,
@@ -205,13 +205,16 @@ def size(ctx: dict[str, Any], t: dict[str, Any]) -> tuple[int, int]:
     for key, title, empty in (("trends", "trends", "no_trends"), ("risk_lines", "risks", "no_risks")):
         lines += [f"## {w[title]}", "", *(f"- {x}" for x in ctx[key] or [w[empty]]), ""]
     lines += [f"## {w['key_prs']}", ""]
+    lines += [w["quick_others"].format(n=len(ctx["quick"]) + ctx["quick_more_n"]), ""] if ctx["quick_others"] else []
     lines += [f"{i}. [{q['short']}]({q['url']}) {q['summary']}{c['colon']}{q['rest']}"
               for i, q in enumerate(ctx["quick"], 1)] or [w["no_key_prs"]]
-    if ctx["quick_more"]:
+    if ctx["quick_more"] and not ctx["quick_others"]:
         more = c["sep"].join(f"[{r['short']}]({r['url']})" for r in ctx["quick_more"])
         said = w["quick_more"] if ctx["quick_more_n"] == len(ctx["quick_more"]) else w["quick_more_first"]
         lines += [f"{len(ctx['quick']) + 1}. " + said.format(n=ctx["quick_more_n"], k=len(ctx["quick_more"]),
                                                              links=more)]
+    elif ctx["quick_more_n"] and not ctx["quick_others"]:
+        lines += [f"{len(ctx['quick']) + 1}. " + w["quick_more_none"].format(n=ctx["quick_more_n"])]
     lines += ["", f"## {w['recommendations']}", "", *(f"- {x}" for x in ctx["recommendations"] or
                                                        [w["no_recommendations"]])]
     if ctx["adapted"]:
@@ -353,6 +356,8 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
+    # no key PR this week: the quick view lists the first-ranked others, and says so (the headline counts 0)
+    ctx["quick_others"] = bool(keyed) and not ctx["key"]
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
     ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations, inp.target)
     ctx["adapted"] = built[1][: shape.adapted]

@@ -84,6 +84,11 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
     code_files = _code(ai)
     if not code_files or ai.analysis.item_kind in ("docs", "test", "ci"):
         return None
+    facts = ai.item.code
+    if facts and facts.get("complete"):  # the diff was read whole: what it removes, not what the title says
+        gone = [x["name"] for x in facts.get("removed", []) if (x.get("kind") in ("env", "config") or (
+            x.get("kind") in ("function", "class") and x.get("top") and not x["name"].startswith("_")))]
+        return (Md("、".join(code(name) for name in gone[:2])), 4) if gone else None
     title = bare_title(ai.item.title[:_TITLE])
     for verb in re.finditer(r"[\w-]+", title):
         if verb[0].lower() not in r.verbs:
@@ -113,6 +118,18 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
             r.sentences.search(s) for _, b in said.mechanism + said.motivation for s in sentences(b)):
         return (text(title) if len(title) <= 80 else code(_top(ai))), 0
     return None
+
+
+_SWITCH = {"true", "false", "on", "off", "0", "1", "yes", "no"}
+
+
+def _moves_default(ai: AnalysedItem) -> bool:
+    """The diff changes a default's value, or sets a new switch on (read from the code, not the text)."""
+    for d in ai.item.code.get("defaults", []) if ai.item.code else []:
+        value, before = str(d.get("value", "")).strip("\"'").lower(), d.get("previous")
+        if (before is not None and before != d.get("value")) or (before is None and value in _SWITCH - {"false", "off", "0", "no"}):
+            return True
+    return False
 
 
 def accuracy_fix(ai: AnalysedItem, rules_dir: Path | None = None) -> bool:
@@ -178,8 +195,10 @@ def find(ranked: list[AnalysedItem], rules_dir: Path | None = None) -> Found:
         moved = versions(ai, rules_dir)
         if moved:
             out.deps.append((ai, moved))
-        if "new-default" in labels and _code(ai) and risk_evidence(ai, "new-default") is not None:
-            out.defaults.append(ai)  # only with a sentence saying it changes a default (not "off by default")
+        # a default moves where the diff says so; without a diff, only with a sentence saying it (not "off by default")
+        if _code(ai) and (_moves_default(ai) if ai.item.code else
+                          "new-default" in labels and risk_evidence(ai, "new-default") is not None):
+            out.defaults.append(ai)
         if "core-path" in labels and _code(ai):
             out.core += 1
             if "no-test" in labels:

@@ -51,7 +51,7 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
                                               first=steps[0][0][0], last=steps[-1][0][0], n=steps[-1][0][1])))
     bare = [ai for ai in th.members if "no-test" in ai.analysis.risk_labels and "core-path" in ai.analysis.risk_labels]
     if len(bare) >= 2:
-        more = w["and_more"].format(n=len(bare) - 3) if len(bare) > 3 else ""  # the count is the parts' sum
+        more = w["and_more"].format(n=len(bare) - 3) if len(bare) > 3 else ""  # the count covers the refs
         out.append(Md(w["fact_untested"].format(n=len(bare), refs=many(bare[:3]) + more)))
     grades = Counter(ai.analysis.grade for ai in th.members)
     if not native and grades:
@@ -63,7 +63,8 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
 def _said(what: Md, t: dict[str, Any]) -> Md:
     """An author's phrase in a zh theme: held together by English grammar words, it is said with Chinese
     joints (the title reading's phrase); code and names stay."""
-    from .mechanism import _TOKEN, phrase
+    from .mechanism import _TOKEN
+    from .saying import phrase
     from .zh_words import function_words
 
     if t["lang"] != "zh" or not function_words(what):
@@ -231,11 +232,16 @@ def mix_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, A
     w, c = t["weekly"], t["common"]
     cur, prev = Counter(ai.analysis.item_kind for ai in now), Counter(ai.analysis.item_kind for ai in before)
     kinds = sorted(set(cur) | set(prev), key=lambda k: (-cur[k], -prev[k], k))[:5]
+    # the kinds past the first five are counted together, so the parts add up to the week's changes
+    rest = sum(n for k, n in cur.items() if k not in kinds)
+    other = w["kind_rest"].format(n=rest) if rest else ""
     if not before:  # nothing to compare with: the counts alone
-        listed = c["sep"].join(w["kind_alone"].format(kind=name(t, "kinds", k), n=cur[k]) for k in kinds)
+        listed = c["sep"].join([*(w["kind_alone"].format(kind=name(t, "kinds", k), n=cur[k]) for k in kinds
+                                  if cur[k]), *([other] if other else [])])
         return Md(w["mix_alone"].format(kinds=listed, eng=_share(now)))
-    listed = c["sep"].join(w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
-                                                  delta=signed(cur[k] - prev[k])) for k in kinds)
+    listed = c["sep"].join([*(w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
+                                                     delta=signed(cur[k] - prev[k])) for k in kinds),
+                            *([other] if other else [])])
     eng, eng_before = _share(now), _share(before)
     fix = round(100 * cur["bugfix"] / len(now)) if now else 0
     if before and eng - eng_before >= 10:

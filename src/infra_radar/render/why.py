@@ -20,7 +20,7 @@ from ..models import AnalysedItem
 from .escape import Md
 from .explain import explain_body, sentences
 
-__all__ = ["Cause", "causes", "dive_rules", "dive_score", "say_cause"]
+__all__ = ["Cause", "causes", "dive_rules", "dive_score", "say_cause", "validation_cues"]
 
 
 @lru_cache(maxsize=1)
@@ -94,15 +94,15 @@ def causes(body: str, most: int = 1) -> list[Cause]:
 
 
 def _words(words: list[str], lang: str) -> str:
-    from .mechanism import phrase
+    from .saying import phrase
 
     return str(phrase(words, len(words), lang))
 
 
 def say_cause(c: Cause, lang: str) -> Md:
     """The cause in our frame: "每个新的 shape 都会触发 cuDNN fused-attention Graph Build（约 ~1s）"."""
+    from .cjk import tidy
     from .escape import text
-    from .mechanism import tidy
 
     y = _words(c.y, lang)
     if c.figure:

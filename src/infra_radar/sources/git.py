@@ -15,6 +15,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from .. import killpoint
+from ..analyse.code_facts import with_file_list
 from ..errors import SourceError
 from ..models import Item
 from .history import BodyCleaner, commit_item, tag_item
@@ -186,49 +187,125 @@ class GitLog:
                 stream.close()
 
 
-class StartedClone:
-    """A clone checked, its branches resolved and its first branch's `git log` already running:
-    `radar import-git` starts git before it opens the store, so git reads while Python imports SQLAlchemy and
-    takes the writer lock. `close()` stops git if the import never reads it."""
+class _Diffs:
+    """The code facts of one branch's commits (sources/diffs.py DiffLog, running beside its GitLog), taken in
+    the log's order. The diff log is kept to the files the rules read, so it lists a subsequence of the
+    commits: one it does not list changed none of them (its facts are empty, not unknown)."""
 
-    def __init__(self, path: Path, patterns: list[str], since: datetime | None, until: datetime | None):
+    def __init__(self, log, rules) -> None:
+        self.log, self.commits, self.rules = log, log.commits(), rules
+        self.ahead: tuple[str, dict | None] | None = None
+        self.ended = False
+
+    def of(self, sha: str) -> dict | None:
+        from ..analyse.code_facts import ChangeFacts
+
+        if self.ahead is None and not self.ended:
+            self.ahead = next(self.commits, None)
+            self.ended = self.ahead is None
+        if self.ahead is not None and self.ahead[0] == sha:
+            facts, self.ahead = self.ahead[1], None
+            return facts
+        return ChangeFacts(self.rules).facts("git")
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def _diff_log(path: Path, revs: list[str], since: datetime | None, until: datetime | None,
+              rules, boundary: set[str]) -> _Diffs:
+    from .diffs import DiffLog
+
+    return _Diffs(DiffLog(path, revs, rules, since, until, boundary), rules)
+
+
+class StartedClone:
+    """A clone checked, its branches resolved and its first branch's `git log` already running (and, with
+    `diffs`, its `git log -p` beside it): `radar import-git` starts git before it opens the store, so git reads
+    while Python imports SQLAlchemy and takes the writer lock. `close()` stops git if the import never reads it."""
+
+    def __init__(self, path: Path, patterns: list[str], since: datetime | None, until: datetime | None,
+                 diffs: bool = False, rules=None):
         check_clone(path)
         self.notes: list[str] = []
         self.branches = resolve_branches(path, patterns, self.notes)
         self.first: GitLog | None = GitLog(path, [self.branches[0][1]], since, until)
+        self.rules, self.boundary, self.first_diffs = rules, set(), None
+        if diffs:
+            from ..analyse.code_facts import load_code_rules
+            from .diffs import shallow_boundary
+
+            self.rules = rules or load_code_rules()
+            self.boundary = shallow_boundary(path)
+            self.first_diffs = _diff_log(path, [self.branches[0][1]], since, until, self.rules, self.boundary)
 
     def take_first(self) -> GitLog | None:
         first, self.first = self.first, None
         return first
 
+    def take_first_diffs(self) -> _Diffs | None:
+        first, self.first_diffs = self.first_diffs, None
+        return first
+
     def close(self) -> None:
         if self.first is not None:
             self.take_first().close()
+        if self.first_diffs is not None:
+            self.take_first_diffs().close()
 
 
 def read_clone(path: Path, repo: str, branches: list[str], clean: BodyCleaner,
                since: datetime | None = None, until: datetime | None = None,
-               notes: list[str] | None = None, started: StartedClone | None = None) -> Iterator[Item]:
+               notes: list[str] | None = None, started: StartedClone | None = None,
+               diffs: bool = False, rules=None) -> Iterator[Item]:
     """Items of every matching branch, then tags (`started`: the same clone and window, its git log running).
 
     The first branch (main) is read whole; later ones only for the commits not on it, as the release
-    branch exports are. A PR found on two branches is merged into one item by the store.
+    branch exports are. A PR found on two branches is merged into one item by the store. With `diffs`, each
+    commit's diff against its first parent is read too (`git log -p` beside the log) and only its code facts
+    kept (`Item.code`); a commit at a shallow clone's boundary has none (its history is not known).
     """
+    boundary: set[str] = set()
+    first_diffs = None
     if started is not None:
         found, first = started.branches, started.take_first()
+        first_diffs, boundary = started.take_first_diffs(), started.boundary
+        rules = rules or started.rules
+        diffs = diffs or first_diffs is not None
         if notes is not None:
             notes.extend(started.notes)
     else:
         found, first = resolve_branches(path, branches, notes), None
+    if diffs and rules is None:
+        from ..analyse.code_facts import load_code_rules
+
+        rules = load_code_rules()
+    if started is None or not boundary:
+        from .diffs import shallow_boundary
+
+        boundary = shallow_boundary(path)
     for position, (name, ref) in enumerate(found):
         killpoint.reached("git.branch")
         revs = [ref] if position == 0 else [ref, f"^{found[0][1]}"]
         log = first if position == 0 and first is not None else GitLog(path, revs, since, until)
-        for rec in log.records():
-            killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
-            item = commit_item(repo, rec, name, "git", clean)
-            if (since is None or item.when >= since) and (until is None or item.when < until):
-                yield item
+        code = None
+        if diffs:
+            code = first_diffs if position == 0 and first_diffs is not None else \
+                _diff_log(path, revs, since, until, rules, boundary)
+        try:
+            for rec in log.records():
+                killpoint.reached("git.commit")  # mid-stream: git log still running, a batch half gathered
+                item = commit_item(repo, rec, name, "git", clean)
+                if code is not None:
+                    item.code = with_file_list(code.of(rec["sha"]), [(f.path, f.additions is None and
+                                                                      f.deletions is None) for f in item.files], rules)
+                if rec["sha"] in boundary:  # a shallow clone's first commit shows its whole tree: not its change
+                    item.files, item.code = [], None
+                if (since is None or item.when >= since) and (until is None or item.when < until):
+                    yield item
+        finally:
+            if code is not None:
+                code.close()
     tokens = _git(path, "for-each-ref", f"--format={_TAG_FORMAT}", "refs/tags").split("\0")
     for start in range(0, len(tokens) - len(_TAG_FIELDS) + 1, len(_TAG_FIELDS)):  # fields by position
         name, obj, peeled, created, tagger, message = tokens[start:start + len(_TAG_FIELDS)]

@@ -151,8 +151,13 @@ def release_item(repo: str, obj: Mapping[str, Any]) -> Item:
                 labels=["prerelease"] if obj.get("prerelease") else [], source="github")
 
 
-def rest_files(client: GitHubClient, repo: str, number: int) -> list[FileChange]:
-    """Every changed file of a PR from REST `pulls/{n}/files` (Link-paginated, 100 a page)."""
+API_MAX_FILES = 3000  # pulls/{n}/files lists at most this many files of a pull request
+
+
+def rest_files(client: GitHubClient, repo: str, number: int, facts=None) -> list[FileChange]:
+    """Every changed file of a PR from REST `pulls/{n}/files` (Link-paginated, 100 a page). With `facts` (an
+    analyse.code_facts.ChangeFacts), each file's patch is read into it page by page and never kept: a patch
+    the API leaves out (a big or binary file) or cuts, and a PR past the API's 3,000 files, make it incomplete."""
     found: list[FileChange] = []
     url: str | None = client.rest_url(f"repos/{repo}/pulls/{number}/files?per_page={FILES_PAGE}")
     while url:
@@ -161,9 +166,32 @@ def rest_files(client: GitHubClient, repo: str, number: int) -> list[FileChange]
             raise PageError(f"{repo}#{number}: file list is not a JSON array")
         found += [FileChange(f["filename"], f.get("additions"), f.get("deletions"), f.get("status"))
                   for f in page.data]
+        if facts is not None:
+            for f in page.data:
+                _read_patch(facts, f)
         killpoint.reached("github.files")  # between a PR's file pages: nothing of the page saved yet
         url = page.next_url
+    if facts is not None and len(found) >= API_MAX_FILES:
+        facts.incomplete()  # the API lists no more: the rest of the change is not known
     return found
+
+
+def _read_patch(facts, f: Mapping[str, Any]) -> None:
+    """One REST file entry's patch into the change's code facts."""
+    from .diffs import feed_patch
+
+    patch = f.get("patch")
+    status = f.get("status") or "modified"
+    changes = (f.get("additions") or 0) + (f.get("deletions") or 0)
+    if not isinstance(patch, str):
+        # no patch: a binary file (nothing counted in lines), a rename or mode change, or one too big to show
+        binary = changes == 0 and status not in ("renamed", "removed")
+        feed_patch(facts, str(f.get("filename", "")), None if changes else "", status, binary=binary)
+        return
+    if feed_patch(facts, str(f.get("filename", "")), patch, status):
+        shown = sum(1 for line in patch.splitlines() if line[:1] in ("+", "-"))
+        if shown < changes:  # the API cut the patch
+            facts.incomplete()
 
 
 # -- pages of pulls and issues --------------------------------------------------------------------
@@ -232,8 +260,9 @@ class GraphQLSource:
     streams = ("pulls", "issues")
 
     def __init__(self, client: GitHubClient, is_bot: IsBot = default_is_bot, page_size: int = PAGE_SIZE,
-                 known: Known | None = None) -> None:
+                 known: Known | None = None, rules=None) -> None:
         self.client, self.is_bot, self.page_size = client, is_bot, page_size
+        self.rules = rules  # analyse.code_facts.CodeRules: each changed PR's patches read for code facts
         self.known = known or (lambda _repo, _number, _when: False)
         self.query = graphql_queries()["repo_page"]
 
@@ -264,12 +293,19 @@ class GraphQLSource:
     def _pulls(self, repo: str, conn: Mapping[str, Any], since: datetime) -> Page:
         def convert(node: Mapping[str, Any]) -> Item | None:
             when = _when(node, "updatedAt")
-            if not files_need_rest(node) or (when is not None and when < since):
+            old = when is not None and when < since
+            if old or (not files_need_rest(node) and self.rules is None):
                 return pr_item(repo, node, self.is_bot)
             if when is not None and self.known(repo, node["number"], when):
                 return None  # stored as it is now: skip its file pages (and do not cut its files to 100)
             item = pr_item(repo, node, self.is_bot)
-            item.files = rest_files(self.client, repo, item.number or 0)
+            facts = None
+            if self.rules is not None:
+                from ..analyse.code_facts import ChangeFacts
+
+                facts = ChangeFacts(self.rules)
+            item.files = rest_files(self.client, repo, item.number or 0, facts)
+            item.code = facts.facts("api") if facts is not None else None
             return item
         return self._connection(conn, since, convert, f"{repo} pull request")
 

@@ -276,10 +276,20 @@ def _fallback_title(meta: _Meta, body: str) -> str:
 
 def parse_page(text: str, rules: PageRules, repo: str | None = None, number: int | None = None,
                file_stem: str = "", report: PageReport | None = None) -> Item:
-    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says.
+    """One PR item from pasted page text; `repo`/`number` (the flags) win over what the text says. A merged
+    page's merge commit, when its timeline names one, is kept: a clone or an export dates it.
 
     Raises ConfigError when no repository is known, SourceError when the text is empty.
     """
+    item = _parse_page(text, rules, repo, number, file_stem, report)
+    if item.state == MERGED and not item.merge_commit:
+        named = rules.re["merge_commit"].search(text)
+        item.merge_commit = named["sha"] if named else None
+    return item
+
+
+def _parse_page(text: str, rules: PageRules, repo: str | None, number: int | None, file_stem: str,
+                report: PageReport | None) -> Item:
     report = report if report is not None else PageReport()
     if not text.strip():
         raise SourceError(f"{report.path or 'page'}: nothing to import (the file is empty)")
@@ -340,12 +350,31 @@ def _shaped_item(shaped: Shaped, rules: PageRules, repo: str | None, number: int
     state = shaped.state or OPEN
     return Item(
         repo=shaped.repo, kind=shaped.kind, key=key, number=shaped.number, title=title, body=body,
+        # only the page's own opening time is a creation time: a review or comment is a later event (the
+        # import bounds an unknown opening, pipeline/imports.bound_creation)
         author=shaped.author[:200], state=state, draft=shaped.draft, created_at=shaped.created_at,
         updated_at=max(dates, default=None), merged_at=shaped.merged_at if state == MERGED else None,
         closed_at=shaped.closed_at if state in (MERGED, CLOSED) else None, branches=[shaped.base] if shaped.base else [],
         labels=[label[:200] for label in shaped.labels][:50], files=shaped.files, comments=shaped.comments, source="page",
-        named_paths=named_paths(rules.shapes, body, shaped.named_paths),
+        named_paths=named_paths(rules.shapes, body, shaped.named_paths), code=page_code(shaped.hunks),
     )
+
+
+def page_code(hunks: list[tuple[str, list[str]]]) -> dict | None:
+    """The code facts of the diff hunks a page shows (review threads): never the whole change (incomplete);
+    None when it shows none."""
+    if not hunks:
+        return None
+    from ..analyse.code_facts import ChangeFacts, load_code_rules
+
+    facts = ChangeFacts(load_code_rules())
+    for path, lines in hunks:
+        reading = facts.file(path)
+        for line in lines:
+            if reading and line[:1] in ("+", "-") and line[:3] not in ("+++", "---"):
+                reading = facts.line(line[0], line[1:])
+    facts.incomplete()
+    return facts.facts("page")
 
 
 def _comments(groups: list[list[int]], blocks: list[_Block], report: PageReport) -> list[Comment]:
@@ -377,7 +406,7 @@ def _item(meta: _Meta, body: str, desc: _Block | None, comments: list[Comment], 
     return Item(
         repo=meta.repo or "", kind=PR, key=key, number=meta.number, title=title, body=body,
         author=meta.author or (desc.author if desc else ""), state=state, draft=meta.draft,
-        created_at=(desc.when if desc and desc.when else min(dates, default=None)),
+        created_at=desc.when if desc and desc.when else None,  # a later event is never the opening
         updated_at=max(dates, default=None), merged_at=meta.merged_at if state == MERGED else None,
         closed_at=meta.closed_at if state in (MERGED, CLOSED) else None,
         branches=[meta.base] if meta.base else [], comments=comments, source="page",

@@ -44,6 +44,7 @@ def compile_page_rules(data: dict[str, Any]) -> PageRules:
         "dates": data["dates"]["patterns"], "bot_patterns": data["bots"]["patterns"],
         "issue_marks": meta.get("issue_marks", []),
     }
+    single["merge_commit"] = meta.get("merge_commit", r"(?!x)x")  # a user's older page.toml may lack it
     for state, pattern in data["state"]["badges"].items():
         single[f"badge:{state}"] = pattern
     for state, patterns in data["state"]["events"].items():

@@ -82,6 +82,7 @@ class Shaped:
     comments: list[Comment] = field(default_factory=list)
     files: list[FileChange] = field(default_factory=list)
     named_paths: list[str] = field(default_factory=list)
+    hunks: list[tuple[str, list[str]]] = field(default_factory=list)  # (path, lines) of the diff hunks shown
 
 
 _KEY = re.compile(r"^(?P<key>[A-Za-z][\w-]{0,20}):(?:[ \t]+(?P<value>.*?))?[ \t]*$")
@@ -325,7 +326,6 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
         turns.insert(0, (cont["author"] if cont else "", "description", None, (rest if cont else lead_text)
                          .split("\n")))
     dates = []
-    described = any(kind in rules.description_kinds for _, kind, _, _ in turns)
     for author, kind, when, body_lines in turns:
         text = "\n".join(body_lines).strip()
         dates += [when] if when else []
@@ -341,18 +341,35 @@ def _from_thread(lines: list[str], head: dict[str, str], start: int, rules: Shap
             if p:
                 shaped.named_paths.append(p["path"])
                 text = rest.strip()
+                shaped.hunks += [(p["path"], hunk) for hunk in diff_blocks(text)]
         if is_bot(author):
             continue
         if text:
             shaped.comments.append(Comment(author, text, when, False, "review" if review else "comment"))
-    if dates:
-        # a page that opens with the description (dated or not) was opened by its first date; one that opens with
-        # a comment or review (saved weeks later, the description scrolled away) gives no creation time: a later
-        # event is never taken for the opening
-        if shaped.body or described:
-            shaped.created_at = shaped.created_at or min(dates)
+    if dates:  # the description's time is the opening; a later turn's is not (left unknown, bounded on import)
         shaped.updated_at = max([*dates, *([shaped.updated_at] if shaped.updated_at else [])])
     return shaped
+
+
+_FENCE_OPEN = re.compile(r"^\s*(`{3,}|~{3,})\s*(?:diff|patch|suggestion)\s*$")
+
+
+def diff_blocks(text: str) -> list[list[str]]:
+    """The lines of each fenced ```diff block of a comment (a review thread's hunk), in order."""
+    blocks, cur, fence = [], None, ""
+    for line in text.split("\n"):
+        if cur is None:
+            m = _FENCE_OPEN.match(line)
+            if m:
+                cur, fence = [], m.group(1)
+        elif line.strip().startswith(fence[:3]) and line.strip().strip(fence[0]) == "":
+            blocks.append(cur)
+            cur = None
+        else:
+            cur.append(line)
+    if cur:  # a page cut before the fence closes: the hunk as far as it shows
+        blocks.append(cur)
+    return blocks
 
 
 def _drop_title_tail(text: str, title: str) -> str:

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from ..errors import StoreError
 from .lock import writer_lock
 from .queries import applied_migrations
-from .schema import MIGRATIONS, migrate, migrations_table
+from .schema import MIGRATIONS, migrate, migrations_table, newer_message, newer_migrations
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -39,19 +39,39 @@ def open_engine(url: str, *, writer: bool = False, wait: float | None = None) ->
     until `writer_lock(engine).release()` or the end of the process.
     """
     lock = None
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        folder = Path(url.removeprefix("sqlite:///")).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file in the way, no permission, a full disk: the folder and the real cause
+            why = "a file is in the way" if exc.errno in (errno.EEXIST, errno.ENOTDIR) else _os_reason(exc)
+            raise StoreError(f"cannot create the store's folder {exc.filename or folder}: {why} "
+                             f"(check the path of {_where(url)})") from None
     try:
-        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-            Path(url.removeprefix("sqlite:///")).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url)
+        try:
+            engine = sa.create_engine(url)
+        except ValueError:  # a host or port SQLAlchemy cannot read (http://[::1): the URL is not shown
+            raise StoreError("invalid database URL: its host or port cannot be read (check db_url / RADAR_DB_URL "
+                             "/ --db)") from None
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _sqlite_pragmas)
             sa.event.listen(engine, "begin", _sqlite_begin)
+        writer_lock(engine).refusal = None  # looked at again below, on every open
         if writer:
             lock = writer_lock(engine)
             lock.acquire(wait)
-        if writer or pending_migrations(engine):
+        pending, unknown = _schema_state(engine)
+        if unknown:  # a newer radar's store: read as it is, never migrated nor written (store.lock refuses)
+            if lock is not None:
+                lock.release()
+                lock = None
+            writer_lock(engine).refusal = newer_message(_store_name(engine), unknown)
+            if writer:
+                raise StoreError(writer_lock(engine).refusal)
+        elif writer or pending:
             with writer_lock(engine).hold(wait), engine.begin() as conn:
-                migrate(conn)  # looks again under the lock: another process may have migrated meanwhile
+                # looks again under the lock: another process may have migrated meanwhile
+                migrate(conn, _store_name(engine))
     except BaseException as exc:
         if lock is not None:
             lock.release()
@@ -60,15 +80,37 @@ def open_engine(url: str, *, writer: bool = False, wait: float | None = None) ->
         if isinstance(exc, sa.exc.DBAPIError):  # server down, no such schema, no permission...
             reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
             raise StoreError(f"cannot open the store: {_why(url, reason)}") from None
-        if isinstance(exc, OSError):  # its folder cannot be made: a file in the way, no permission
-            why = "a file is in the way" if exc.errno in (errno.EEXIST, errno.ENOTDIR) else exc.strerror or exc
-            raise StoreError(f"cannot create the store's folder {exc.filename or ''}: {why} "
-                             f"(check the path of {_where(url)})") from None
+        if isinstance(exc, OSError):  # writing beside the store (its lock file): the file and the real cause
+            raise StoreError(f"cannot write the store {exc.filename or _where(url)}: {_os_reason(exc)}") from None
         if isinstance(exc, ModuleNotFoundError):
             raise StoreError(f"database driver missing ({exc.name}); for PostgreSQL install infra-radar[postgres]"
                              ) from None
         raise
     return engine
+
+
+def _os_reason(exc: OSError) -> str:
+    """The operating system's reason, with what to do about a full disk."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{exc.strerror or 'no space left'} (the disk is full: free space and rerun)"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _store_name(engine: Engine) -> str:
+    """The store as a message names it: the SQLite file, else the URL without its password."""
+    url = engine.url
+    if url.get_backend_name() == "sqlite":
+        return str(Path(url.database or ":memory:").expanduser())
+    return url.render_as_string(hide_password=True)
+
+
+def _schema_state(engine: Engine) -> tuple[list[str], list[str]]:
+    """(migrations the store has not applied, applied migrations this code does not know)."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table(migrations_table.name):
+            return [name for name, _ in MIGRATIONS], []
+        done = applied_migrations(conn)
+    return [name for name, _ in MIGRATIONS if name not in done], newer_migrations(done)
 
 
 def _where(url: str) -> str:

@@ -1,6 +1,7 @@
 """What `radar push` delivered (table push_deliveries, migration 009): a push that failed on message 2 of 2
 resumes with message 2, and one that succeeded sends nothing twice. A webhook URL is a secret: only its
-sha256 (with the platform) is stored, never the URL."""
+sha256 (with the platform) is stored, never the URL. The caller holds the store's writer lock from `delivered_at` to `record_delivery`
+(publish/push.py): two pushes at once never both find a message undelivered."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ A writing command (imports, fetch, analyze, daily, weekly, watch add/remove, mig
 from before it opens the store until it exits. A second writer waits for it, saying once on stderr who
 holds it, up to `lock_timeout` seconds (`--wait`, RADAR_LOCK_TIMEOUT), then fails with one line naming the
 holder. Readers (show, export, eval, site build, push) analyse pending items only when the lock is free
-and otherwise show what is already analysed, so they never wait for a writer.
+and otherwise show what is already analysed, so they never wait for a writer. `radar push` takes the lock for
+each message it delivers (the "already delivered" check, the post and its record), so two pushes at once
+never post a message twice.
 
 The lock dies with its holder, so a killed run never leaves a stale lock:
 
@@ -181,8 +183,15 @@ class _FileLock:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
                 return False
         info = {"command": me.command, "pid": me.pid, "host": me.host, "since": me.since.isoformat()}
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, (json.dumps(info) + "\n").encode(), 0)
+        try:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, (json.dumps(info) + "\n").encode(), 0)
+        except OSError as exc:  # a full disk, a quota: give the lock back and name the file and the cause
+            if self.database_fd is not None:
+                fcntl.flock(self.database_fd, fcntl.LOCK_UN)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            full = " (the disk is full: free space and rerun)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+            raise StoreError(f"cannot write the store's lock file {self.path}: {exc.strerror or exc}{full}") from None
         return True
 
     def unlock(self) -> None:
@@ -336,6 +345,7 @@ class WriterLock:
     def __init__(self, engine: Engine):
         self._backend = _backend(engine)
         self.depth = 0
+        self.refusal: str | None = None  # why this store is never written (a newer radar's schema: store/db.py)
 
     @property
     def held(self) -> bool:
@@ -346,13 +356,22 @@ class WriterLock:
         return self._backend.holder()
 
     def try_acquire(self, command: str | None = None) -> bool:
-        """Take the lock if it is free (or already ours); never waits."""
+        """Take the lock if it is free (or already ours); never waits. StoreError when the store is never to be
+        written by this code (`refusal`)."""
+        if self.refusal:
+            raise StoreError(self.refusal)
         if self.depth == 0 and not self._backend.try_lock(_me(command or COMMAND)):
             return False
         self.depth += 1
         identity = getattr(self._backend, "identity", None)
         if identity is not None:  # found by the file's identity from now on, whatever path reaches it
-            _LOCKS.setdefault(f"sqlite:{identity[0]}:{identity[1]}", self)
+            key = f"sqlite:{identity[0]}:{identity[1]}"
+            known = _LOCKS.get(key)
+            # a lock left under this identity by a deleted store whose inode this file now has is replaced: kept,
+            # the next writer_lock() of this store would drop it as stale and make a second lock of the file,
+            # which then waits for the first (held by this very process) until its limit
+            if known is None or (known is not self and not known.held):
+                _LOCKS[key] = self
         return True
 
     def acquire(self, wait: float | None = None, command: str | None = None,
@@ -393,8 +412,9 @@ class WriterLock:
 
     @contextmanager
     def attempt(self, command: str | None = None) -> Iterator[bool]:
-        """`with lock.attempt() as mine:` the lock for the block if it is free, else mine is False."""
-        mine = self.try_acquire(command)
+        """`with lock.attempt() as mine:` the lock for the block if it is free, else mine is False (also for a
+        store this code never writes: a reader shows what is there)."""
+        mine = not self.refusal and self.try_acquire(command)
         try:
             yield mine
         finally:

@@ -42,6 +42,22 @@ def _union_comments(old: list[Comment], new: list[Comment]) -> list[Comment]:
     return [*old, *(c for c in new if _comment_key(c) not in seen)]
 
 
+_CODE_RANK = {"page": 0, "git": 1, "api": 2}
+
+
+def _code(old: dict | None, new: dict | None) -> dict | None:
+    """The code facts to keep: a diff read whole over a cut one, then the stronger source (the API's patches
+    over a clone's diff over a page's hunks); a record without facts never removes them."""
+    if old is None or new is None:
+        return new if new is not None else old
+    def rank(code: dict) -> tuple[bool, int]:
+        return bool(code.get("complete")), _CODE_RANK.get(code.get("source", ""), 0)
+    return new if rank(new) >= rank(old) else old
+
+
+_BOUND = "created-bound"  # sources.page_dates.BOUND: created_at only bounds the opening
+
+
 def merge_items(old: Item, new: Item) -> Item:
     """`new` made never weaker than `old` (the stored item); returns `new`, changed in place."""
     weaker = _rank(new.source) < _rank(old.source)
@@ -63,6 +79,7 @@ def merge_items(old: Item, new: Item) -> Item:
     new.labels = list(dict.fromkeys([*old.labels, *new.labels])) if weaker or not new.labels else new.labels
     new.branches = list(dict.fromkeys([*old.branches, *new.branches]))
     new.named_paths = list(dict.fromkeys([*old.named_paths, *new.named_paths]))
+    new.code = _code(old.code, new.code)
     if new.source == "page" or not new.comments:
         new.comments = _union_comments(old.comments, new.comments)
 
@@ -74,11 +91,16 @@ def merge_items(old: Item, new: Item) -> Item:
     if new.state != OPEN:
         new.draft = False
 
-    # dates: the import time stands in only while no real time is known
+    # dates: the import time stands in only while no real time is known; a bound of the opening
+    # (sources/page_dates) only while no opening is known
     own_old = old.time_source != "import"
     # history (a clone, a commit export) gives no PR's creation time: what an older import took from the
     # commit's own time is dropped when the history is read again, never kept as the PR's
     history = old.kind == PR and old.source in _HISTORY and new.source in _HISTORY
+    bounds = [x for x in (new, old) if x.time_source == _BOUND and x.created_at is not None]
+    owns = [x.created_at for x in (new, old) if x.created_at is not None and x.time_source != _BOUND
+            and (x is new or (own_old and not history))]
+    bound = not owns and bool(bounds)
     new.created_at = new.created_at if history else _earliest(new.created_at, old.created_at if own_old else None)
     new.updated_at = _latest(new.updated_at, old.updated_at if own_old else None)
     new.merged_at = _earliest(new.merged_at, old.merged_at) if new.state == MERGED else None
@@ -87,7 +109,9 @@ def merge_items(old: Item, new: Item) -> Item:
     if new.when is None and not own_old:
         new.updated_at, new.time_source = old.updated_at, "import"
     elif new.when is not None:
-        new.time_source = ""
+        new.time_source = _BOUND if bound else ""
+    if owns:  # an opening known from any record stands; a bound never moves it
+        new.created_at = min(owns)
     if weaker:
         new.source = old.source
     new.kind, new.key = old.kind, old.key

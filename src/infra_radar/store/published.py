@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -22,8 +23,8 @@ from .reader import reading
 from .rows import to_db_time
 from .schema import carry_dropped, published_items, published_radars
 
-__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "last_window",
-           "load_records", "save_records"]
+__all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "last_shown",
+           "last_window", "latest_until", "load_records", "save_records"]
 
 
 @dataclass(slots=True)
@@ -118,20 +119,82 @@ def _load(db, where: str, params: dict) -> dict[int, RadarRecord]:
                    "published_items.id", params)
     for (rid, repo, number, kind, title, state, priority, grade, decision, in_table, rechecked, deep, reasons,
          origin, carry, commit, files, digest, figures, comments) in rows:
-        figures = db.json(figures)
+        figures, files = db.json(figures), db.json(files)  # an unknown list is stored as JSON null
         records[rid].items.append(ShownItem(
             repo, number, kind, title, state, priority, grade, decision, db.flag(in_table), db.flag(rechecked),
             db.flag(deep), list(db.json(reasons)), db.time(origin), db.flag(carry), commit,
-            None if files is None else list(db.json(files)), digest,
+            None if files is None else list(files), digest,
             None if figures is None else [list(f) for f in figures], comments))
     return records
 
 
-def load_records(store, before: datetime | None = None) -> list[RadarRecord]:
-    """The published records whose window ends before `before` (every record without it), oldest first."""
-    where, params = ("WHERE published_radars.until < :before", {"before": before}) if before else ("", {})
+def load_records(store, before: datetime | None = None, since: datetime | None = None) -> list[RadarRecord]:
+    """The published records whose window ends before `before` and at or after `since` (each bound only when
+    given), oldest first."""
+    parts, params = [], {}
+    if before is not None:
+        parts.append("published_radars.until < :before")
+        params["before"] = before
+    if since is not None:
+        parts.append("published_radars.until >= :since")
+        params["since"] = since
+    where = "WHERE " + " AND ".join(parts) if parts else ""
     with reading(store) as db:
         return list(_load(db, where, params).values())
+
+
+def latest_until(store, before: datetime | None = None) -> datetime | None:
+    """The end of the last published radar (ending before `before`, when given); None when there is none."""
+    where, params = ("WHERE published_radars.until < :before", {"before": before}) if before else ("", {})
+    with reading(store) as db:
+        return db.time(db.scalar(f"SELECT max(published_radars.until) FROM published_radars {where}", params))
+
+
+def last_shown(store, keys: Iterable[tuple[str, int]], before: datetime
+               ) -> dict[tuple[str, int], tuple[RadarRecord, ShownItem]]:
+    """For each (lower-cased repo, number) of `keys`, the last radar ending before `before` that showed it (the
+    record without its other items) and how it showed it: one query over the index of (repo, number), which
+    reads each item's latest showing, never the records in between."""
+    wanted = set(keys)
+    if not wanted:
+        return {}
+    cols = ", ".join(f"published_items.{c}" for c in _ITEM_COLUMNS)
+    found: dict[tuple[str, int], tuple[RadarRecord, ShownItem]] = {}
+    with reading(store) as db:
+        lowered = {repo for repo, _ in wanted}
+        # each repository as the store spells it (a record keeps the item's spelling): the index is on
+        # (repo, number), which lower(repo) could not use
+        repos = sorted(lowered | {n for n in db.column("SELECT repos.name FROM repos") if n.lower() in lowered})
+        numbers = sorted({number for _, number in wanted})
+        latest = ("SELECT published_items.repo AS repo, published_items.number AS number, "
+                  "max(published_radars.until) AS until FROM published_items JOIN published_radars ON "
+                  "published_radars.id = published_items.radar_id WHERE published_radars.until < :before AND "
+                  "published_items.repo IN :repos AND published_items.number IN :numbers "
+                  "GROUP BY published_items.repo, published_items.number")
+        rows = db.rows("SELECT published_radars.since, published_radars.until, published_radars.repos, "
+                       f"published_radars.published_at, {cols} FROM published_items JOIN published_radars ON "
+                       f"published_radars.id = published_items.radar_id JOIN ({latest}) latest ON "
+                       "latest.repo = published_items.repo AND latest.number = published_items.number AND "
+                       "latest.until = published_radars.until",
+                       {"before": before, "repos": repos, "numbers": numbers})
+        for since, until, repos_shown, at, *item in rows:
+            shown = _shown(db, *item)
+            if shown.key not in wanted:
+                continue
+            record = RadarRecord(db.time(since), db.time(until), list(db.json(repos_shown)), [], db.time(at))
+            old = found.get(shown.key)
+            if old is None or old[0].until < record.until:
+                found[shown.key] = (record, shown)
+    return found
+
+
+def _shown(db, repo, number, kind, title, state, priority, grade, decision, in_table, rechecked, deep, reasons,
+           origin, carry, commit, files, digest, figures, comments) -> ShownItem:
+    figures, files = db.json(figures), db.json(files)  # an unknown list is stored as JSON null
+    return ShownItem(repo, number, kind, title, state, priority, grade, decision, db.flag(in_table),
+                     db.flag(rechecked), db.flag(deep), list(db.json(reasons)), db.time(origin), db.flag(carry),
+                     commit, None if files is None else list(files), digest,
+                     None if figures is None else [list(f) for f in figures], comments)
 
 
 def _item_row(radar_id: int, i: ShownItem) -> dict:
@@ -182,6 +245,14 @@ def dropped_carries(store) -> set[tuple[str, int, datetime]]:
     with reading(store) as db:
         return {(repo.lower(), number, db.time(origin)) for repo, number, origin in db.rows(
             "SELECT carry_dropped.repo, carry_dropped.number, carry_dropped.origin_until FROM carry_dropped")}
+
+
+def windows_before(store, before: datetime) -> list[tuple[datetime, datetime]]:
+    """The (since, until) windows of the published radars ending at or before `before`, without their items."""
+    with reading(store) as db:
+        return [(db.time(since), db.time(until)) for since, until in db.rows(
+            "SELECT published_radars.since, published_radars.until FROM published_radars "
+            "WHERE published_radars.until <= :before", {"before": before})]
 
 
 def last_window(store) -> tuple[datetime, datetime] | None:

@@ -48,7 +48,7 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
                    "006_created_index", "007_published_radars", "008_labels",
-                   "009_push_deliveries", "010_labels_number")
+                   "009_push_deliveries", "010_labels_number", "011_code_facts")
 
 
 def applied_migrations(store) -> set[str]:
@@ -86,11 +86,27 @@ def _load_children(db: Reader, ids: list[int]) -> tuple[dict[int, list[FileChang
     return by_files, by_comments
 
 
+def _load_code(db: Reader, ids: list[int]) -> dict[int, dict]:
+    """The code facts of these items (those with a diff read), by item id."""
+    found: dict[int, dict] = {}
+    for start in range(0, len(ids), CHUNK):
+        for item_id, data in db.rows("SELECT code_facts.item_id, code_facts.data FROM code_facts "
+                                     "WHERE code_facts.item_id IN :ids", {"ids": ids[start:start + CHUNK]}):
+            found[item_id] = db.json(data)
+    return found
+
+
 def _items(db: Reader, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Item, str, tuple]]:
-    """(item, content hash, the row's columns past the item's) of an `_ITEM` query, files and comments loaded."""
+    """(item, content hash, the row's columns past the item's) of an `_ITEM` query, files, comments and code
+    facts loaded."""
     rows = db.rows(sql, params)
-    by_files, by_comments = _load_children(db, [r[0] for r in rows])
-    return [(_item(db, r, by_files.get(r[0], []), by_comments.get(r[0], [])), r[19], r[21:]) for r in rows]
+    ids = [r[0] for r in rows]
+    by_files, by_comments = _load_children(db, ids)
+    code = _load_code(db, ids)
+    found = [(_item(db, r, by_files.get(r[0], []), by_comments.get(r[0], [])), r[19], r[21:]) for r in rows]
+    for item, _, _ in found:
+        item.code = code.get(item.id)
+    return found
 
 
 def _item(db: Reader, row: tuple, files: list[FileChange], comments: list[Comment]) -> Item:
@@ -143,10 +159,12 @@ def _analysed(db: Reader, sql: str, params: dict[str, Any]) -> list[AnalysedItem
 
 
 def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
-                       state: str = "all", kinds: list[str] | None = None, opened: bool = False) -> list[AnalysedItem]:
+                       state: str = "all", kinds: list[str] | None = None, opened: bool = False,
+                       first_day: bool = True) -> list[AnalysedItem]:
     """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
     window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
-    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches)."""
+    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches), the window's first
+    day only with `first_day` (no earlier window held its start)."""
     where, params = [], {}
     if window is not None and opened:
         where.append("(items.when_at >= :start AND items.when_at < :until "
@@ -167,7 +185,8 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + ("WHERE " + " AND ".join(where) if where else ""), params)
     if window is not None and opened:
-        found = [a for a in found if touches(a.item.when, window) or touches(opened_at(a.item), window)]
+        found = [a for a in found if touches(a.item.when, window, first_day)
+                 or touches(opened_at(a.item), window, first_day)]
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
@@ -188,8 +207,9 @@ def newest_time(store, repo: str, limit: datetime | None = None) -> datetime | N
 
 def opened_at(item: Item) -> datetime | None:
     """When a PR or issue was opened, when that is known: from GitHub or a page (a date); not from git, whose
-    `created_at` is the commit's authored time (often days before the PR, or after a rebase)."""
-    if item.kind not in ("pr", "issue"):
+    `created_at` is the commit's authored time (often days before the PR, or after a rebase), nor a bound
+    (sources/page_dates: a page that does not give its opening)."""
+    if item.kind not in ("pr", "issue") or item.time_source == "created-bound":
         return None
     return item.created_at if item.source in ("github", "page") or date_only(item.created_at) else None
 
@@ -339,6 +359,56 @@ def watch_list(store) -> list[WatchEntry]:
         return [WatchEntry(repo, number, reason, db.time(added), state, digest) for repo, number, reason, added,
                 state, digest in db.rows("SELECT watch.repo, watch.number, watch.reason, watch.added_at, "
                                          "watch.last_state, watch.last_files FROM watch ORDER BY watch.id")]
+
+
+def neighbours(store, repo: str, number: int, most: int = 3) -> tuple[list, list]:
+    """The PRs and issues of `repo` numbered nearest below and above `number` (at most `most` each, nearest
+    first), as sources.page_dates.Neighbour: what bounds the opening of an item whose opening is unknown."""
+    from ..sources.page_dates import Neighbour
+
+    sql = ("SELECT items.number, items.source, items.created_at, items.merged_at, items.time_source FROM items "
+           f"WHERE {IN_REPO} AND items.kind IN ('pr', 'issue') AND items.number {{op}} :number "
+           "ORDER BY items.number {order} LIMIT :most")
+    out = []
+    with reading(store) as db:
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            rows = db.rows(sql.format(op=op, order=order), {"repo": repo.lower(), "number": number, "most": most})
+            found = [(n, source, db.time(created), db.time(merged), ts) for n, source, created, merged, ts in rows]
+            # an opening as opened_at knows it: GitHub's, a page's (a date), never a bound
+            out.append([Neighbour(n, created if (source in ("github", "page") or date_only(created))
+                                  and ts != "created-bound" else None, merged)
+                        for n, source, created, merged, ts in found])
+    return out[0], out[1]
+
+
+def bounded_near(store, repo: str, number: int, most: int = 3) -> list[Item]:
+    """The items of `repo` whose opening is only bounded (sources.page_dates) among the `most` numbers nearest
+    below and above `number`: a newly known opening there may tighten their bounds."""
+    sql = (f"SELECT items.id FROM items WHERE {IN_REPO} AND items.kind IN ('pr', 'issue') "
+           "AND items.number {op} :number ORDER BY items.number {order} LIMIT :most")
+    ids = []
+    with reading(store) as db:
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            ids += [r[0] for r in db.rows(sql.format(op=op, order=order),
+                                          {"repo": repo.lower(), "number": number, "most": most})]
+    return [item for item, _ in items_by_id(store, ids) if item.time_source == "created-bound"] if ids else []
+
+
+def commit_time(store, repo: str, sha: str) -> tuple[str, datetime] | None:
+    """(full sha, time) of the commit `sha` (a prefix of 7 or more) of `repo` as a clone or an export stored it:
+    a squash-merged PR's merge commit, or a commit of its own; None when the store has no such commit."""
+    if len(sha) < 7:
+        return None
+    with reading(store) as db:
+        rows = db.rows(f"SELECT items.merge_commit, items.key, items.kind, items.merged_at, items.when_at FROM items "
+                       f"WHERE {IN_REPO} AND (items.merge_commit LIKE :sha OR (items.kind = 'commit' AND "
+                       "items.key LIKE :sha)) AND items.source <> 'page' LIMIT 2",
+                       {"repo": repo.lower(), "sha": sha.lower() + "%"})
+        if len(rows) != 1:  # none, or a prefix that names two commits
+            return None
+        merge_commit, key, kind, merged, when = rows[0]
+        at = db.time(merged) or db.time(when)
+    return (merge_commit or key, at) if at else None
 
 
 def known_since_many(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], datetime | None]:

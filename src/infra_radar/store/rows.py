@@ -35,6 +35,8 @@ def item_hash(item: Item) -> str:
     ]
     if item.named_paths or item.time_source:  # appended only when set: older items keep their digests
         payload += [item.named_paths, item.time_source]
+    if item.code is not None:  # likewise: an item without code facts keeps its digest
+        payload.append(item.code)
     return hashlib.sha1(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 

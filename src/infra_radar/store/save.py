@@ -22,6 +22,7 @@ from .merge import merge_items
 from .rows import analysis_data, item_hash, item_row, to_db_time
 from .schema import (
     analyses,
+    code_facts,
     comments,
     files,
     item_terms,
@@ -126,7 +127,7 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item], saved: list[int]
             stats.unchanged += 1
         else:
             changed.append((old.id, item))
-    child_files, child_comments = [], []
+    child_files, child_comments, child_code = [], [], []
     if new_rows:
         ids = _insert_items(conn, repo, [row for _, row in new_rows])
         for item_id, (item, _) in zip(ids, new_rows, strict=True):
@@ -134,15 +135,18 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item], saved: list[int]
             f, c = _children(item_id, item)
             child_files += f
             child_comments += c
+            child_code += _code_row(item_id, item)
         stats.inserted = len(new_rows)
     for item_id, item in changed:
         item.id = item_id
         conn.execute(items.update().where(items.c.id == item_id).values(item_row(item, repo)))
         conn.execute(files.delete().where(files.c.item_id == item_id))
         conn.execute(comments.delete().where(comments.c.item_id == item_id))
+        conn.execute(code_facts.delete().where(code_facts.c.item_id == item_id))
         f, c = _children(item_id, item)
         child_files += f
         child_comments += c
+        child_code += _code_row(item_id, item)
     stats.updated = len(changed)
     saved += [item.id for item, _ in new_rows]
     saved += [item_id for item_id, _ in changed]
@@ -153,7 +157,17 @@ def _save_batch(conn: Connection, repo: int, batch: list[Item], saved: list[int]
         conn.execute(files.insert(), child_files)
     if child_comments:
         conn.execute(comments.insert(), child_comments)
+    if child_code:
+        conn.execute(code_facts.insert(), child_code)
     return stats
+
+
+def _code_row(item_id: int, item: Item) -> list[dict]:
+    code = item.code
+    if code is None:
+        return []
+    return [{"item_id": item_id, "source": str(code.get("source", ""))[:8], "complete": bool(code.get("complete")),
+             "data": code}]
 
 
 _FILES_SQL = "INSERT INTO files (item_id, path, additions, deletions, status) VALUES (?, ?, ?, ?, ?)"
@@ -279,14 +293,15 @@ def finish_run(engine: Engine, run_id: int, status: str, detail: dict | None = N
             status=status, detail=detail or {}, finished_at=to_db_time(datetime.now(UTC))))
 
 
-def watch_add(engine: Engine, repo: str, number: int, reason: str) -> bool:
-    """Add an item to the watch list; False if it was already there."""
+def watch_add(engine: Engine, repo: str, number: int, reason: str, since: datetime | None = None) -> bool:
+    """Add an item to the watch list, watched from `since` (default now: the radars of windows ending later
+    recheck it); False if it was already there."""
     with engine.begin() as conn:
         exists = conn.execute(sa.select(watch.c.id).where(watch.c.repo == repo, watch.c.number == number)).scalar()
         if exists:
             return False
         conn.execute(watch.insert().values(repo=repo, number=number, reason=reason,
-                                           added_at=to_db_time(datetime.now(UTC))))
+                                           added_at=to_db_time(since or datetime.now(UTC))))
         return True
 
 

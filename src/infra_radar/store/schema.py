@@ -433,6 +433,25 @@ def m010_labels_number(op: Operations) -> None:
     for ix, table, cols in _V10_INDEXES:
         op.create_index(ix, table, cols)
 
+# 011: the code facts of an item's diff (analyse/code_facts.py), one JSON record per item: never the diff itself,
+# so what is stored stays linear in the history
+def _v11_columns() -> list[sa.Column]:
+    return [
+        sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("source", sa.String(8), nullable=False),  # git | api | page
+        sa.Column("complete", sa.Boolean, nullable=False),  # False: a cap, a patch left out, a cut hunk
+        sa.Column("data", sa.JSON, nullable=False),
+    ]
+
+
+code_facts = sa.Table("code_facts", metadata, *_v11_columns())
+
+
+def m011_code_facts(op: Operations) -> None:
+    """The code facts read from each item's diff (a store made while this step had another number has it)."""
+    if not sa.inspect(op.get_bind()).has_table("code_facts"):
+        op.create_table("code_facts", *_v11_columns())
+
 
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
@@ -441,13 +460,37 @@ MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_
     m008_labels,
     m009_push_deliveries,
     m010_labels_number,
+    m011_code_facts,
 ], strict=True))
 
 
-def migrate(conn: Connection) -> list[str]:
-    """Apply the migrations not yet applied, in order; return their names."""
+def newer_migrations(done: set[str]) -> list[str]:
+    """The applied migrations this code does not know (a newer radar wrote the store), in name order."""
+    known = {name for name, _ in MIGRATIONS}
+    return sorted(n for n in done if n not in known)
+
+
+def newer_message(store: str, unknown: list[str]) -> str:
+    """One line: the store `store` has a schema newer than this code (its unknown migrations `unknown`)."""
+    from .. import __version__
+
+    latest = MIGRATIONS[-1][0]
+    return (f"the store {store} was written by a newer radar: its schema is at {unknown[-1]}"
+            f"{f' ({len(unknown)} migrations past this radar)' if len(unknown) > 1 else ''}, this radar "
+            f"(infra-radar {__version__}) knows the schema up to {latest}; it is not written by this version: "
+            "upgrade infra-radar (reading commands still work)")
+
+
+def migrate(conn: Connection, store: str = "the store") -> list[str]:
+    """Apply the migrations not yet applied, in order; return their names. StoreError (naming `store` and both
+    schema versions) when the store has migrations this code does not know: it is never written."""
     migrations_table.create(conn, checkfirst=True)
     done = applied_migrations(conn)
+    unknown = newer_migrations(done)
+    if unknown:
+        from ..errors import StoreError
+
+        raise StoreError(newer_message(store, unknown))
     if all(name in done for name, _ in MIGRATIONS):
         return []  # the common case: nothing to do, and alembic (~0.2 s to import) stays unloaded
     from alembic.migration import MigrationContext

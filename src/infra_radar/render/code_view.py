@@ -1,0 +1,120 @@
+"""What a change's code says, as report text: the card's code section and the one clause a deep dive, a P0/P1
+row and the card give where the description says one thing and the diff another. Built only from the stored
+code facts (Item.code) and the analysis's contradictions; wording in i18n.toml [code]."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import AnalysedItem, Item
+from .escape import Md, code, fmt, join, text
+
+_SHOWN = 4  # facts of each kind the card lists
+
+
+def _files(paths: list[str], t: dict[str, Any]) -> Md:
+    return join([code(p) for p in dict.fromkeys(paths)], t["code"]["file_sep"])
+
+
+def contradiction_clause(ai: AnalysedItem, t: dict[str, Any]) -> Md:
+    """"The code differs from the description: …" with both sides and the files, or "" when they agree (or
+    no diff was read). One clause per report line: the first contradiction, all of its files."""
+    found = ai.analysis.contradictions
+    if not found:
+        return Md("")
+    k = t["code"]
+    first = found[0]
+    same = [c for c in found if c.get("kind") == first.get("kind") and c.get("name") == first.get("name")]
+    said = join([fmt(k["quote"], text=s) for s in first.get("said") or [first["description"]]],
+                t["common"]["sep"])
+    files = _files([c["file"] for c in same], t)
+    if first.get("kind") == "api":
+        kind = k["removed_kinds"].get(first.get("value", ""), first.get("value", ""))
+        return fmt(k["contradiction_api"], said=said, kind=kind, name=first.get("name", ""), files=files)
+    return fmt(k["contradiction_default"], name=first.get("name", ""), said=said, value=first.get("value", ""),
+               files=files)
+
+
+def with_contradiction(sentence: Md, ai: AnalysedItem, t: dict[str, Any]) -> Md:
+    """`sentence` followed by the contradiction clause, when there is one."""
+    clause = contradiction_clause(ai, t)
+    if not clause:
+        return sentence
+    sep = " " if t["lang"] == "en" and sentence else ""
+    end = "" if str(sentence).rstrip().endswith(("。", ".", "！", "!")) or not sentence else t["code"]["end"]
+    return Md(f"{sentence}{end}{sep}{clause}{t['code']['end']}")
+
+
+def code_boundary(item: Item, t: dict[str, Any]) -> Md:
+    """What the diff says of the target boundary, before any keyword: a GPU-only guard it adds, a kernel for
+    another device it touches (code_facts.toml [boundary]); "" when it says neither or no diff was read."""
+    facts = item.code
+    if not facts:
+        return Md("")
+    from ..analyse.code_facts import load_code_rules
+
+    k, sep = t["code"], t["common"]["sep"]
+    rules = load_code_rules().boundary
+    guards = [d["check"] for d in facts.get("device_checks", []) if d.get("change") == "added"
+              and any(w in d["check"].lower() for w in rules.get("gpu_checks", []))]
+    kernels = [x for x in facts.get("kernels", []) if x.get("kind") in rules.get("other_device_kernels", [])]
+    parts = []
+    if guards:
+        parts.append(fmt(k["boundary_guard"], checks=join([code(c) for c in dict.fromkeys(guards)][:2], sep)))
+    if kernels:
+        parts.append(fmt(k["boundary_kernel"], kind=kernels[0]["kind"],
+                         files=join([code(x["file"].rsplit("/", 1)[-1]) for x in kernels[:2]], sep)))
+    return join(parts, t["common"]["comma"]) if parts else Md("")
+
+
+def _listed(lines: list[Md], facts: list, t: dict[str, Any]) -> list[Md]:
+    more = len(facts) - _SHOWN
+    return lines + ([fmt(t["code"]["more"], n=more)] if more > 0 else [])
+
+
+def code_lines(item: Item, t: dict[str, Any]) -> list[Md]:
+    """The card's code section: where the facts were read, then each kind of fact (a few of each)."""
+    facts = item.code
+    if not facts:
+        return []
+    k, sep = t["code"], t["common"]["sep"]
+    head = k.get(f"source_{facts.get('source', '')}", "")
+    if not facts.get("complete"):
+        head += k["partial"].format(why=k["partial_caps"]) if facts.get("source") != "page" else ""
+    skipped = sum((facts.get("skipped") or {}).values())
+    out: list[Md] = [Md(text(head) + (t["common"]["sep"] + text(k["skipped"].format(n=skipped)) if skipped else ""))]
+    defaults = facts.get("defaults", [])
+    out += _listed([fmt(k["default_new"] if d.get("previous") is None else k["default_changed"], name=d["name"],
+                        value=d["value"], previous=d.get("previous") or "", file=d["file"])
+                    for d in defaults[:_SHOWN]], defaults, t)
+    switches = facts.get("switches", [])
+    out += _listed([fmt(k["switch"], kind=k["switch_kinds"].get(s["kind"], s["kind"]), name=s["name"],
+                        change=k["changes"].get(s["change"], s["change"]), file=s["file"])
+                    for s in switches[:_SHOWN]], switches, t)
+    gates = facts.get("version_gates", [])
+    out += _listed([fmt(k["gate"], package=g["package"], before=g.get("before") or k["gate_none"],
+                        after=g.get("after") or k["gate_none"], file=g["file"]) for g in gates[:_SHOWN]], gates, t)
+    devices = facts.get("device_checks", [])
+    out += _listed([fmt(k["device"], check=d["check"], change=k["changes"].get(d["change"], d["change"]),
+                        file=d["file"]) for d in devices[:_SHOWN]], devices, t)
+    by_kind: dict[str, list[str]] = {}
+    for x in facts.get("kernels", []):
+        by_kind.setdefault(x["kind"], []).append(x["file"])
+    out += [fmt(k["kernel"], kind=kind, n=len(files), files=join([code(f) for f in files[:3]], sep))
+            for kind, files in by_kind.items()]
+    removed = facts.get("removed", [])
+    out += _listed([fmt(k["removed"], kind=k["removed_kinds"].get(r["kind"], r["kind"]), name=r["name"],
+                        file=r["file"]) for r in removed[:_SHOWN]], removed, t)
+    casts = facts.get("casts", [])
+    out += [fmt(k["cast"], change=k["changes"].get(c["change"], c["change"]), line=c["line"], file=c["file"])
+            for c in casts[:2]]
+    if len(out) == 1:  # what was read holds none: said of what was read, never of the whole change
+        said = "nothing_page" if facts.get("source") == "page" else "nothing" if facts.get("complete") \
+            else "nothing_partial"
+        out.append(Md(text(k[said])))
+    tests = facts.get("tests", [])
+    if tests:
+        out.append(fmt(k["tests"], n=len(tests), paths=join([code(p) for p in tests[:3]], t["common"]["sep"])))
+    elif facts.get("source") != "page":  # a page's hunks are not the change's whole file list
+        out.append(Md(text(k["no_tests"])))
+    return out
