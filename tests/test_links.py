@@ -213,3 +213,17 @@ def test_relation_rules_follow_the_rules_dir(settings, tmp_path: Path):
     rules = load_relation_rules(settings)
     assert (rules.max_links, rules.min_score) == (1, 3.0)
     assert rules.min_title_similarity == 0.85  # tables the user did not copy keep the packaged values
+
+
+def test_a_link_opens_the_page_of_the_kind_the_store_holds():
+    """A mention of a PR the store holds links /pull/N, also when the author wrote /issues/N; an issue stays
+    /issues/N, and a reference the store does not hold keeps /issues/N (GitHub forwards it)."""
+    from infra_radar.models import ISSUE, PR, Link
+    from infra_radar.render.base import link_views
+
+    links = [Link("mentions", "acme/infer", 5), Link("mentions", "acme/infer", 6,
+                                                      url="https://github.com/acme/infer/issues/6"),
+             Link("mentions", "acme/infer", 7), Link("mentions", "acme/infer", 8)]
+    urls = [v["url"] for v in link_views(links, {"acme/infer#5": PR, "acme/infer#6": PR, "acme/infer#7": ISSUE})]
+    assert urls == ["https://github.com/acme/infer/pull/5", "https://github.com/acme/infer/pull/6",
+                    "https://github.com/acme/infer/issues/7", "https://github.com/acme/infer/issues/8"]

@@ -369,3 +369,26 @@ def test_a_title_github_cut_is_taken_back_to_its_last_whole_word() -> None:
     from infra_radar.render.mechanism import clean_title
 
     assert clean_title("[Fix] Avoid spelling errors in adv_esti…")[0] == "Avoid spelling errors"
+
+
+_GITHUB_ITEM = re.compile(r"\]\(https://github\.com/([\w.-]+/[\w.-]+)/(pull|issues)/(\d+)\)")
+
+
+def test_a_link_to_an_item_the_store_holds_opens_its_own_kind_of_page(reports, full_store) -> None:
+    """Every GitHub link of every day (tables, references, downstream adaptations) to a PR the store holds is
+    /pull/N, to an issue /issues/N; only a reference the store does not hold may use /issues/N (GitHub
+    forwards it)."""
+    from sqlalchemy import create_engine
+
+    from infra_radar.store.queries import item_kinds
+
+    linked = {(repo, int(n), page) for text in reports.values() for repo, page, n in _GITHUB_ITEM.findall(text)}
+    engine = create_engine(full_store[1])
+    try:
+        kinds = item_kinds(engine, {(repo, n) for repo, n, _ in linked})
+    finally:
+        engine.dispose()
+    assert len(kinds) >= 20, kinds  # the check reads what the reports link
+    wrong = [(repo, n, page) for repo, n, page in linked
+             if (repo.lower(), n) in kinds and page != ("pull" if kinds[(repo.lower(), n)] == "pr" else "issues")]
+    assert not wrong, wrong

@@ -76,6 +76,20 @@ def test_repo_add_round_trip_keeps_comments_and_the_scope_line_names_it(sample_s
     written = tmp_path / "reports" / "daily" / "2026-08-03.md"
     assert alone.stdout.strip() == str(written) and "acme/serve" in scope_line(written.read_text(encoding="utf-8"))
 
+    # every door names it the same way: a push of the daily (asked for it alone, or all) and the site's day page
+    push = ("push", "daily", "--dry-run", "--to", "slack", "--since", since, "--until", until)
+    alone = json.dumps(json.loads(radar(*push, "--repo", "acme/serve").stdout.split("\n", 1)[1]))
+    assert "unknown repository" not in alone and "no data for the window: acme/serve" in alone
+    assert "no data for the window: acme/serve" in radar(*push).stdout
+    weekly = radar("push", "weekly", "--dry-run", "--to", "slack", "--repo", "acme/serve", "--week", "2026-W31")
+    assert "unknown repository" not in weekly.output and "acme/serve" in weekly.stdout  # its week, empty
+    latest = radar("push", "weekly", "--dry-run", "--to", "slack", "--repo", "acme/serve", ok=False).output
+    assert "no items of acme/serve" in latest and "radar fetch --repo acme/serve" in latest, latest
+    site = tmp_path / "site"
+    radar("site", "build", str(site))
+    page = (site / "daily" / "2026-08-02.html").read_text(encoding="utf-8")
+    assert "no data for the window: acme/serve" in page
+
     doctor = radar("doctor", "--offline").stdout
     row = next(line for line in doctor.splitlines() if line.startswith("repos "))
     assert "4 configured (radar.toml), 3 with data; no data: acme/serve" in row

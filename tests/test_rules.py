@@ -413,3 +413,38 @@ def test_noise_gates_never_change_what_is_stripped():
     assert _gate(_re.compile(r"^[ \t]*(?:Hide|Show) (?:details|comment)[ \t]*$", _re.I)) is None  # a space only
     assert _gate(_re.compile(r"(?:pull|push)ed the", _re.I)) == "ed the"  # a group is skipped, not the rest
     assert _gate(_re.compile(r"has conflicts? now", _re.I)) == "has conflict"  # "s?" is optional
+
+
+def test_an_l_grade_is_bound_to_the_platform_its_own_topics_name(conf):
+    """The L-grade consequence follows from the item's grade and its platform: an NPU kernel read for ROCm or
+    the CPU is bound to the NPU (never "GPU-bound"), for the NPU it is a kernel change of the target, and a
+    CUDA kernel stays bound to GPU kernels."""
+    from infra_radar.models import AnalysedItem
+    from infra_radar.render.base import load_strings
+    from infra_radar.render.conclusion import consequence
+
+    npu = make("[Ops] Add AscendC moe_token_permute op for A2/A3",
+               [("csrc/moe_token_permute/op_host/moe_token_permute.cpp", 300, 0),
+                ("csrc/moe_token_permute/op_kernel/moe_token_permute.cpp", 200, 0)],
+               body="Adds an AscendC kernel for the NPU with its tiling.")
+    cuda = make("Add a fused top-k CUDA kernel", [("csrc/moe/topk_kernel.cu", 200, 0)],
+                body="A CUDA kernel with warp shuffles for the top-k of the router.")
+    en = load_strings("en")
+
+    def said(item, target: str) -> tuple[str, str]:
+        target_conf = replace(conf, target=target)
+        a = analyse_item(item, RuleSet.load(target_conf), [], target_conf)
+        ai = AnalysedItem(item, a)
+        return a.grade, str(consequence(ai, en, [], target)) + " | " + str(consequence(ai, en, [], target, True))
+
+    for target, name in (("rocm", "ROCm"), ("cpu", "CPU")):
+        grade, text = said(npu, target)
+        assert grade == "L" and "NPU-bound" in text and "NPU kernels" in text and "GPU" not in text, (target, text)
+        assert f"only on {name}" in text
+    grade, text = said(npu, "ascend")
+    assert grade == "L" and "GPU" not in text and "NPU" in text, text
+    grade, text = said(cuda, "ascend")
+    assert grade == "L" and "GPU" in text, text
+    naming = replace(cuda, body=cuda.body + " On the NPU the same op runs npu_topk; tested on Ascend 910B too.")
+    grade, text = said(naming, "ascend")  # a CUDA kernel that names the target: bound to nothing said of it
+    assert grade == "L" and "GPU" not in text and "names NPU" in text, text

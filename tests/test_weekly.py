@@ -282,3 +282,46 @@ def test_zh_themes_are_stories_in_chinese_named_by_mechanism(reports, store, rep
         name = re.sub(r"^### \d+\. ", "", head)
         assert not re.match(r"`[^`]+` 模块", name) or "（" not in name, name  # a directory leads only when no
         # mechanism is shared; then it says what it is: "`dir/` 模块"
+
+
+def test_a_kind_absent_this_week_reads_as_last_weeks_count() -> None:
+    """The mix line says a kind the week does not have with last week's count ("杂项 0（上周 2）"), never as a
+    change from nothing ("0（−2）")."""
+    from infra_radar.models import AnalysedItem, Analysis, Item
+    from infra_radar.render.weekly_story import mix_line
+
+    def items(*kinds: str) -> list[AnalysedItem]:
+        return [AnalysedItem(Item(repo="acme/infer", kind="pr", key=str(i), number=i, title=f"invented #{i}"),
+                             Analysis(item_kind=k)) for i, k in enumerate(kinds, 1)]
+
+    now, before = items("feature", "feature", "bugfix"), items("feature", "other", "other")
+    zh, en = (str(mix_line(now, before, load_strings(lang))) for lang in ("zh", "en"))
+    other_zh, other_en = load_strings("zh")["kinds"]["other"], load_strings("en")["kinds"]["other"]
+    assert f"{other_zh} 0（上周 2）" in zh and "−2" not in zh and "-2" not in zh, zh
+    assert f"{other_en} 0 (2 the week before)" in en, en
+    assert "（+1）" in zh  # a kind present both weeks keeps its move
+
+
+def test_trend_lines_say_what_the_counts_mean() -> None:
+    """The areas line reads the area that grew most from its own PRs (here: most are fixes), and the quality
+    line the untested share against last week's; each reading is built from the counts it follows."""
+    from infra_radar.models import AnalysedItem, Analysis, FileChange, Item
+    from infra_radar.render.weekly_risks import Found
+    from infra_radar.render.weekly_story import areas_line, quality_line
+
+    def pr(i: int, path: str, kind: str) -> AnalysedItem:
+        return AnalysedItem(Item(repo="acme/infer", kind="pr", key=str(i), number=i, title=f"invented #{i}",
+                                 files=[FileChange(path, 10, 1)]), Analysis(item_kind=kind, grade="S"))
+
+    now = [pr(i, "infer/sched/a.py", "bugfix" if i < 4 else "feature") for i in range(5)]
+    before = [pr(10, "infer/other/x/b.py", "feature")]
+    zh, en = load_strings("zh"), load_strings("en")
+    line = str(areas_line(now, before, zh))
+    assert "`infer/sched/` 5（上周 0）" in line and "的 5 个 PR 中 4 个是修复" in line, line
+    assert "4 of the 5 PRs in `infer/sched/` are fixes" in str(areas_line(now, before, en))
+    rose = str(quality_line(Found(core=10, core_untested=5), Found(core=10, core_untested=2), zh, True))
+    assert "上周 10 个中 2 个" in rose and "从 20% 升到 50%" in rose, rose
+    same = str(quality_line(Found(core=10, core_untested=2), Found(core=10, core_untested=2), en, True))
+    assert "about last week's (20%)" in same, same
+    alone = str(quality_line(Found(core=4, core_untested=1), Found(), zh, False))
+    assert alone.endswith("其中 1 个没有测试改动"), alone  # 25%, no week before: nothing to read into it

@@ -189,6 +189,13 @@ def _profile_names() -> dict[str, Text]:
     return {k: v.get("name", {"en": k}) for k, v in tomllib.loads(text).get("profiles", {}).items()}
 
 
+@lru_cache(maxsize=1)
+def profile_topics() -> dict[str, str]:
+    """The topic of each target profile (grades.toml [profiles.*] topic): "ascend" -> "npu", "rocm" -> "rocm"."""
+    text = (resources.files("infra_radar") / "defaults" / "rules" / "grades.toml").read_text(encoding="utf-8")
+    return {k: v["topic"] for k, v in tomllib.loads(text).get("profiles", {}).items() if v.get("topic")}
+
+
 def target_name(profile: str, lang: str) -> str:
     """The display name of a target profile ("NPU", "AMD ROCm", ...), from the grade rules."""
     name = _profile_names().get(profile, {"en": profile})

@@ -67,8 +67,11 @@ def card_of(settings: Settings, db: Engine | Reader, found, cache: dict, referen
     item = found.item
     rel = related_of(settings, db, item, cache, exact=True)  # duplicates: the same title too
     back, more = cap_links(referenced_by, item.number, cache["relations"].max_per_kind)
+    linked = [*found.analysis.links, *back, *rel.duplicates, *rel.mechanism, *rel.chain]
+    kinds = queries.item_kinds(db, {(lk.repo, lk.number) for lk in linked if lk.repo and lk.number is not None})
     return CardInput(item=found, referenced_by=back, duplicates=rel.duplicates, related=rel.mechanism,
-                     chain=rel.chain, adapted=rel.adapted, target=settings.target, more={**more, **rel.more})
+                     chain=rel.chain, adapted=rel.adapted, target=settings.target, more={**more, **rel.more},
+                     kinds={f"{repo}#{number}": kind for (repo, number), kind in kinds.items()})
 
 
 def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_json: bool, llm: bool | None,

@@ -98,15 +98,22 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     downstream = [n for n in names if settings.repo(n).role == "downstream"]
     down = {n.lower() for n in downstream}
     top = [a for a in items if a.analysis.priority in ("P0", "P1") and a.item.repo.lower() not in down]
+    links_of = related_links(settings, engine, top, window.until, related)
+    adapted = [e for repo in downstream for e in adapted_in_window(engine, repo, window)]
+    # what the store knows of the items the report links (a pull request's page is /pull/N): one look-up
+    linked = {(lk.repo, lk.number) for ai in top for lk in ai.analysis.links if lk.repo and lk.number is not None}
+    linked |= {(lk.repo, lk.number) for links in links_of.values() for lk in links
+               if lk.repo and lk.number is not None}
+    linked |= {(e.up_repo, e.up_number) for e in adapted}
+    kinds = {f"{repo}#{number}": kind for (repo, number), kind in queries.item_kinds(engine, linked).items()}
     inp = DailyInput(window=window, repos=names, items=items, watch=[], deep_dive_limit=settings.deep_dive_limit,
                      first_run=first, generated_at=generated_at or datetime.now(UTC).replace(microsecond=0),
                      explicit=explicit, calendar_day=calendar_day,
-                     related=related_links(settings, engine, top, window.until, related), target=settings.target,
+                     related=links_of, target=settings.target,
                      short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
                      short_table_limit=settings.short_table_limit, downstream=downstream,
                      downstream_limit=settings.downstream_limit,
-                     adapted=[e for repo in downstream for e in adapted_in_window(engine, repo, window)],
-                     stories=stories(items, load_relation_rules(settings)))
+                     adapted=adapted, stories=stories(items, load_relation_rules(settings)), kinds=kinds)
     recalled = None
     if remember:
         from .memory import Memory, StoreLookup, recall

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, few, redact, url_secrets
+from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, redact, url_secrets
 from ..models import Window, check_repo
 from ..pipeline.judgment import judge
 from ..render.context import WeeklyInput, load_strings, weekly_context
@@ -112,6 +112,10 @@ def daily_digest(settings: Settings, engine: Engine, window: Window | date, repo
     ctx = radar.context(t)
     lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
                                               by_priority=ctx["by_priority"]))]
+    if ctx["repos_no_data"]:  # the scope line as `radar daily` has it, when a repository it covers has no data
+        sep = t["common"]["sep"]
+        lines.append(Line(t["daily"]["repos"].format(repos=sep.join(ctx["repos"]) or t["common"]["none"])
+                          + t["daily"]["no_data"].format(repos=sep.join(ctx["repos_no_data"]))))
     if ctx["since_last"]:
         lines.append(Line(plain(ctx["since_last"])))
     dash = t["common"]["dash"]
@@ -471,6 +475,9 @@ def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
     with engine.connect() as conn:
         latest = from_db_time(conn.execute(query).scalar_one())
     if latest is None:
+        if repos:  # a repository radar.toml lists before anything of it is stored
+            raise NotFoundError(f"the store has no items of {', '.join(repos)} to push (radar fetch --repo "
+                                f"{repos[0]} imports them; --week names a week to push anyway)")
         raise NotFoundError("the store has no items to push (import something first)")
     return latest.astimezone(UTC).date()
 
@@ -496,13 +503,16 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
             day: str | None, site_url: str, window: Window | None = None) -> list[Digest]:
     """The digests one push sends: one daily radar, or one weekly report per repository."""
     site_url = site_url.rstrip("/") + "/" if site_url else ""
+    from ..pipeline.reports import report_repos
+
     repos = [check_repo(r) for r in repos]
-    names = [n for n in queries.repo_names(engine) if not repos or n.lower() in {r.lower() for r in repos}]
-    if repos and not names:
-        raise ConfigError(f"unknown repository {few(r[:80] for r in repos)}")
+    if report == "daily":  # every repository `radar daily` names (pipeline.reports.report_repos), or those given
+        return [_daily(settings, engine, report_repos(settings, engine, repos) if repos else [], day, window,
+                       site_url)]
+    # the weekly of each repository given (one radar.toml lists but the store has nothing of is known: its
+    # week is empty), else of every stored one
+    names = report_repos(settings, engine, repos) if repos else queries.repo_names(engine)
     limit = horizon(settings.clock_skew)
-    if report == "daily":  # every repository `radar daily` names, unless some were given
-        return [_daily(settings, engine, names if repos else [], day, window, site_url)]
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
 

@@ -120,14 +120,16 @@ def link_url(link: Link) -> str:
     return github_url(link.repo, link.number, PR if link.kind in PR_RELATIONS else None) if link.repo else ""
 
 
-def shown_url(link: Link) -> str:
+def shown_url(link: Link, kind: str | None = None) -> str:
     """Where a report links a relation: the GitHub page of the referenced item, built from its repository and
     number (models.github_url: /pull/N for a relation to a pull request or an address of the author's that
     names one), or the author's URL when it is exactly that item's page (/pull/N or /issues/N); "" for an
     address from the text that is no item (a `url` link), which a report shows as text: author text never
-    becomes a link."""
+    becomes a link. `kind`: the referenced item's kind where the store holds it (PR or issue), which decides."""
     if not link.repo or link.number is None:
         return ""
+    if kind is not None:
+        return github_url(link.repo, link.number, kind)
     own = f"https://github.com/{link.repo}/"
     url = link.url or ""
     rest = url[len(own):] if url.lower().startswith(own.lower()) else ""
@@ -269,9 +271,12 @@ def row(ai: AnalysedItem, t: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def link_views(links: Iterable[Link]) -> list[dict[str, str]]:
+def link_views(links: Iterable[Link], kinds: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Links as a report lists them; `kinds` (lower-cased ref -> PR/issue, what the store holds) picks the page."""
     seen: dict[str, dict[str, str]] = {}
+    kinds = kinds or {}
     for link in links:
         if link.ref and (not link.url or clickable(link.url)):
-            seen.setdefault(link.ref, {"ref": link.ref, "url": shown_url(link), "detail": link.detail})
+            seen.setdefault(link.ref, {"ref": link.ref, "url": shown_url(link, kinds.get(link.ref.lower())),
+                                       "detail": link.detail})
     return list(seen.values())

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..analyse.porting import Applied
+from ..analyse.porting import Applied, profile_topics
 from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
@@ -166,7 +166,17 @@ def target_short(target: str, lang: str) -> str:
     return names.get(lang) or names.get("en") or target
 
 
-def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool) -> set[str]:
+def _platform(ai: AnalysedItem, target: str) -> tuple[str, str]:
+    """Which platform the item is about, from its own topics (the topic of a target profile, grades.toml):
+    ("target", "") when it is the target's, ("other", profile) when only another profile's, else ("", "")."""
+    topics, own = set(ai.analysis.topics), profile_topics()
+    if own.get(target) in topics:
+        return "target", ""
+    other = next((p for p, topic in own.items() if p != target and topic in topics), "")
+    return ("other", other) if other else ("", "")
+
+
+def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str = "") -> set[str]:
     a, item = ai.analysis, ai.item
     state = "open" if item.draft else item.state
     gpu = [p for p in porting if p.entry.id != "npu-native"]
@@ -180,17 +190,21 @@ def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool) -> set[str]:
         flags.add("figure")
     if no_gain(a.perf_claims, item.body):
         flags.add("no-gain")
+    if platform:
+        flags.add(f"platform:{platform}")
     return flags
 
 
 def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], target: str, short: bool = False,
                 figure: bool = False) -> Md:
     """What the change means for the target, from the first [[consequence]] rule whose flags hold."""
-    lang, flags = t["lang"], _flags(ai, porting, figure)
+    platform, other = _platform(ai, target)
+    lang, flags = t["lang"], _flags(ai, porting, figure, platform)
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     values = {"target": target_short(target, lang),
               "brief": pick(gpu[0].brief, lang) if gpu else "",
-              "entry": pick(gpu[0].entry.name, lang) if gpu else ""}
+              "entry": pick(gpu[0].entry.name, lang) if gpu else "",
+              "platform": target_short(other, lang) if other else ""}
     for rule in rules().data.get("consequence", []):
         if all(f in flags for f in rule.get("when", [])) and not any(f in flags for f in rule.get("unless", [])):
             chosen = rule["short" if short and "short" in rule else "text"]

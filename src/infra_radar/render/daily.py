@@ -117,18 +117,19 @@ def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
 
 
 def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, list[Link]],
-                short: dict[str, str], most: int = 4) -> list[dict[str, str]]:
+                short: dict[str, str], most: int = 4, kinds: dict[str, str] | None = None) -> list[dict[str, str]]:
     """What the deep dives point at that the report does not already link: the references a reader follows
     to understand the mechanism (an upstream issue, a library PR), at most `most`. An item is linked to the
-    page the radar builds from its repository and number (`shown_url`); an address quoted in a description is
-    shown as text, never as a link."""
+    page the radar builds from its repository and number (`shown_url`: a pull request's page where `kinds`, what
+    the store holds, says it is one); an address quoted in a description is shown as text, never as a link."""
+    kinds = kinds or {}
     refs: dict[str, dict[str, str]] = {}
     for ai in deep:
         for lk in [*ai.analysis.links, *related.get(ai.item.ref, [])]:
             url = link_url(lk)
             if lk.ref and lk.ref not in shown and url and clickable(url) and len(refs) < most:
                 label = ref_label(lk.ref, short) if lk.repo else lk.ref
-                refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": shown_url(lk),
+                refs.setdefault(lk.ref, {"ref": lk.ref, "label": label, "url": shown_url(lk, kinds.get(lk.ref.lower())),
                                          # a cherry-pick link's detail is how it was found ("cherry-pick
                                          # of", "subject"), not the other item's title
                                          "title": title_head(lk.detail) if lk.detail != url
@@ -241,7 +242,7 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
         ups = adapts.get(ai.item.ref.lower(), [])
         note = downstream_note(ai, t, inp.target)
         if ups:
-            shown = join([link(ref_label(u, short), ref_url(u)) for u in ups[:3]], c["sep"])
+            shown = join([link(ref_label(u, short), ref_url(u, inp.kinds.get(u.lower()))) for u in ups[:3]], c["sep"])
             more = c["more"].format(n=len(ups)) if len(ups) > 3 else ""
             note = Md(f"{note.rstrip('。.')}{c['semi']}{d['adapts'].format(refs=shown + more)}"
                       f"{'。' if t['lang'] == 'zh' else '.'}")
@@ -384,6 +385,6 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "watch": watch, "short": short_rows,
         "short_more": _more_line(rest, t, short), "checks": checks,
         "downstream": _downstream(inp, downstream, t, short, weights) if inp.downstream else None,
-        "refs": _references(deep, shown, inp.related, short),
+        "refs": _references(deep, shown, inp.related, short, kinds=inp.kinds),
     }
 

@@ -77,6 +77,7 @@ class DailyInput:
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry of downstream PRs in the window
     no_deep: set[str] = field(default_factory=set)  # lower-cased refs an earlier radar follows: never deep-dived
     since_last: SinceLast | None = None  # None: the radar has no memory (a test, a prompt preview)
+    kinds: dict[str, str] = field(default_factory=dict)  # lower-cased ref -> PR/issue, of linked items the store holds
 
 
 @dataclass
@@ -109,3 +110,4 @@ class CardInput:
     known: bool = True  # False: an upstream ref known only through the ledger (no item, no analysis)
     target: str = "ascend"  # the target platform profile (settings.target)
     more: dict[str, int] = field(default_factory=dict)  # link kind -> related items beyond the listed ones
+    kinds: dict[str, str] = field(default_factory=dict)  # lower-cased ref -> PR/issue, of linked items the store holds

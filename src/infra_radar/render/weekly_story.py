@@ -239,7 +239,9 @@ def mix_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str, A
         listed = c["sep"].join([*(w["kind_alone"].format(kind=name(t, "kinds", k), n=cur[k]) for k in kinds
                                   if cur[k]), *([other] if other else [])])
         return Md(w["mix_alone"].format(kinds=listed, eng=_share(now)))
-    listed = c["sep"].join([*(w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
+    # a kind absent this week says how many it had the week before, not a change from nothing
+    listed = c["sep"].join([*(w["kind_gone"].format(kind=name(t, "kinds", k), before=prev[k]) if not cur[k] else
+                              w["kind_count"].format(kind=name(t, "kinds", k), n=cur[k],
                                                      delta=signed(cur[k] - prev[k])) for k in kinds),
                             *([other] if other else [])])
     eng, eng_before = _share(now), _share(before)
@@ -286,7 +288,28 @@ def areas_line(now: list[AnalysedItem], before: list[AnalysedItem], t: dict[str,
     fmt = w["area_count"]
     rising = c["sep"].join(fmt.format(path=code(d), n=cur[d], before=prev[d]) for d in up) or c["none"]
     falling = c["sep"].join(fmt.format(path=code(d), n=cur[d], before=prev[d]) for d in down) or c["none"]
-    return Md(w["areas"].format(up=rising, down=falling))
+    line = w["areas"].format(up=rising, down=falling)
+    reading = _area_reading(now, up[0], t) if up else ""
+    return Md(w["areas_reading"].format(line=line, reading=reading) if reading else line)
+
+
+def _in_area(ai: AnalysedItem, area: str) -> bool:
+    """The item changes code under `area` (as _areas counts it: tests, docs and configuration apart)."""
+    return any(f.path.startswith(area) and file_role(f.path) not in ("tests", "docs", "config") for f in ai.item.files)
+
+
+def _area_reading(now: list[AnalysedItem], area: str, t: dict[str, Any]) -> str:
+    """What the area that grew most is doing, from its PRs' own counts: fixes, new features, work for the
+    target itself, or device-dependent (grade M/L) changes, whichever holds for at least half; else ""."""
+    w = t["weekly"]
+    members = [ai for ai in now if _in_area(ai, area)]
+    n = len(members)
+    counts = [("areas_fixes", sum(ai.analysis.item_kind == "bugfix" for ai in members)),
+              ("areas_features", sum(ai.analysis.item_kind == "feature" for ai in members)),
+              ("areas_native", sum(bool(ai.analysis.native) for ai in members)),
+              ("areas_device", sum(ai.analysis.grade in ("M", "L") for ai in members))]
+    key, k = next(((key, k) for key, k in counts if n and 2 * k >= n), ("", 0))
+    return w[key].format(path=code(area), n=n, k=k) if key else ""
 
 
 def _distinct(dirs: list[str]) -> list[str]:
@@ -303,7 +326,15 @@ def quality_line(found: Found, before: Found, t: dict[str, Any], has_before: boo
     if not found.core:
         return None
     vs = w["quality_vs"].format(core=before.core, bare=before.core_untested) if has_before and before.core else ""
-    return Md(w["quality"].format(core=found.core, bare=found.core_untested, vs=vs))
+    # what the counts mean: the untested share against last week's (ten points or more is a move), or alone
+    now = round(100 * found.core_untested / found.core)
+    if vs:
+        was = round(100 * before.core_untested / before.core)
+        key = "quality_up" if now - was >= 10 else "quality_down" if was - now >= 10 else "quality_same"
+        reading = w[key].format(before=was, now=now)
+    else:
+        reading = w["quality_high"].format(now=now) if now >= 30 else ""
+    return Md(w["quality"].format(core=found.core, bare=found.core_untested, vs=vs) + reading)
 
 
 def people_line(now: list[AnalysedItem], themes: list[Theme], is_bot: Any, t: dict[str, Any]) -> Md | None:

@@ -361,6 +361,22 @@ def watch_list(store) -> list[WatchEntry]:
                                          "watch.last_state, watch.last_files FROM watch ORDER BY watch.id")]
 
 
+def item_kinds(store, refs: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """For each stored (repo, number), keyed lower-cased: the item's kind (a PR or an issue) as the store holds
+    it, so that a report links a pull request's page and not /issues/N. Refs not in the store are left out."""
+    wanted = {(repo.lower(), number) for repo, number in refs if number is not None}
+    numbers = sorted({number for _, number in wanted})
+    out: dict[tuple[str, int], str] = {}
+    with reading(store) as db:
+        for start in range(0, len(numbers), CHUNK):
+            for name, number, kind in db.rows(
+                    "SELECT repos.name, items.number, items.kind FROM items JOIN repos ON repos.id = items.repo_id "
+                    "WHERE items.number IN :numbers", {"numbers": numbers[start:start + CHUNK]}):
+                if (name.lower(), number) in wanted:
+                    out[(name.lower(), number)] = kind
+    return out
+
+
 def neighbours(store, repo: str, number: int, most: int = 3) -> tuple[list, list]:
     """The PRs and issues of `repo` numbered nearest below and above `number` (at most `most` each, nearest
     first), as sources.page_dates.Neighbour: what bounds the opening of an item whose opening is unknown."""
