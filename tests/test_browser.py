@@ -7,12 +7,15 @@ screenshots in the test's temporary directory.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from infra_radar.cli import main
 from infra_radar.pipeline.demo import sample_files
 from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.imports import import_jsonl
@@ -70,6 +73,19 @@ def test_site_in_chromium(site, tmp_path):
 
             page.goto((site / "items" / "acme+infer" / "1853.html").as_uri())
             assert "acme/infer#1853" in page.locator("h1").inner_text()
+            # every statement `radar show --evidence` lists is on the page, its evidence collapsed behind it
+            records = json.loads(CliRunner().invoke(main, ["show", "acme/infer#1853", "--evidence", "--json"],
+                                                    catch_exceptions=False).output)
+            assert records
+            shown = page.locator("details.evidence")
+            summaries = [" ".join(x.split()) for x in shown.locator("summary").all_inner_texts()]
+            assert summaries == [" ".join(r["statement"].replace("`", "").split()) for r in records]
+            first = shown.first
+            assert not first.evaluate("d => d.open") and not first.locator("blockquote").is_visible()
+            first.locator("summary").click()
+            assert first.evaluate("d => d.open") and first.locator("blockquote").is_visible()
+            assert " ".join(first.locator("blockquote").inner_text().split()) == " ".join(records[0]["text"].replace("`", "").split())
+            assert records[0]["rule"] in first.locator("p.facts").inner_text()
             page.screenshot(path=str(tmp_path / "item.png"), full_page=True)
 
             page.goto((site / "items" / "acme+infer" / "1849.html").as_uri())

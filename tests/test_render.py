@@ -207,7 +207,9 @@ def weekly_items() -> list[AnalysedItem]:
             grade_reason=both(f"Reason for #{num}.", f"#{num} 的理由。"),
             decision_reason=both(f"Decision for #{num}.", f"#{num} 的处理理由。"),
             summary=both(f"Summary of #{num}.", f"#{num} 的结论。"),
-            perf_claims=[PerfClaim("TTFT p50", 0.88, 0.51, "s", -42.0)] if num == 4821 else []))
+            perf_claims=[PerfClaim("TTFT p50", 0.88, 0.51, "s", -42.0)] if num == 4821 else [],
+            # a label is stated only with the sentence that asserts it (its evidence record)
+            body="The scheduler now defaults to decode-first under memory pressure." if num == 4833 else ""))
     items.append(make("acme/infer", 4851, "WIP: new sampler", state=OPEN, when="2026-07-30T10:00:00",
                       item_kind="feature", topics=["performance"], priority="P2", importance=2, insight=2))
     items.append(make("acme/infer", None, "hotfix: pin wheel version", kind=COMMIT, when="2026-07-31T10:00:00",

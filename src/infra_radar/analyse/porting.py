@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import Item, Text
+from .assertions import own_names, sentence_list, why_not
 
 PROFILES = ("ascend", "rocm", "cpu")
 
@@ -34,6 +35,9 @@ class PortingEntry:
     caveat: dict[str, Text]
     brief: dict[str, Text] | None = None  # by profile: the caveat in a few words (a conclusion's consequence)
     grade: dict[str, str] = field(default_factory=dict)  # by profile: "M" when the counterpart is a drop-in
+    # words one of which must be in the same sentence as a word hit (`with_words`): "fp8" counts for the
+    # low-precision entry only where the sentence says what computes in it (a GEMM, a kernel, quantization)
+    near: re.Pattern[str] | None = None
 
     def matches(self, text: str) -> bool:
         """A phrase or a path of grade evidence is this mechanism (its words or its path patterns)."""
@@ -102,8 +106,11 @@ def compile_entries(data: dict[str, Any]) -> list[PortingEntry]:
                         raise ConfigError(f"porting.toml: {where}.{profile}.grade must be S, M or L")
                     grade[profile] = raw[profile]["grade"]
         compiled = re.compile("|".join(translate(p) for p in paths)) if paths else None
+        near = raw.get("with_words", [])
+        if not all(isinstance(w, str) and w for w in near):
+            raise ConfigError(f"porting.toml: {where}: `with_words` is a list of strings")
         out.append(PortingEntry(raw["id"], _text(raw.get("name"), f"{where}.name"), _words(words), compiled,
-                                counterpart, caveat, brief, grade))
+                                counterpart, caveat, brief, grade, _words(near)))
     return out
 
 
@@ -132,20 +139,21 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
     entries = entries if entries is not None else load_map()
     found: list[tuple[int, int, Applied]] = []
     head, body = item.title, (item.body if text is None else text)[:20000]
+    own = own_names(item.repo)
     for order, e in enumerate(entries):
         if profile not in e.counterpart:
             continue
         hit = None
         if e.words is not None:
-            m = e.words.search(head)
-            rank = 0
+            in_title = e.words.search(head)
+            m, rank = (in_title[0] if in_title else None), 0
+            if m and e.near is not None and not e.near.search(head):
+                m = None
             if not m:  # in the description it must be a subject, not a passing mention: three times at least
-                hits = e.words.finditer(body)
-                m, rank = next(hits, None), 1
-                if m is not None and sum(1 for _ in zip(range(2), hits, strict=False)) < 2:
-                    m = None
+                said = _asserted_hits(e, body, own)
+                m, rank = (said[0] if len(said) >= 3 else None), 1
             if m:
-                hit = (rank, m[0].strip())
+                hit = (rank, m.strip())
         if hit is None and e.paths is not None:
             path = next((f.path for f in item.files if e.paths.match(f.path)), None)
             if path:
@@ -156,6 +164,23 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
     picked = [a for _, _, a in found]
     specific = [a for a in picked if a.entry.id != "npu-native"]
     return (specific or picked)[:limit]
+
+
+def _asserted_hits(e: PortingEntry, body: str, own: tuple[str, ...]) -> list[str]:
+    """The entry's word hits in prose sentences that say them of this change (not negated, hypothetical or
+    another project's; not in code, a command or a log), each in a sentence with one of its `with_words`."""
+    out: list[str] = []
+    if e.words is None or not e.words.search(body):
+        return out
+    for sentence in sentence_list(body):
+        if e.near is not None and not e.near.search(sentence):
+            continue
+        for m in e.words.finditer(sentence):
+            if not why_not(sentence, m.start(), m.end(), own):
+                out.append(m[0])
+                if len(out) >= 3:
+                    return out
+    return out
 
 
 @lru_cache(maxsize=1)

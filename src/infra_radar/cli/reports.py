@@ -144,14 +144,17 @@ def weekly(obj: Context, repo: str, week: str | None, since: str | None, until: 
 @click.command()
 @click.argument("ref")
 @click.option("--json", "as_json", is_flag=True, help="Print the export object instead of the card.")
+@click.option("--evidence", is_flag=True,
+              help="List each statement the radar makes about the item with its source sentence, field and rule.")
 @LANG
 @LLM
 @pass_ctx
-def show(obj: Context, ref: str, as_json: bool, lang: str | None, llm: bool | None) -> None:
+def show(obj: Context, ref: str, as_json: bool, evidence: bool, lang: str | None, llm: bool | None) -> None:
     """The item card of OWNER/NAME#N."""
     from ..pipeline.card import show_card  # reads a ready SQLite store without SQLAlchemy (pipeline/card.py)
 
-    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, llm), nl=False)
+    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, False if evidence else llm,
+                         evidence=evidence), nl=False)
 
 
 @click.command()

@@ -74,13 +74,19 @@ def card_of(settings: Settings, db: Engine | Reader, found, cache: dict, referen
                      kinds={f"{repo}#{number}": kind for (repo, number), kind in kinds.items()})
 
 
-def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_json: bool, llm: bool | None) -> str:
+def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_json: bool, llm: bool | None,
+              evidence: bool = False) -> str:
     """The text `radar show` prints: the card of `ref` in Markdown (model prose laid over it when wanted) or
-    its export object as JSON. `engine` opens the store through SQLAlchemy, called only when needed."""
+    its export object as JSON; with `evidence`, the evidence records of its statements (render/evidence.py).
+    `engine` opens the store through SQLAlchemy, called only when needed."""
     inp = fast_card(settings, ref, as_json, llm)
     fast = inp is not None
     if inp is None:
         inp = card_input(settings, engine(), ref)
+    if evidence:
+        from ..render.evidence import evidence_text
+
+        return evidence_text(inp, settings.lang, as_json)
     if as_json:
         from ..render.markdown import card_json
 

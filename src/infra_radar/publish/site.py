@@ -34,7 +34,9 @@ from ..render.context import (
     load_strings,
     weekly_context,
 )
+from ..render.escape import Md
 from ..render.escape import text as author_text
+from ..render.evidence import item_evidence
 from ..render.markdown import fmt
 from ..render.template_cache import bytecode_cache, fingerprint
 from ..store import queries
@@ -365,7 +367,10 @@ class Site:
         # the sentences the radar built in Markdown go through md() in the template (code spans rendered);
         # the team's line is shown as the text a reader sees (HTML escapes it)
         card["team"] = shown(card["team"])
-        return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body,
+        # each record's statement and text as the report shows them: code spans rendered, raw HTML escaped
+        evidence = [{**e.json(), "statement": Md(e.statement), "text": Md(e.text)}
+                    for e in item_evidence(ai, self.lang, self.settings.target)] if item.number is not None else []
+        return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body, evidence=evidence,
                                 repo_link=root_of(rel) + repo_page(item.repo))
 
 

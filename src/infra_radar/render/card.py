@@ -13,6 +13,7 @@ from .code_view import code_lines, contradiction_clause
 from .conclusion import conclusion
 from .deepdive import deep_view
 from .escape import code, fmt, join
+from .evidence_risks import stated_risks
 from .explain import described, whole
 from .inputs import CardInput
 
@@ -83,7 +84,7 @@ def card_context(inp: CardInput, t: dict[str, Any]) -> dict[str, Any]:
         "closed": iso(item.closed_at),
         "imported": iso(item.updated_at) if item.time_source == "import" else "", "branches": item.branches, "merge_commit": item.merge_commit or "",
         "labels": item.labels, "native": ai.analysis.native, "risks": [name(t, "risks", r) for r in
-                                                                         ai.analysis.risk_labels],
+                                                                         stated_risks(ai)],
         "claims": claim_rows(ai.analysis.perf_claims, t), "file_groups": _file_groups(item.files),
         "files_total": files_total(item.files, t), "named_paths": item.named_paths[:20],
         "references": link_views((lk for lk in links if lk.kind in _REFERENCE_KINDS), inp.kinds),

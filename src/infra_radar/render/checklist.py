@@ -40,6 +40,7 @@ def checklist_rules() -> dict[str, Any]:
     names = "|".join(re.escape(n) for n in sorted(data["version_names"], key=len, reverse=True))
     data["_version"] = re.compile(rf"(?<![\w-])(?:{names})\s?(?:[<>]=?|==|v)?\s?\d+\.\d+(?:\.\d+)?\+?")
     data["_graph"] = re.compile("|".join(re.escape(m) for m in data["graph_modes"]))
+    data["_elsewhere"] = re.compile("|".join(re.escape(w) for w in data.get("elsewhere_words", [])) or r"(?!x)x", re.I)
     return data
 
 
@@ -61,7 +62,9 @@ def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
     item = ai.item
     explained = explain_body(item.body)
     own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
-    text = f"{item.title}\n{item.body[:20000]}"
+    # switches and variables come from what the change says, never from a command line, a log or a script
+    # that only reproduces a benchmark
+    text = prose_text(item)
     named = _NAMED.findall(own)
     bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
              if b.split("=")[0].rsplit(".", 1)[-1] in own]
@@ -70,7 +73,39 @@ def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
     switches = list(dict.fromkeys(named + bools + flags))
     # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
     switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]
-    return switches, list(dict.fromkeys(r["_env"].findall(text)))
+    envs = list(dict.fromkeys(r["_env"].findall(text)))
+    elsewhere = _elsewhere(text)
+    return ([s for s in switches if not elsewhere(s)], [e for e in envs if not elsewhere(e)])
+
+
+def prose_text(item: Any, limit: int = 20000) -> str:
+    """The title and the prose lines of the description: no code block, command line, log or stack trace."""
+    return f"{item.title}\n" + _prose_of(item.body[:limit])
+
+
+@lru_cache(maxsize=256)
+def _prose_of(body: str) -> str:
+    """The prose lines of a description, kept for the last ones asked (the conclusion and the checklist of one
+    report read each description more than once)."""
+    from ..analyse.figures import prose_lines
+
+    return "\n".join(line for _, line in prose_lines(body))
+
+
+def _elsewhere(text: str) -> Any:
+    """Whether a switch is named in a sentence saying it runs only on another platform (checklists.toml
+    `elsewhere_words`), or sets a device of another platform (`X=cuda`)."""
+    r = checklist_rules()
+    words = r["_elsewhere"]
+    lines = text.split("\n")
+
+    def test(switch: str) -> bool:
+        if words.search(switch):
+            return True
+        key = switch.split("=")[0].rsplit(".", 1)[-1]
+        return any(key in line and words.search(line) for line in lines)
+
+    return test
 
 
 def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str, str]:
@@ -80,7 +115,8 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     explained = explain_body(item.body)
     # the change's own switches are named where it says what it does, not in its benchmark commands
     own = f"{item.title}\n" + " ".join(t for _, t in explained.mechanism + explained.motivation)
-    text = f"{item.title}\n{item.body[:20000]}"
+    text = prose_text(item)
+    full = f"{item.title}\n{item.body[:20000]}"  # models and hardware a benchmark ran on count wherever named
     sep = "、" if lang == "zh" else ", "
     switches, envs = item_switches(ai)
     code_default, code_switches, code_envs, code_versions = _from_code(item.code)
@@ -90,9 +126,9 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     switches = list(kept.values())
     envs = list(dict.fromkeys(code_envs + envs))
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
-                                + [m.rstrip(".-") for m in r["_model"].findall(text)]))
+                                + [m.rstrip(".-") for m in r["_model"].findall(full)]))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
-    hardware = list(dict.fromkeys(r["_hardware"].findall(text)))
+    hardware = list(dict.fromkeys(r["_hardware"].findall(full)))
     from .escape import plain
     from .metrics import metric_name
 
@@ -115,7 +151,8 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     topics = set(a.topics)
     training = item.repo in r["training_repos"] or bool(topics & set(r["training_topics"]))
     low = f"{item.title}\n{' '.join(t for _, t in explained.mechanism + explained.motivation)}".lower()
-    modes = list(dict.fromkeys(r["_graph"].findall(text)))
+    eager = {m.lower() for m in r.get("eager_modes", [])}
+    modes = [m for m in dict.fromkeys(r["_graph"].findall(text)) if m.lower() not in eager]
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     # a long dotted config key by its last part (`pad_bshd_to_minibatch_max`): the step stays one line
     switches = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
@@ -136,7 +173,9 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
              "bugfix": a.item_kind in ("bugfix", "issue-bug"),
              "weight-sync": any(w in low for w in r["weight_sync_words"]),
              "graph": bool(modes) or any(p.entry.id == "cuda-graph" for p in porting),
-             "porting": bool(gpu), **{f"topic:{t}": True for t in topics}}
+             "porting": bool(gpu), **{f"topic:{t}": True for t in topics},
+             # the parallel setting is the change's own: named in its title or where it says what it does
+             "parallel-own": any(p in own.replace(" ", "") for p in parallel)}
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
@@ -196,8 +235,8 @@ def item_checklist(ai: AnalysedItem, lang: str, target: str, porting: list[Appli
     return checklist_options(ai, lang, target, porting)[0]
 
 
-def checklist_options(ai: AnalysedItem, lang: str, target: str,
-                      porting: list[Applied]) -> tuple[list[Md], list[Md]]:
+def checklist_options(ai: AnalysedItem, lang: str, target: str, porting: list[Applied],
+                      sources: dict[str, tuple[str, dict[str, str]]] | None = None) -> tuple[list[Md], list[Md]]:
     """(steps, alternates): the item's steps, and the other fallbacks that also fit it (for a report that
     would otherwise repeat one fallback on too many items)."""
     r = checklist_rules()
@@ -222,12 +261,29 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str,
         out = fmt(phrase, **escaped) if "`{" in phrase else Md(phrase.format(**escaped))
         return squeeze_cjk(out) if lang == "zh" else out
 
+    if sources is not None:  # each step's rule and the values it was filled with (its evidence record)
+        for group in ("step", "fallback", "spare"):
+            for i, s in enumerate(r.get(group, [])):
+                if usable(s):
+                    used = set(_PLACEHOLDER.findall(s["text"]["en"])) | set(s.get("needs", []))
+                    sources[str(text(s))] = (f"{group}[{i}]", {k: str(values[k]) for k in sorted(used) if values.get(k)})
     steps = [text(s) for s in r["step"] if usable(s)][: int(r["max_steps"])]
     fallbacks = [text(s) for s in r["fallback"] if usable(s)]
     need = max(int(r["min_steps"]) - len(steps), 0)
     steps += fallbacks[:need]
     spares = [text(s) for s in r.get("spare", []) if usable(s)]
     return list(dict.fromkeys(steps)), fallbacks[need:] + spares
+
+
+def checklist_sources(ai: AnalysedItem, lang: str, target: str,
+                      porting: list[Applied]) -> list[tuple[str, str, dict[str, str]]]:
+    """(step, the rule it was built from, the item's values it names) for each step the item's checklist may show."""
+    from .escape import plain
+
+    sources: dict[str, tuple[str, dict[str, str]]] = {}
+    steps, alternates = checklist_options(ai, lang, target, porting, sources)
+    # a report may show an alternate in place of a step another item already has: both have their records
+    return [(plain(s), *sources[str(s)]) for s in dict.fromkeys([*steps, *alternates]) if str(s) in sources]
 
 
 _CODE = re.compile(r"`[^`]*`|“[^”]*”|\([^)]*\)|（[^）]*）|[\d.]+")

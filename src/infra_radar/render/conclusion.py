@@ -52,7 +52,18 @@ def echoes(text_: str, title: str) -> bool:
 def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     """The identifiers the description is about: the most mentioned first, then by first mention."""
     explained = explain_body(ai.item.body)
-    found = identifiers(" ".join(t for _, t in explained.mechanism + explained.motivation))
+    said = " ".join(t for _, t in explained.mechanism + explained.motivation)
+    found = identifiers(said)
+    if not found:
+        return []
+    if ai.analysis.native or "npu" in ai.analysis.topics:  # a change for the target: not the path it leaves alone
+        found = [i for i in found if not _elsewhere_only(i, said)]
+    # named in the author's prose, not only in a command line or a log (an unclosed fence of a cut page runs on
+    # to the end: a reproduction's `key=value` arguments are not the change's names)
+    from .checklist import prose_text
+
+    prose = prose_text(ai.item)
+    found = [i for i in found if i in prose]
     if not found:
         return []
     body = ai.item.body[:20000]
@@ -75,6 +86,17 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
     # what the title already names goes last: the conclusion should add to the title, not repeat it
     title = ai.item.title.lower()
     return sorted(picked, key=lambda x: x.lower() in title)[:limit]
+
+
+def _elsewhere_only(ident: str, text: str) -> bool:
+    """Whether every sentence naming `ident` says it is another platform's path ("`flash_qla` stays the GPU
+    path"; checklists.toml `elsewhere_words`): an NPU change's row does not list it among its own names."""
+    from .checklist import checklist_rules
+    from .explain import sentences
+
+    words = checklist_rules()["_elsewhere"]
+    naming = [s for s in sentences(text) if ident in s]
+    return bool(naming) and all(words.search(s) for s in naming)
 
 
 # --- the figure ------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ Author text is labelled as quoted; only our own lines are our prose.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from ..analyse.porting import Applied
@@ -74,25 +75,55 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
     return view
 
 
+def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> Md:
+    """What the description's figures are when none is a before/after claim: the author's figures in the other
+    shapes (analyse/figures.py), else what was read ("no figures in the description", or that it is cut)."""
+    from ..analyse.figures import description_cut, extract_figures
+    from .escape import join, text
+
+    d, c = t["daily"], t["common"]
+    found = extract_figures(body, taken=[x.span for x in claims])
+    if found:
+        return fmt(d["dive_figure"], text=join([text(f.text) for f in found[:most]], c["sep"]))
+    return Md(d["dive_cut"] if description_cut(body) else d["dive_no_figures"])
+
+
 # --- the daily radar's deep dive: one paragraph of our own -----------------------------------------
 
 def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
     """What the description says went wrong, as the rules name it (conclusions.toml [motivation])."""
+    return [label for label, _ in motivation_evidence(ai, lang, most)]
+
+
+def motivation_evidence(ai: AnalysedItem, lang: str, most: int = 2) -> list[tuple[str, str]]:
+    """(cue, the sentence asserting it) for what the description says went wrong: only in a section the author
+    headed as the motivation, and only a sentence that says it of this change (analyse/assertions.py: not
+    negated, not hypothetical, not another project's, not code, a log or a command)."""
+    from ..analyse.assertions import asserted_sentence, own_names
     from .explain import sections
     from .mechanism import rules as conclusion_rules
 
     # only a section the author headed as the motivation ("Motivation", "Why", "Problem", "Root cause")
     blocks = [b for s in sections(ai.item.body) if s.role == "motivation" for b in s.blocks]
-    low = " ".join(t_ for _, t_ in blocks).lower()[:4000]
-    if not low:
+    text = "\n".join(t_ for _, t_ in blocks)[:4000]
+    if not text:
         return []
     found = []
+    own = own_names(ai.item.repo)
     for cue in conclusion_rules().data["motivation"]["cues"]:
-        if any(w in low for w in cue["words"]):
-            found.append(cue[lang] if lang in cue else cue["en"])
+        said = asserted_sentence(text, _cue_re(tuple(cue["words"])), own)
+        if said:
+            found.append((cue[lang] if lang in cue else cue["en"], said))
         if len(found) >= most:
             break
     return found
+
+
+@cache
+def _cue_re(words: tuple[str, ...]):
+    from ..analyse.assertions import cue_pattern
+
+    return cue_pattern(words)
 
 
 def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: str, shown: str = "") -> dict[str, Any]:
@@ -141,7 +172,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
         elif len(claims) == 2:
             evidence.append(claim_text(next(x for x in claims if x is not best), t))
     else:
-        evidence.append(Md(d["dive_no_figures"]))
+        evidence.append(figures_said(item.body, claims, t))
     checked = validation_cues(ai, lang)
     if checked:
         evidence.append(fmt(d["dive_checked"], what=c["sep"].join(checked)))

@@ -135,6 +135,14 @@ def _checklist_json(inp: CardInput) -> list[str]:
                                                     applied(ai.item, inp.target, text=described(ai.item.body)))]
 
 
+def _evidence_json(inp: CardInput) -> list[dict[str, str]]:
+    from .evidence import item_evidence
+
+    if not inp.known:
+        return []
+    return [e.json() for e in item_evidence(inp.item, "en", inp.target)]
+
+
 _CODE_KEYS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests")
 
 
@@ -169,6 +177,8 @@ def card_json(inp: CardInput) -> dict[str, Any]:
         "links": _links_json(inp),
         "summary": pick(a.summary, "en"), "branches": list(item.branches), "merge_commit": item.merge_commit,
         "labels": list(item.labels), "checklist": _checklist_json(inp),
+        # each templated statement about the item with the sentence, field and rule it rests on (issue 32)
+        "evidence": _evidence_json(inp),
         # what the diff says (null: no diff read) and where the description says otherwise
         "code": code_json(item.code),
         "contradictions": [{k: c.get(k) for k in ("description", "code", "file")} for c in a.contradictions],

@@ -22,6 +22,7 @@ from .cjk import cjk_share
 from .clusters import Theme, themes, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, fmt, link, plain, text
+from .evidence_risks import stated_risks
 from .explain import described, identifiers
 from .inputs import WeeklyInput
 from .weekly_risks import Found, chains, find, recommendations, risk_lines
@@ -102,7 +103,7 @@ def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict
     grade = w["quick_grade"].format(grade=grade_shown(ai.analysis, t), decision=name(t, "decisions", ai.analysis.decision))
     # a priority the team labelled says so (the key PRs are chosen by it)
     team = [f"{ai.analysis.priority}{c['team_mark']}"] if (ai.analysis.label or {}).get("priority") else []
-    risks = [name(t, "risks", r) for r in ai.analysis.risk_labels if r in ("silent-accuracy", "breaking",
+    risks = [name(t, "risks", r) for r in stated_risks(ai) if r in ("silent-accuracy", "breaking",
                                                                            "new-default")]
     extras = [x for x in (w["quick_risk"].format(risk=risks[0]) if risks else "", _porting_note(ai, target, t)) if x]
     link_len = len(f"[#{ai.item.number}]({ai.item.url}) ")

@@ -22,6 +22,7 @@ from .base import context_text, pick
 from .clusters import _identifier, weekly_rules
 from .conclusion import headline_claim
 from .escape import Md, code, text
+from .evidence_risks import risk_evidence
 from .explain import explain_body, file_role, identifiers, sentences
 from .weekly_words import Refs, bare_title, figure, fitted, gist
 
@@ -42,6 +43,7 @@ class _Rules:
     removed_lines: int
     untested_lines: int
     manifests: re.Pattern[str]
+    of_words: frozenset[str] = frozenset()  # "downcast of x": words after which the identifier is not what goes
 
 
 def _alternation(words: list[str]) -> re.Pattern[str]:
@@ -56,7 +58,8 @@ def _rules(rules_dir: Path | None) -> _Rules:
                   _alternation(r.get("removal_sentences", [])), _alternation(r.get("accuracy_words", [])),
                   frozenset(r.get("dependency_words", [])), int(r.get("removed_file_lines", 30)),
                   int(r.get("untested_lines", 150)),
-                  re.compile("|".join(translate(p) for p in r.get("dependency_files", [])) or r"(?!)"))
+                  re.compile("|".join(translate(p) for p in r.get("dependency_files", [])) or r"(?!)"),
+                  frozenset(r.get("removal_of_words", ["of", "for", "in", "on", "from", "around", "inside"])))
 
 
 def _code(ai: AnalysedItem) -> list:
@@ -93,6 +96,15 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
         clause = _CLAUSE_END.split(title[verb.end(): verb.end() + 120], maxsplit=1)[0].strip()
         after = clause.split()[:6]
         named = [w for w in identifiers(" ".join(after)) if len(w) >= 4]
+        # "remove the downcast of `x`", "remove `x` downcast": what goes is something done to `x` (a cast, a
+        # copy, a check), not `x` nor anything a downstream could depend on
+        first = next((i for i, w in enumerate(after) if any(n in w for n in named)), None) if named else None
+        if first and any(w.lower() in r.of_words for w in after[:first]):
+            return None
+        nxt = after[first + 1] if first is not None and first + 1 < len(after) else ""
+        if nxt.isalpha() and nxt.islower() and nxt.rstrip("s") not in r.objects and nxt not in r.objects \
+                and nxt not in r.of_words:
+            return None
         if named:
             return Md("、".join(code(_identifier(w)) for w in named[:2])), 3
         if any(w.lower().rstrip("s") in r.objects or w.lower() in r.objects for w in after) and len(clause) <= 60:
@@ -183,7 +195,9 @@ def find(ranked: list[AnalysedItem], rules_dir: Path | None = None) -> Found:
         moved = versions(ai, rules_dir)
         if moved:
             out.deps.append((ai, moved))
-        if _code(ai) and (_moves_default(ai) if ai.item.code else "new-default" in labels):
+        # a default moves where the diff says so; without a diff, only with a sentence saying it (not "off by default")
+        if _code(ai) and (_moves_default(ai) if ai.item.code else
+                          "new-default" in labels and risk_evidence(ai, "new-default") is not None):
             out.defaults.append(ai)
         if "core-path" in labels and _code(ai):
             out.core += 1

@@ -46,6 +46,7 @@ class Cause:
     y: list[str]
     figure: str
     frame: dict[str, str]
+    sentence: str = ""  # the description's sentence it was read from (its evidence record)
 
 
 _PAREN = re.compile(r"\(([^()]{0,300})\)")
@@ -85,7 +86,7 @@ def causes(body: str, most: int = 1) -> list[Cause]:
                 x_text = _X_CUT.sub("", m.group("x")).strip()
                 x = _LEAD.sub("", x_text).split()[-int(cr["words"]):]
                 if x and y and _words(x, "zh") and _words(y, "zh"):
-                    out.append(Cause(x, y, figure, c))
+                    out.append(Cause(x, y, figure, c, s))
                 break
             if len(out) >= most:
                 return out

@@ -1,0 +1,136 @@
+"""Evidence records: for each statement the radar makes about an item, where it came from.
+
+A record is {statement, source, field, text, rule}: the statement as the report says it, the source the item was
+read from (`jsonl`, `git`, `page`, `github`), the field (title, body, files, state, labels), the sentence or span
+the statement rests on, and the rule that fired (the rules file and entry). The statements are the templated
+ones: figures (or what was read when there are none), the cause, the target boundary, risk labels, switches and
+environment variables, checklist steps and a state learnt later. No record, no statement: the functions here
+are the ones the deep dive, the weekly risks and the checklist read, so a statement without a record is not made.
+`radar show ITEM --evidence` lists them, the export carries them and the site's item page shows them.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from ..models import AnalysedItem
+from .evidence_risks import Evidence, _source, risk_evidence, stated_risks
+
+__all__ = ["Evidence", "evidence_text", "figure_evidence", "item_evidence", "risk_evidence", "stated_risks"]
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def figure_evidence(ai: AnalysedItem, t: dict[str, Any]) -> list[Evidence]:
+    """A record per figure (perf claims, then the other shapes), or one saying what was read when none is."""
+    from ..analyse.figures import description_cut, extract_figures
+    from .conclusion import claim_text
+    from .escape import plain
+
+    item, src = ai.item, _source(ai)
+    out = [Evidence(plain(claim_text(c, t)), src, "body", c.source, "claims.toml")
+           for c in ai.analysis.perf_claims]
+    out += [Evidence(f.text, src, "body", f.line, f"claims_figures.toml:{f.shape}")
+            for f in extract_figures(item.body, taken=[c.span for c in ai.analysis.perf_claims])]
+    if out:
+        return out
+    d = t["daily"]
+    if description_cut(item.body):
+        tail = item.body.rstrip().rsplit("\n", 1)[-1].strip()
+        return [Evidence(d["dive_cut"], src, "body", tail, "figures:cut")]
+    return [Evidence(d["dive_no_figures"], src, "body", f"{len(item.body)} characters", "figures:none")]
+
+
+def _removal_record(ai: AnalysedItem) -> Evidence | None:
+    """The record of what the weekly says a PR removes (weekly_risks.removed): the title, a deleted file or the
+    description it read it from."""
+    from .escape import plain
+    from .weekly_risks import _removal
+
+    found = _removal(ai, None)
+    if found is None:
+        return None
+    what, plainness = found
+    field, text = {3: ("title", ai.item.title), 2: ("title", ai.item.title)}.get(plainness, ("files", plain(what)))
+    if plainness == 0:
+        field, text = "body", ai.item.title
+    return Evidence(plain(what), _source(ai), field, text, f"weekly.toml [risks] removal ({plainness})")
+
+
+# --------------------------------------------------------------------------- everything of one item
+
+
+@cache
+def _strings(lang: str) -> dict[str, Any]:
+    """The packaged wording of `lang`, read once (a site build asks for it on every item page)."""
+    from .base import load_strings
+
+    return load_strings(lang)
+
+
+def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None = None) -> list[Evidence]:
+    """Every evidence record of one item, in the order a reader meets the statements."""
+    from ..analyse.porting import applied, target_name
+    from .base import pick
+    from .checklist import checklist_sources, item_switches
+    from .deepdive import motivation_evidence
+    from .explain import described
+
+    t = _strings(lang)
+    item, src = ai.item, _source(ai)
+    porting = applied(item, target, text=described(item.body)) if porting is None else porting
+    from .escape import plain
+    from .why import causes, say_cause
+
+    out = [Evidence(plain(say_cause(c, lang)), src, "body", c.sentence, "dives.toml [[cause]]")
+           for c in causes(item.body) if c.sentence]
+    out += [Evidence(f"{t['daily']['dive_why'].format(text=label)}".rstrip("。."), src, "body", said,
+                     "conclusions.toml [motivation]") for label, said in motivation_evidence(ai, lang)]
+    out += figure_evidence(ai, t)
+    for p in porting:
+        field = "title" if p.evidence.lower() in item.title.lower() else (
+            "files" if any(f.path == p.evidence for f in item.files) else "body")
+        out.append(Evidence(pick(p.brief, lang) or pick(p.caveat, lang), src, field, p.evidence,
+                            f"porting.toml:{p.entry.id}"))
+    for rid in ai.analysis.risk_labels:
+        found = risk_evidence(ai, rid, t)
+        if found is not None:
+            out.append(found)
+    gone = _removal_record(ai)
+    if gone is not None:
+        out.append(gone)
+    switches, envs = item_switches(ai)
+    lines = [line for line in f"{item.title}\n{item.body[:20000]}".split("\n")]
+    for kind, values in (("switch", switches), ("env", envs)):
+        for v in values[:4]:
+            key = v.split("=")[0]
+            line = next((ln.strip() for ln in lines if key in ln), key)
+            out.append(Evidence(v, src, "title" if key in item.title else "body", line, f"checklists.toml:{kind}"))
+    for step, rule, values in checklist_sources(ai, lang, target_name(target, lang), porting):
+        out.append(Evidence(step, src, "checklist", "; ".join(f"{k}={v}" for k, v in values.items()) or "—",
+                            f"checklists.toml:{rule}"))
+    if ai.later_state:
+        out.append(Evidence(ai.later_state, src, "state", ai.later_state, "page: state learnt after the window"))
+    return out
+
+
+def evidence_text(inp: Any, lang: str, as_json: bool = False) -> str:
+    """What `radar show ITEM --evidence` prints: one block per statement (statement, then the rule, source and
+    field, then the sentence it rests on), or the records as a JSON array."""
+    import json
+
+    from .escape import plain
+
+    if not inp.known:
+        return (json.dumps([], indent=2) + "\n") if as_json else f"{inp.item.item.ref}: no evidence (not in the store)\n"
+    records = item_evidence(inp.item, lang, inp.target)
+    if as_json:
+        return json.dumps([e.json() for e in records], ensure_ascii=False, indent=2) + "\n"
+    lines = [f"# {inp.item.item.ref} · evidence", ""]
+    for e in records:
+        lines.append(f"- {plain(e.statement) if not isinstance(e.statement, str) else e.statement}")
+        lines.append(f"  rule: {e.rule} · source: {e.source} · field: {e.field}")
+        lines.append(f"  text: {' '.join(e.text.split())}")
+    return "\n".join(lines) + "\n"
