@@ -264,3 +264,17 @@ def test_text_cut_by_others_is_taken_back_to_a_boundary(text: str, expected: str
     from infra_radar.render.explain import whole
 
     assert whole(text) == expected
+
+
+def test_what_to_measure_names_the_switch_and_asks_for_time_only_of_a_gain_in_time() -> None:
+    """A dive's "what to measure" names the switch without the value the author gave it, and asks for an
+    end-to-end time and memory comparison only of a change whose gain is time or memory: for an adaptation it
+    says nothing (the checklist verifies it), rather than asking to time a flag that only turns a feature off."""
+    from infra_radar.render.deepdive import measure
+
+    t = load_strings("zh")
+    body = ("### What this PR does\nAdds a Triton kernel path behind `use_new_kernel=True` and sets "
+            "`MY_DETECT=0` in the launcher.\n")
+    timed = measure(item(body=body, item_kind="feature", topics=["kernels"]), t, "NPU")
+    assert "`use_new_kernel`" in timed and "=True" not in timed and "开/关" in timed, timed
+    assert measure(item(body=body, item_kind="feature", topics=["npu"]), t, "NPU") == ""

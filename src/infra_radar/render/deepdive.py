@@ -230,15 +230,26 @@ def measure(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     from .checklist import item_switches
     from .escape import code, join
     from .metrics import metric_name
+    from .why import dive_rules
 
     switches, envs = item_switches(ai)
-    names = [sw for sw in [*switches, *envs] if "=" not in sw][:2] or [*switches, *envs][:1]
+    # a switch is named without the value the author gave it ("use_triton_gdn=True" is the switch use_triton_gdn):
+    # "on vs off" is said of the switch, never of one of its settings
+    # (a switch the author names only with a value, such as a precondition "use_remove_padding=False", is named
+    # only when the item has no bare switch; one switch spelt as config key and env variable is named once)
+    given = [*switches, *envs]
+    chosen = [sw for sw in given if "=" not in sw] or [sw.split("=", 1)[0].strip() for sw in given[:1]]
+    names = list({n.lower(): n for n in reversed([n for n in chosen if n])}.values())[::-1][:2]
     metrics = list(dict.fromkeys(metric_name(c.metric, t["lang"]) for c in ai.analysis.perf_claims))[:3]
     sep, dv = t["common"]["sep"], t["dive"]
     shown = join([code(n.rsplit(".", 1)[-1] if len(n) > 32 else n) for n in names], sep)
     if names and metrics:
         return fmt(dv["measure_switch"], target=target, switches=shown, metrics=Md(sep.join(metrics)))
-    if names:
+    # time and memory are what to compare only for a change whose gain is time or memory (dives.toml [measure]);
+    # for an adaptation or a fix the checklist says what to verify, and the dive keeps its decision instead
+    m = dive_rules().get("measure", {})
+    timed = ai.analysis.item_kind in m.get("kinds", []) or bool(set(ai.analysis.topics) & set(m.get("topics", [])))
+    if names and timed:
         return fmt(dv["measure_switch_only"], target=target, switches=shown)
     if metrics:
         return fmt(dv["measure_metrics"], target=target, metrics=Md(sep.join(metrics)))
