@@ -156,6 +156,9 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     # a long dotted config key by its last part (`pad_bshd_to_minibatch_max`): the step stays one line
     switches = [sw.rsplit(".", 1)[-1] if len(sw) > 32 and "." in sw.split("=")[0] else sw for sw in switches]
+    # "on and off" is said of a switch, not of one setting: bare switches first; a `key=value` the author names
+    # beside them is a precondition (use_remove_padding=False), and alone it is said by its key
+    switches = [sw for sw in switches if "=" not in sw] or [sw.split("=", 1)[0].strip() for sw in switches[:1]]
     facts = {
         "switches": _code(switches[:2], sep), "envs": _code(envs[:2], sep), "model": sep.join(models[:2]),
         "hardware": sep.join(hardware[:2]), "parallel": sep.join(parallel[:3]),
