@@ -141,3 +141,6 @@ def test_history_gives_a_pr_no_creation_time():
     assert merge_items(older, replace(pr)).created_at is None
     opened = datetime(2026, 6, 28, tzinfo=UTC)
     assert merge_items(replace(pr, source="github", created_at=opened), replace(pr)).created_at == opened
+    # an opening a page gave (its description's date) on a record kept as history's is the PR's own: reading the
+    # history again (import-git after import-jsonl and the pages) keeps it
+    assert merge_items(replace(pr, created_at=opened), replace(pr)).created_at == opened

@@ -96,7 +96,10 @@ def merge_items(old: Item, new: Item) -> Item:
     own_old = old.time_source != "import"
     # history (a clone, a commit export) gives no PR's creation time: what an older import took from the
     # commit's own time is dropped when the history is read again, never kept as the PR's
-    history = old.kind == PR and old.source in _HISTORY and new.source in _HISTORY
+    # (an older import took it as the merge commit's time: created = merged; an opening a page gave since, say
+    # its description's date, is the PR's own and stays)
+    history = (old.kind == PR and old.source in _HISTORY and new.source in _HISTORY
+               and old.created_at is not None and old.created_at == old.merged_at)
     bounds = [x for x in (new, old) if x.time_source == _BOUND and x.created_at is not None]
     owns = [x.created_at for x in (new, old) if x.created_at is not None and x.time_source != _BOUND
             and (x is new or (own_old and not history))]
