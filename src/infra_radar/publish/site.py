@@ -367,8 +367,9 @@ class Site:
         # the sentences the radar built in Markdown go through md() in the template (code spans rendered);
         # the team's line is shown as the text a reader sees (HTML escapes it)
         card["team"] = shown(card["team"])
-        # each record's statement and text as the report shows them: code spans rendered, raw HTML escaped
-        evidence = [{**e.json(), "statement": Md(e.statement), "text": Md(e.text)}
+        # each record's statement as the report shows it (the radar's Markdown: code spans rendered, raw HTML
+        # escaped); its source text is the author's, shown exactly as written: escaped, never read as markup
+        evidence = [{**e.json(), "statement": Md(e.statement), "text": author_text(e.text)}
                     for e in item_evidence(ai, self.lang, self.settings.target)] if item.number is not None else []
         return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body, evidence=evidence,
                                 repo_link=root_of(rel) + repo_page(item.repo))
