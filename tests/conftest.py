@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import hashlib
@@ -126,6 +127,24 @@ def full_store(tmp_path_factory) -> tuple[Path, str]:
             result = runner.invoke(main, ["--db", url, *args])
             assert result.exit_code == 0, result.output
     return home, url
+
+
+@contextlib.contextmanager
+def opened_full_store(full_store: tuple[Path, str]):
+    """(settings, engine) of the session's full store, with RADAR_HOME and RADAR_DB_URL pointing at it while it
+    is open (a module-scoped fixture yields from inside it)."""
+    from infra_radar.pipeline.home import open_store
+
+    home, url = full_store
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RADAR_HOME", str(home))
+        mp.setenv("RADAR_DB_URL", url)
+        settings = load_settings()
+        engine = open_store(settings)
+        try:
+            yield settings, engine
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from infra_radar.config import load_settings
 from infra_radar.models import Window
-from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.radar import daily_radar
 from infra_radar.pipeline.reports import report_repos
 from infra_radar.store import queries
 from infra_radar.windows import parse_when
+
+from .conftest import opened_full_store
 
 pytestmark = pytest.mark.one_store  # real history's text: the same read from either store
 
@@ -26,13 +26,8 @@ REF = re.compile(r"\[([\w.-]+/[\w.-]+)#(\d+)\]")
 
 @pytest.fixture(scope="module")
 def store(full_store):
-    home, url = full_store
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RADAR_HOME", str(home))
-        mp.setenv("RADAR_DB_URL", url)
-        settings = load_settings()
-        engine = open_store(settings)
-        yield settings, engine
+    with opened_full_store(full_store) as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("since, until", WINDOWS)

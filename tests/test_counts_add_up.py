@@ -18,6 +18,7 @@ import pytest
 
 from infra_radar.render.inputs import DailyInput, SinceLast, WatchRecheck
 
+from .conftest import opened_full_store
 from .report_checks import table_rows
 
 DAYS = [datetime(2026, 7, 23, tzinfo=UTC) + timedelta(days=i) for i in range(30)]  # the history ends 08-21/22
@@ -82,17 +83,9 @@ def section(text: str, heading: str) -> str:
 
 @pytest.fixture(scope="module")
 def settings_engine(full_store):
-    from infra_radar.config import load_settings
-    from infra_radar.pipeline.home import open_store
 
-    home, url = full_store
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RADAR_HOME", str(home))
-        mp.setenv("RADAR_DB_URL", url)
-        settings = load_settings()
-        engine = open_store(settings)
-        yield settings, engine
-        engine.dispose()
+    with opened_full_store(full_store) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")

@@ -248,16 +248,11 @@ def test_kin_of_a_labelled_item_follow_its_label_and_name_it(history, conf):
 @pytest.fixture(scope="module")
 def history(full_store):
     """(analysed items by ref, the upstream items) of the session's full store (read only)."""
-    from infra_radar.config import load_settings
-    from infra_radar.pipeline.home import open_store
     from infra_radar.store import queries
 
-    home, url = full_store
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RADAR_HOME", str(home))
-        mp.setenv("RADAR_DB_URL", url)
-        settings = load_settings()
-        engine = open_store(settings)
+    from .conftest import opened_full_store
+
+    with opened_full_store(full_store) as (settings, engine):
         items = [ai for ai in queries.analysed_in_window(engine, None)
                  if ai.item.kind in ("pr", "issue") and settings.repo(ai.item.repo).role != "downstream"]
     return {ai.item.ref: ai for ai in items}, items

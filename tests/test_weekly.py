@@ -15,13 +15,14 @@ import re
 import pytest
 
 from infra_radar.config import load_settings
-from infra_radar.pipeline.home import open_store
 from infra_radar.pipeline.reports import weekly, weekly_input
 from infra_radar.render.clusters import shares_term, themes, weekly_rules
 from infra_radar.render.context import load_strings, weekly_context
 from infra_radar.render.weekly import budget
 from infra_radar.store import queries
 from infra_radar.windows import iso_week
+
+from .conftest import opened_full_store
 
 pytestmark = pytest.mark.one_store  # the weekly's text on real weeks: the same read from either store
 
@@ -35,13 +36,8 @@ LINK = re.compile(r"\]\((https://github\.com/([\w.-]+/[\w.-]+)/(pull|issues)/(\d
 
 @pytest.fixture(scope="module")
 def store(full_store):
-    home, url = full_store
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RADAR_HOME", str(home))
-        mp.setenv("RADAR_DB_URL", url)
-        settings = load_settings()
-        engine = open_store(settings)
-        yield settings, engine
+    with opened_full_store(full_store) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")

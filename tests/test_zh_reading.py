@@ -88,27 +88,21 @@ def test_the_check_finds_grammar_words_outside_code_names_and_links() -> None:
 @pytest.fixture(scope="module")
 def month_rows(full_store) -> list[tuple[str, str]]:
     """(item, text) of every zh row, note and checklist step the last 30 days' items would show."""
-    from infra_radar.config import load_settings
-    from infra_radar.pipeline.home import open_store
     from infra_radar.pipeline.radar import daily_radar
     from infra_radar.render.base import load_strings
     from infra_radar.render.daily import daily_context
     from infra_radar.store import queries
     from infra_radar.windows import Window, parse_when
 
-    home, url = full_store
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RADAR_HOME", str(home))
-        mp.setenv("RADAR_DB_URL", url)
-        settings = load_settings()
-        engine = open_store(settings)
+    from .conftest import opened_full_store
+
+    with opened_full_store(full_store) as (settings, engine):
         names = queries.repo_names(engine)
         with engine.connect() as conn:
             end = conn.execute(sa.text("select max(coalesce(when_at, created_at)) from items")).scalar()
         until = parse_when(str(end)[:10]) + timedelta(days=1)
         window = Window(until - timedelta(days=DAYS), until)
         inp = daily_radar(settings, engine, window, names, explicit=True, remember=False).input
-        engine.dispose()
     many = 100_000
     inp = dataclasses.replace(inp, top_table_limit=0, short_table_limit=many, short_p2_limit=many,
                               downstream_limit=many, deep_dive_limit=0)
