@@ -28,6 +28,7 @@ def run(args: list[str], env: dict[str, str] | None = None):
 def one_error(result) -> str:
     errors = [ln for ln in result.output.splitlines() if ln.startswith(("error:", "Error:"))]
     assert result.exit_code != 0 and len(errors) == 1, result.output
+    assert "unexpected" not in errors[0], errors[0]
     return errors[0]
 
 

@@ -10,19 +10,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-
-def run(args: list[str], env: dict[str, str] | None = None):
-    result = CliRunner().invoke(main, args, env=env)
-    assert "Traceback" not in result.output, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
-
-
-def one_error(result) -> str:
-    errors = [ln for ln in result.output.splitlines() if ln.startswith(("error:", "Error:"))]
-    assert result.exit_code != 0 and len(errors) == 1, result.output
-    assert "unexpected" not in errors[0], errors[0]
-    return errors[0]
+from .test_settings_checked import one_error, run
 
 
 @pytest.mark.parametrize("value", ["0", "false", "No", "OFF", ""])
