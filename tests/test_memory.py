@@ -191,7 +191,8 @@ def test_the_next_mornings_follow_what_one_morning_showed(store):
 
     four = store.radar(5)
     assert ("Since the last radar (2026-08-04): 0 of the ranked items are new; 2 tracked items: 0 changed state, "
-            "0 changed otherwise, 2 unchanged; 1 no longer tracked") in since_last(four)  # #103, closed
+            "0 changed otherwise, 2 unchanged (1 of them on a line of their own); 1 no longer tracked") \
+        in since_last(four)  # #103, closed; the unchanged item not on the one line below is said
     # #102, nothing new since: on the one line of the unchanged
     folded = f"- Unchanged (1): [{REPO}#102](https://github.com/{REPO}/pull/102) merged (`bbbbbbb`)"
     assert folded in section(four, "Tracked items")

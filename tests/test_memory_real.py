@@ -104,7 +104,7 @@ def test_the_scope_says_what_changed_since_the_last_radar(mornings):
     assert re.search(r"^- 此前没有已发布的雷达：入选的 \d+ 项均为新增$", texts["2026-07-02"], re.M)
     for day, last in (("2026-07-03", "2026-07-02"), ("2026-07-04", "2026-07-03")):
         assert re.search(rf"^- 自上次雷达（{last}）：入选项中新增 \d+ 项；跟踪项 \d+ 项：状态变化 \d+ 项、"
-                         r"其他变化 \d+ 项、无变化 \d+ 项；停止跟踪 \d+ 项$", texts[day],
+                         r"其他变化 \d+ 项、无变化 \d+ 项(（其中 \d+ 项单列一行）)?；停止跟踪 \d+ 项$", texts[day],
                          re.M), day
 
 

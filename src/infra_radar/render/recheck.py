@@ -176,6 +176,10 @@ def since_last_line(inp: DailyInput, t: dict[str, Any], views: list[dict[str, An
     state = sum(1 for v in views if v["state_changed"])
     other = sum(1 for v in views if v["changed"] and not v["state_changed"])
     key = "tracked_one" if len(views) == 1 and "tracked_one" in r else "tracked"
-    tracked = r[key].format(n=len(views), state=state, other=other, same=len(views) - state - other) \
+    # an unchanged item that still needs something (or was watched by hand) has its own line, not the one line
+    # of the unchanged: said, so the count here and the "unchanged (n)" line under it agree
+    apart = sum(1 for v in views if not v["changed"] and not v.get("folded"))
+    tracked = r[key].format(n=len(views), state=state, other=other, same=len(views) - state - other,
+                            apart=r["tracked_apart"].format(k=apart) if apart else "") \
         if views else r["tracked_none"]
     return Md(r["since_last"].format(day=s.day, new=s.new, tracked=tracked, stopped=s.stopped))
