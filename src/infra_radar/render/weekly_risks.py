@@ -298,7 +298,7 @@ def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple
              and _code(ai) and id(ai) not in named]
     if reuse and len(out) < 3:
         out.append(Md(w["rec_reuse"].format(refs=refs.many(reuse[:3], c["sep"]),
-                                            what=c["semi"].join(gist(ai, t, 40) for ai in reuse[:2]))))
+                                            what=c["semi"].join(dict.fromkeys(gist(ai, t, 40) for ai in reuse[:3])))))
     return out[:most]
 
 
