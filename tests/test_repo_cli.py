@@ -48,6 +48,7 @@ def scope_line(text: str) -> str:
 def test_repo_add_round_trip_keeps_comments_and_the_scope_line_names_it(sample_store, radar_home, tmp_path):
     config = radar_home / "radar.toml"
     original = USER_CONFIG.format(out=tmp_path / "reports")
+    radar_home.mkdir(parents=True, exist_ok=True)  # with a PostgreSQL store nothing has made the home folder yet
     config.write_text(original, encoding="utf-8")
     added = radar("repo", "add", "acme/serve", "--branches", "main,release/*")
     assert f"added acme/serve to {config}" in added.stdout and "radar fetch --repo acme/serve" in added.stderr
