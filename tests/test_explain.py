@@ -278,3 +278,17 @@ def test_what_to_measure_names_the_switch_and_asks_for_time_only_of_a_gain_in_ti
     timed = measure(item(body=body, item_kind="feature", topics=["kernels"]), t, "NPU")
     assert "`use_new_kernel`" in timed and "=True" not in timed and "开/关" in timed, timed
     assert measure(item(body=body, item_kind="feature", topics=["npu"]), t, "NPU") == ""
+
+
+def test_a_symptom_word_that_qualifies_a_noun_is_no_symptom() -> None:
+    """'crash' in "redact the schema in crash dumps" names the dumps, not a crash of this change: the row says
+    what the change does (and a symptom stays a symptom where it is one)."""
+    t = load_strings("zh")
+
+    def said(title: str) -> str:
+        return str(conclusion(item(body="", title=title, item_kind="bugfix", topics=[]), t, []))
+
+    redact = said("[Bugfix] Redact structured-outputs schema in crash dumps")
+    assert redact.startswith("对崩溃转储中的 structured-outputs schema 脱敏"), redact
+    assert said("GRPO reproducibly crashes at step 11").startswith("GRPO 在 step 11 崩溃")
+    assert "崩溃" not in said("[Feature] Add request ids to error messages of the engine")

@@ -229,9 +229,19 @@ def _symptom_at(words: list[str]) -> tuple[int, int, str]:
             break
         for n in range(min(3, len(words) - i), 0, -1):
             key = tuple(_low(w) for w in words[i:i + n])
-            if key in r.symptoms:
+            if key in r.symptoms and not _modifier(words, i, n):
                 return i, n, r.symptoms[key]
     return -1, 0, ""
+
+
+def _modifier(words: list[str], at: int, n: int) -> bool:
+    """Whether the symptom words at `at` qualify a noun rather than say the subject's symptom: after a
+    preposition ("in crash dumps") or before the noun they qualify ("crash dumps") (conclusions.toml
+    [symptom_context])."""
+    ctx = rules().data.get("symptom_context", {})
+    before = _low(words[at - 1]) if at > 0 else ""
+    after = _low(words[at + n]) if at + n < len(words) else ""
+    return before in ctx.get("not_after", []) or after in ctx.get("compound_heads", [])
 
 
 def _noun_phrase(words: list[str], depth: int) -> Action | None:
