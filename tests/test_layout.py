@@ -21,18 +21,22 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _from_module(name: str, path: Path, node: ast.ImportFrom) -> str:
+    """The module a `from … import` statement of module `name` (file `path`) names, relative levels resolved."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _targets(name: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> list[str]:
     """The package modules one import statement of module `name` loads (a name imported from a module counts
     as that module; `from . import x` as submodule x when there is one)."""
     if isinstance(node, ast.Import):
         wanted = [alias.name for alias in node.names]
     else:
-        if node.level:
-            base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-            base = base[:len(base) - node.level + 1]
-            module = ".".join(base + ([node.module] if node.module else []))
-        else:
-            module = node.module or ""
+        module = _from_module(name, path, node)
         wanted = [f"{module}.{alias.name}" for alias in node.names]
     out = []
     for target in wanted:
@@ -180,12 +184,7 @@ def test_every_name_imported_from_the_package_exists():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ImportFrom) or not (node.level or (node.module or "").startswith("infra_radar")):
                 continue
-            if node.level:
-                base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-                base = base[:len(base) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            module = _from_module(name, path, node)
             if module not in modules or defined[module] is None:
                 continue
             missing += [f"{name}:{node.lineno} {module}.{alias.name}" for alias in node.names

@@ -38,20 +38,15 @@ def team_rows() -> dict[tuple[str, int], str]:
 @pytest.fixture(scope="module")
 def day(full_store):
     """(our report's text, the refs the radar's window holds, the refs the store knows), keyed by short name."""
-    from infra_radar.config import load_settings
     from infra_radar.models import Window
-    from infra_radar.pipeline.home import open_store
     from infra_radar.pipeline.radar import daily_radar
     from infra_radar.store import queries
 
-    home, url = full_store
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RADAR_HOME", str(home))
-        mp.setenv("RADAR_DB_URL", url)
+    from .conftest import opened_full_store
+
+    with opened_full_store(full_store) as (settings, engine):
         result = CliRunner().invoke(main, ["daily", "--since", SINCE, "--until", UNTIL], catch_exceptions=False)
         assert result.exit_code == 0, result.output
-        settings = load_settings()
-        engine = open_store(settings)
         names = queries.repo_names(engine)
         window = Window(datetime(2026, 6, 29, 2, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC))
         held = {(ai.item.repo.split("/")[1].lower(), ai.item.number)
