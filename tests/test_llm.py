@@ -367,7 +367,7 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
     # the model's line, then the rules' consequence for the target (its figure is the model's already)
-    assert "| TTFT fell from 1,048.64 ms to 512 ms; host-side logic with no hardware tie; carries over to NPU. |" in text
+    assert "| TTFT fell from 1,048.64 ms to 512 ms; Python-level logic with no device-specific code; carries over to NPU. |" in text
     assert INVENTED_NUMBER not in text
     again = daily_llm(settings, engine, inp, "en", config=config)
     assert len(stub.requests) == 5 and again.cached == 5 and again.report == run.report

@@ -235,3 +235,61 @@ def test_a_merged_page_naming_its_merge_commit_is_dated_by_the_clone(tmp_path, r
     assert item.merged_at == datetime.fromisoformat(at) and item.merge_commit == sha
     assert item.created_at == datetime(2026, 7, 2, tzinfo=UTC)
     engine.dispose()
+
+
+def _rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ")]
+
+
+def test_a_comment_in_the_window_puts_an_older_item_in_it(tmp_path, radar_home):
+    """A page gives its comments' dates, not the item's every update: a comment in the window is a touch."""
+    from infra_radar.models import Comment
+
+    settings = load_settings(lang="en")
+    engine = open_store(settings)
+    opened, later = datetime(2026, 5, 2, tzinfo=UTC), datetime(2026, 7, 9, tzinfo=UTC)
+    save.save_items(engine, [_pr(51, created_at=opened, updated_at=later, state="closed",
+                                 comments=[Comment("bob", "Can you share the output?", datetime(2026, 7, 2, tzinfo=UTC)),
+                                           Comment("carol", "Fixed by #60.", later)])])
+    window = (datetime(2026, 7, 1, 2, 12, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC))
+    assert any(f"[{REPO}#51]" in row for row in _rows(daily(settings, engine, *window, llm=False).text))
+    quiet = (datetime(2026, 7, 4, tzinfo=UTC), datetime(2026, 7, 5, tzinfo=UTC))
+    assert f"{REPO}#51" not in daily(settings, engine, *quiet, llm=False).text
+    engine.dispose()
+
+
+def test_a_first_radar_lists_what_was_open_before_it_at_no_dated_time(tmp_path, radar_home):
+    """Opened days before the window, not known closed before it, its activity undated (a page): a first radar
+    lists it in the short table and says why; a radar that continues a published series does not; an item
+    closed unmerged at an unknown time, one opened before the lookback and one whose opening is only bounded
+    are never listed this way."""
+    settings = load_settings(lang="en")
+    engine = open_store(settings)
+    d = lambda day: datetime(2026, 6, day, tzinfo=UTC)  # noqa: E731
+    save.save_items(engine, [
+        _pr(61, created_at=d(24), updated_at=d(24)),                                   # open at save: listed
+        _pr(62, created_at=d(20), updated_at=d(20), state="merged"),                    # merged, time unknown
+        _pr(63, created_at=d(24), updated_at=d(24), state="closed"),                    # closed unmerged, undated
+        _pr(64, created_at=datetime(2026, 5, 1, tzinfo=UTC), updated_at=d(2)),           # past the lookback
+        _pr(65, created_at=d(25), updated_at=d(25), time_source=BOUND),                  # opening only bounded
+        _pr(66, created_at=d(10), updated_at=d(12), state="merged",                     # merged before the window
+            merged_at=datetime(2026, 6, 12, 8, tzinfo=UTC), closed_at=datetime(2026, 6, 12, 8, tzinfo=UTC)),
+    ])
+    window = (datetime(2026, 6, 29, 2, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC))
+    text = daily(settings, engine, *window, llm=False).text
+    line = next(ln for ln in text.splitlines() if ln.startswith("- Also in the short table"))
+    assert f"{REPO}#61]" in line and f"{REPO}#62]" in line, line
+    for n in (63, 64, 65, 66):
+        assert f"{REPO}#{n}]" not in text, (n, text)
+    top = text.split("## P0 / P1", 1)[1].split("\n## ", 1)[0]
+    assert f"{REPO}#61]" not in top  # never in the P0/P1 table or a deep dive, however it ranks
+    # with the lookback off, only what moved in the window
+    off = load_settings(lang="en")
+    off.open_lookback_days = 0
+    assert f"{REPO}#61]" not in daily(off, engine, *window, llm=False).text
+    # published, the next radar continues the series: the items are not listed again as open before it
+    daily(settings, engine, *window, out_dir=tmp_path / "out", llm=False)
+    after = daily(settings, engine, datetime(2026, 7, 2, 2, 12, tzinfo=UTC), datetime(2026, 7, 3, 2, 12, tzinfo=UTC),
+                  llm=False).text
+    assert "Also in the short table" not in after and f"{REPO}#61]" not in after, after
+    engine.dispose()

@@ -22,7 +22,7 @@ CONFIG_NAME = "radar.toml"
 _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
     "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
-    "carry_days",
+    "carry_days", "open_lookback_days",
     "clock_skew",
 }
 _REPO_KEYS = {"name", "branches", "core_paths", "role"}
@@ -59,7 +59,7 @@ class Settings:
     weekly_key_prs: int = 8
     short_p2_limit: int = 2
     top_table_limit: int = 8
-    short_table_limit: int = 24
+    short_table_limit: int = 30
     downstream_limit: int = 4
     rules_dir: Path | None = None
     focus: list[str] = field(default_factory=list)
@@ -68,6 +68,7 @@ class Settings:
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
     carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
+    open_lookback_days: int = 21  # a first radar lists items opened this many days before it and open at its start
     clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
 
     def repo(self, name: str) -> RepoSettings:
@@ -306,7 +307,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             weekly_key_prs=_number(data.get("weekly_key_prs", 8), "weekly_key_prs", where, 0, 10_000, True),
             short_p2_limit=_number(data.get("short_p2_limit", 2), "short_p2_limit", where, 0, 10_000, True),
             top_table_limit=_number(data.get("top_table_limit", 8), "top_table_limit", where, 0, 10_000, True),
-            short_table_limit=_number(data.get("short_table_limit", 24), "short_table_limit", where, 0, 10_000, True),
+            short_table_limit=_number(data.get("short_table_limit", 30), "short_table_limit", where, 0, 10_000, True),
             downstream_limit=_number(data.get("downstream_limit", 4), "downstream_limit", where, 0, 10_000, True),
             rules_dir=Path(data["rules_dir"]).expanduser() if data.get("rules_dir") else None,
             focus=_strings(focus.get("topics", []), "[focus] topics", where),
@@ -317,6 +318,8 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             lock_timeout=env_lock if env_lock is not None else _number(
                 data.get("lock_timeout", 600), "lock_timeout", where, 0, math.inf),
             carry_days=_number(data.get("carry_days", 14), "carry_days", where, 0, 3650, True),
+            open_lookback_days=_number(data.get("open_lookback_days", 21), "open_lookback_days", where, 0, 3650,
+                                       True),
             clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
         )
     except (TypeError, ValueError) as exc:

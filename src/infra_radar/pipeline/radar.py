@@ -11,7 +11,7 @@ radar (Markdown, an HTML page, a chat digest) and in whether it publishes it (`D
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -87,10 +87,14 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     from .relations import related_links
 
     names = list(names)
+    carried: list[AnalysedItem] = []
     if found is None:
         found = queries.analysed_in_window(engine, window, names, opened=True,
                                            # a date-only time counts in one window of a published series
                                            first_day=not first_day_shown(engine, window))
+        if not preceded(engine, window):  # a first radar: what was open and may have moved in it, undated
+            carried = queries.open_before(engine, window, names, settings.open_lookback_days)
+            found = found + carried
     else:
         wanted = {n.lower() for n in names}
         found = [ai for ai in found if ai.item.repo.lower() in wanted]
@@ -113,7 +117,8 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
                      short_p2_limit=settings.short_p2_limit, top_table_limit=settings.top_table_limit,
                      short_table_limit=settings.short_table_limit, downstream=downstream,
                      downstream_limit=settings.downstream_limit,
-                     adapted=adapted, stories=stories(items, load_relation_rules(settings)), kinds=kinds)
+                     adapted=adapted, stories=stories(items, load_relation_rules(settings)), kinds=kinds,
+                     open_before={ai.item.ref.lower() for ai in carried})
     recalled = None
     if remember:
         from .memory import Memory, StoreLookup, recall
@@ -121,6 +126,14 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
         memory = memory if memory is not None else Memory.load(settings, engine)
         recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled)
     return DailyRadar(settings, inp, recalled)
+
+
+def preceded(engine: Engine, window: Window) -> bool:
+    """Whether a radar published before `window` ended at or before its start: a series the window continues,
+    whose radars listed what moved before it."""
+    from ..store import published
+
+    return published.latest_until(engine, window.since + timedelta(microseconds=1)) is not None
 
 
 def first_day_shown(engine: Engine, window: Window) -> bool:

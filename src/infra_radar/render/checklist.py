@@ -65,11 +65,12 @@ def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
     # switches and variables come from what the change says, never from a command line, a log or a script
     # that only reproduces a benchmark
     text = prose_text(item)
-    named = _NAMED.findall(own)
+    named = [n for n in _NAMED.findall(own) if n in text]
     bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
              if b.split("=")[0].rsplit(".", 1)[-1] in own]
     tooling = set(r["tool_flags"])
-    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling]
+    flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling
+             and f.split("=")[0].split(" ")[0] in text]  # said in prose, not only in a (cut) command block
     switches = list(dict.fromkeys(named + bools + flags))
     # one switch per key: `pad_x=True` and `pad_x=False` are the same switch
     switches = list({sw.split("=")[0].rsplit(".", 1)[-1]: sw for sw in reversed(switches)}.values())[::-1]

@@ -307,6 +307,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     seen: set[int] = set()
     leads = []
     for ai in every_top:
+        if ai.item.ref.lower() in inp.open_before:  # opened before the window, moved at no known time in it
+            continue
         story = inp.stories.get(ai.item.ref)
         if story is None or id(story) not in seen:
             leads.append(ai)
@@ -375,6 +377,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "repos_no_data": [r for r in scope_repos if r.lower() not in with_data],
         "repos_down": [r for r in inp.repos if r.lower() in down],
         "releases": _releases(inp.items, t), "scanned": len(upstream), "ranked": n_ranked,
+        "open_before": [link(ref_label(ai.item.ref, short), ai.item.url) for ai in listed
+                        if ai.item.ref.lower() in inp.open_before],
         "scanned_down": len(downstream), "since_last": since_last_line(inp, t, watch),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
         "limit": inp.deep_dive_limit, "top": top_rows, "deep": deep_views,

@@ -303,6 +303,9 @@ _IDENT = re.compile(
 _VERSIONISH = re.compile(r"^[\d.]+$|^v\d")
 
 
+_SENTENCE_BREAK = re.compile(r"[.;:,] [A-Z][a-z]")
+
+
 def identifiers(text: str, limit: int | None = None) -> list[str]:
     """The code identifiers of a text in first-seen order: code spans, env vars, flags, dotted and snake/Camel names."""
     stop = set(explain_rules()["identifiers"]["stop"])
@@ -310,8 +313,8 @@ def identifiers(text: str, limit: int | None = None) -> list[str]:
     for m in _IDENT.finditer(text):
         word = next(g for g in m.groups() if g).strip().rstrip(".,:;")
         low = word.lower()
-        if m[1] and (len(word) > 60 or word.startswith((".", "/"))):
-            continue
+        if m[1] and (len(word) > 60 or word.startswith((".", "/")) or _SENTENCE_BREAK.search(word)):
+            continue  # a path, or prose between two spans whose pairing a cut sentence broke ("x` for y. However, `")
         if (low in stop or len(word) < 3 or _VERSIONISH.match(word) or len(word.split()) > 3
                 or low.startswith(("http", "www."))):
             continue

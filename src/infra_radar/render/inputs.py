@@ -71,13 +71,16 @@ class DailyInput:
     target: str = "ascend"  # the target platform profile (settings.target)
     short_p2_limit: int = 2  # P2 rows the short table shows; the rest are counted by repository
     top_table_limit: int = 8  # P0/P1 rows of the P0/P1 table; further P0/P1 items go to the short table (0: all)
-    short_table_limit: int = 24  # P2 rows are added while the short table is shorter (every P0/P1 is listed)
+    short_table_limit: int = 30  # P2 rows are added while the short table is shorter (every P0/P1 is listed)
     downstream: list[str] = field(default_factory=list)  # repositories of role "downstream" (reported apart)
     downstream_limit: int = 4  # downstream items named in their section
     adapted: list = field(default_factory=list)  # store.ledger.LedgerEntry of downstream PRs in the window
     no_deep: set[str] = field(default_factory=set)  # lower-cased refs an earlier radar follows: never deep-dived
     since_last: SinceLast | None = None  # None: the radar has no memory (a test, a prompt preview)
     kinds: dict[str, str] = field(default_factory=dict)  # lower-cased ref -> PR/issue, of linked items the store holds
+    # lower-cased refs of items opened before the window and open at its start, whose activity in it the store
+    # cannot date (store.queries.open_before): a first radar lists them in its short table, never in depth
+    open_before: set[str] = field(default_factory=set)
 
 
 @dataclass

@@ -17,9 +17,38 @@ from .zh_words import words as zh_words
 __all__ = ["phrase", "say"]
 
 
+# words that turn what follows them into its opposite: a trimmed phrase never keeps what they negate without them
+_NEGATION = {"not", "never", "no", "cannot", "can't", "doesn't", "don't", "didn't", "isn't", "aren't", "wasn't",
+             "weren't", "won't", "without", "nor"}
+_FAILS = {"fails", "fail", "failed", "failing"}  # a negation when "to" follows: "fails to start"
+_AUXILIARY = {"does", "do", "did", "is", "are", "was", "were", "can", "could", "will", "would", "should", "has",
+              "have", "had", "may", "might", "must"}
+
+
+def _negated_clause(words: list[str], most: int) -> list[str] | None:
+    """When `words` is over `most` words and holds a negation: the negated clause, from after the last comma
+    before the negation (from its auxiliary, "does not", when that clause is still over twice `most` words), so
+    a trim never leaves the negation behind nor keeps the clauses before it; else None."""
+    kept = [w for w in words if w not in (",", ";")]
+    if len(kept) <= most:
+        return None
+    neg = next((i for i, w in enumerate(words) if _low(w) in _NEGATION
+                or _low(w) in _FAILS and i + 1 < len(words) and _low(words[i + 1]) == "to"), -1)
+    if neg < 0:
+        return None
+    start = next((i + 1 for i in range(neg - 1, -1, -1) if words[i] in (",", ";")), 0)
+    if sum(_low(w) not in ("a", "an", "the", ",", ";") for w in words[start:]) > 2 * most:
+        start = neg - 1 if neg > 0 and _low(words[neg - 1]) in _AUXILIARY else neg
+    return words[start:]
+
+
 def _trim(words: list[str], most: int) -> list[str]:
     r = rules()
-    words = [w for w in words if w not in (",", ";") and _low(w) not in r.filler and "…" not in w and "..." not in w]
+    words = [w for w in words if _low(w) not in r.filler and "…" not in w and "..." not in w]
+    clause = _negated_clause(words, most)
+    words = [w for w in (clause if clause is not None else words) if w not in (",", ";")]
+    if clause is not None:
+        most = len(words)  # a negation and what it negates stay whole
     while words and _low(words[0]) in ("a", "an", "the", "some", "all", "any", "this", "these"):
         words = words[1:]
     but = next((i for i, w in enumerate(words) if _low(w) == "but" and 0 < i < len(words) - 1), -1)

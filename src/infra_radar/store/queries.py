@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window, github_url
@@ -167,8 +167,12 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     day only with `first_day` (no earlier window held its start)."""
     where, params = [], {}
     if window is not None and opened:
+        # touched: merged, closed or last updated in the window, opened in it, or commented on in it (a saved page
+        # gives its comments' dates but not the item's every update)
         where.append("(items.when_at >= :start AND items.when_at < :until "
-                     "OR items.created_at >= :start AND items.created_at < :until)")
+                     "OR items.created_at >= :start AND items.created_at < :until "
+                     "OR EXISTS (SELECT 1 FROM comments WHERE comments.item_id = items.id "
+                     "AND comments.created_at >= :start AND comments.created_at < :until))")
         params.update(start=day_start(window.since), until=window.until)
     elif window is not None:
         where.append("items.when_at >= :since AND items.when_at < :until")
@@ -185,13 +189,46 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + ("WHERE " + " AND ".join(where) if where else ""), params)
     if window is not None and opened:
-        found = [a for a in found if touches(a.item.when, window, first_day)
-                 or touches(opened_at(a.item), window, first_day)]
+        found = [a for a in found if touched(a.item, window, first_day)]
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
     found.sort(key=lambda a: (a.item.when is None, a.item.when or _EPOCH, a.item.repo, a.item.kind, a.item.key))
     return found
+
+
+def touched(item: Item, window: Window, first_day: bool = True) -> bool:
+    """Whether the item was merged, closed, updated, opened or commented on in the window (windows.touches: a
+    date-only time counts for its whole day)."""
+    return (touches(item.when, window, first_day) or touches(opened_at(item), window, first_day)
+            or any(touches(c.created_at, window, first_day) for c in item.comments))
+
+
+def open_before(store, window: Window, repos_filter: list[str] | None, days: int) -> list[AnalysedItem]:
+    """PRs and issues opened up to `days` before the window and still open at its start, whose activity in the
+    window the store cannot date, and that it does not hold otherwise (`touched`): known from a saved page only
+    (a page shows no pushes, labels or CI runs), or last updated after the window's end. A PR or issue closed
+    unmerged at a time no source gives is left out (it may have been closed before the window), as is one whose
+    opening is only bounded (sources/page_dates). Oldest opening first."""
+    if days <= 0:
+        return []
+    start = day_start(window.since)
+    where = ["items.kind IN ('pr', 'issue')", "items.created_at >= :lookback", "items.created_at < :start",
+             "(items.merged_at IS NULL OR items.merged_at >= :since)",
+             "(items.closed_at IS NULL OR items.closed_at >= :since)",
+             "(items.source = 'page' OR items.when_at >= :until)"]
+    params: dict[str, Any] = {"lookback": start - timedelta(days=days), "start": start, "since": window.since,
+                              "until": window.until}
+    if repos_filter:
+        where.append("lower(repos.name) IN :repos")
+        params["repos"] = [r.lower() for r in repos_filter]
+    with reading(store) as db:
+        found = _analysed(db, _ANALYSED + "WHERE " + " AND ".join(where), params)
+    kept = [a for a in found if opened_at(a.item) is not None and opened_at(a.item) < window.since
+            and not touched(a.item, window)
+            and not (a.item.state == "closed" and a.item.merged_at is None and a.item.closed_at is None)]
+    kept.sort(key=lambda a: (opened_at(a.item), a.item.repo, a.item.kind, a.item.key))
+    return kept
 
 
 def newest_time(store, repo: str, limit: datetime | None = None) -> datetime | None:
