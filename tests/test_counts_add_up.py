@@ -199,7 +199,9 @@ def test_every_weekly_total_is_the_sum_of_its_parts(weeklies):
             assert shown_refs + (int(rest[1]) if rest else 0) == int(fact[1]), (where, fact[0])
             untested += 1
         quick = section(text, p["sections"][4])
-        shown = len(re.findall(r"^\d+\. \[", quick, re.M))
+        # a line stands for its PR and the other PRs of the same change it names ("同一变更另见 #6881")
+        shown = len(re.findall(r"^\d+\. \[", quick, re.M)) + sum(
+            len(re.findall(r"#\d+", m)) for m in re.findall(r"(?:同一变更另见|the same change also in) ([#\d、, ]+)", quick))
         more = p["quick_more"].search(quick)
         others = p["quick_others"].search(quick)
         if others:  # no key PR: the first-ranked others, said to be others, their number given

@@ -329,9 +329,14 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
 
 def load_rule_file(name: str, settings: Settings) -> dict[str, Any]:
     """Rule table `name` (e.g. "topics"): the packaged file, its tables replaced by the user's copy."""
+    return load_rules_in(name, settings.rules_dir)
+
+
+def load_rules_in(name: str, rules_dir: Path | None) -> dict[str, Any]:
+    """Rule table `name`: the packaged file, its tables replaced by those of `rules_dir`'s copy (if any)."""
     data = tomllib.loads((DEFAULTS / "rules" / f"{name}.toml").read_text(encoding="utf-8"))
-    if settings.rules_dir is not None:
-        user = settings.rules_dir / f"{name}.toml"
+    if rules_dir is not None:
+        user = rules_dir / f"{name}.toml"
         if user.exists():
             data.update(_read_toml(user, MAX_RULES_BYTES))
     return data

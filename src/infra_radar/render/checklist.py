@@ -44,6 +44,17 @@ def checklist_rules() -> dict[str, Any]:
     return data
 
 
+_CLASS_TAIL = re.compile(r"\d[\w.\-]*?[a-z][A-Z][a-z]+[\w.\-]*?[a-z][A-Z][a-z]")
+
+
+def model_names(text: str) -> list[str]:
+    """The model names a text mentions (checklists.toml model_families followed by a version): never a class
+    named after a model (`Qwen3OmniMoeThinkerTextExperts`, `Qwen2VLForConditionalGeneration`), whose part after
+    the version runs two capitalised words together."""
+    found = (m.rstrip(".-") for m in checklist_rules()["_model"].findall(text))
+    return [m for m in found if not _CLASS_TAIL.search(m)]
+
+
 _BOOL = re.compile(r"(?<![\w.])([A-Za-z_]\w*[_.][\w.]{1,80}\s?[:=]\s?(?:True|False|true|false))\b")
 _FLAG = re.compile(r"(?<![\w.-])(--[a-z][\w-]{2,40}(?:[= ](?:True|False|true|false|\d+(?:\.\d+)?))?)")
 _NAMED = re.compile(r"`([\w.\-]{3,80})`\s+(?:flag|option|switch|knob|argument|parameter|config)\b", re.I)
@@ -127,7 +138,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
     switches = list(kept.values())
     envs = list(dict.fromkeys(code_envs + envs))
     models = list(dict.fromkeys([c.context["model"] for c in a.perf_claims if c.context.get("model")]
-                                + [m.rstrip(".-") for m in r["_model"].findall(full)]))
+                                + model_names(full)))
     parallel = list(dict.fromkeys(p.replace(" ", "") for p in r["_parallel"].findall(text)))
     hardware = list(dict.fromkeys(r["_hardware"].findall(full)))
     from .escape import plain

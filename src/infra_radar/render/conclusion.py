@@ -257,12 +257,12 @@ def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods
 
 def _models_and_hardware(ai: AnalysedItem) -> list[str]:
     """The models and hardware the item's figures or description name (checklists.toml families)."""
-    from .checklist import checklist_rules
+    from .checklist import checklist_rules, model_names
 
     r = checklist_rules()
     text = f"{ai.item.title}\n{ai.item.body[:20000]}"
     models = [c.context["model"] for c in ai.analysis.perf_claims if c.context.get("model")]
-    models += [m.rstrip(".-") for m in r["_model"].findall(text)]
+    models += model_names(text)
     return list(dict.fromkeys([*models, *r["_hardware"].findall(text)]))
 
 

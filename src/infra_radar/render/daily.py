@@ -341,6 +341,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     # short_table_limit rows, open work first (it may still change; a merged P2 is done), at most short_p2_limit
     leftover = [ai for ai in ranked if id(ai) not in tabled]
     listed = [ai for ai in leftover if ai.analysis.priority in TOP]
+    # what moved in the window first; what was open before it at no dated time (a first radar) after
+    listed.sort(key=lambda ai: ai.item.ref.lower() in inp.open_before)
     listed += short_p2(leftover, max(min(inp.short_p2_limit, inp.short_table_limit - len(listed)), 0))
     listed_ids = {id(ai) for ai in listed}
     rest = [ai for ai in leftover if id(ai) not in listed_ids]

@@ -94,9 +94,33 @@ def _porting_note(ai: AnalysedItem, target: str, t: dict[str, Any]) -> str:
     return ""
 
 
-def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict[str, Any]:
+def _one_per_change(keyed: list[AnalysedItem], rules_dir) -> tuple[list[AnalysedItem], dict[str, list[AnalysedItem]]]:
+    """The key PRs, one per change: a backport or a same-title PR of a key PR listed before it is named in
+    that PR's line (analyse.stories), not given a line of its own. Returns (the kept PRs, ref -> the others)."""
+    from ..analyse.links import compile_relation_rules
+    from ..analyse.stories import stories
+    from ..config import load_rules_in
+
+    story_of = stories(keyed, compile_relation_rules(load_rules_in("links", rules_dir)))
+    kept: list[AnalysedItem] = []
+    others: dict[str, list[AnalysedItem]] = {}
+    lead: dict[int, str] = {}
+    for ai in keyed:
+        story = story_of.get(ai.item.ref)
+        if story is None or id(story) not in lead:
+            kept.append(ai)
+            if story is not None:
+                lead[id(story)] = ai.item.ref
+            continue
+        others.setdefault(lead[id(story)], []).append(ai)
+    return kept, others
+
+
+def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int,
+           also: list[AnalysedItem] | None = None) -> dict[str, Any]:
     """A key PR in one line: what it does, its headline figure, grade and decision, a risk or porting note
-    that applies to it; built shorter (not cut) when it runs past `limit` characters."""
+    that applies to it, the other PRs of the same change (`also`: a backport); built shorter (not cut) when it
+    runs past `limit` characters."""
     w, c = t["weekly"], t["common"]
     view = row(ai, t)
     claim = headline_claim(ai.analysis.perf_claims)
@@ -106,6 +130,8 @@ def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int) -> dict
     risks = [name(t, "risks", r) for r in stated_risks(ai) if r in ("silent-accuracy", "breaking",
                                                                            "new-default")]
     extras = [x for x in (w["quick_risk"].format(risk=risks[0]) if risks else "", _porting_note(ai, target, t)) if x]
+    if also:  # the same change elsewhere first: it is why the others have no line of their own
+        extras.insert(0, w["quick_also"].format(refs=c["sep"].join(f"#{x.item.number}" for x in also)))
     link_len = len(f"[#{ai.item.number}]({ai.item.url}) ")
     for size, with_context, keep in ((70, True, 2), (70, False, 1), (70, False, 0), (50, False, 0), (35, False, 0)):
         what = gist(ai, t, size)
@@ -264,9 +290,12 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     limit = int(rules.get("budget", {}).get("line_chars", 400))
     key_limit = int(rules.get("budget", {}).get("key_pr_chars", 200))
     keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or relevant
+    keyed, picks = _one_per_change(keyed, inp.rules_dir)
+    ctx["folded"] = {ref: len(v) for ref, v in picks.items()}
     lines_max, bytes_max = budget(merged, rules)
     shape = _Shape(len(found_themes), min(inp.key_prs, len(keyed)), len(inp.adapted), 3, 4)
-    quick = [_quick(ai, t, inp.target, key_limit) for ai in keyed[: shape.quick]]  # the same in every round
+    quick = [_quick(ai, t, inp.target, key_limit, picks.get(ai.item.ref, []))
+             for ai in keyed[: shape.quick]]  # the same in every round
     adapted = _adapted(inp.adapted, t, limit)
     while True:
         _build(ctx, inp, t, shape, found_themes, found, found_before, relevant, ranked, changes, before,
@@ -355,7 +384,8 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     ctx["quick"] = built[0][: shape.quick]
     ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
-    ctx["quick_more_n"] = max(len(keyed) - shape.quick, 0)
+    # the PRs the lines after the shown ones stand for: a backport named in its original's line counts too
+    ctx["quick_more_n"] = sum(1 + ctx["folded"].get(ai.item.ref, 0) for ai in keyed[shape.quick:])
     # no key PR this week: the quick view lists the first-ranked others, and says so (the headline counts 0)
     ctx["quick_others"] = bool(keyed) and not ctx["key"]
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]

@@ -123,13 +123,40 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
 _SWITCH = {"true", "false", "on", "off", "0", "1", "yes", "no"}
 
 
-def _moves_default(ai: AnalysedItem) -> bool:
-    """The diff changes a default's value, or sets a new switch on (read from the code, not the text)."""
+def _moved_defaults(ai: AnalysedItem) -> list[dict[str, Any]]:
+    """The defaults the diff changes, or the new switches it sets on (read from the code, not the text)."""
+    out = []
     for d in ai.item.code.get("defaults", []) if ai.item.code else []:
         value, before = str(d.get("value", "")).strip("\"'").lower(), d.get("previous")
         if (before is not None and before != d.get("value")) or (before is None and value in _SWITCH - {"false", "off", "0", "no"}):
-            return True
-    return False
+            out.append(d)
+    return out
+
+
+def _moves_default(ai: AnalysedItem) -> bool:
+    """The diff changes a default's value, or sets a new switch on (read from the code, not the text)."""
+    return bool(_moved_defaults(ai))
+
+
+def default_said(ai: AnalysedItem, t: dict[str, Any]) -> Md:
+    """What default the diff sets, as the code has it: "`name` 默认 `True`（`megatron.yaml`、`engine.py`）", with what
+    the description said of it when the two disagree; the PR's gist when no diff was read."""
+    moved = _moved_defaults(ai)
+    if not moved:
+        return gist(ai, t, 70)
+    w, c = t["weekly"], t["common"]
+    first = moved[0]
+    files = list(dict.fromkeys(d["file"].rsplit("/", 1)[-1] for d in moved
+                               if d["name"] == first["name"] and d["value"] == first["value"]))
+    said = Md(w["default_set"].format(name=code(first["name"]), value=code(str(first["value"])),
+                                      files=c["sep"].join(code(f) for f in files[:2])))
+    if first.get("previous") is not None:
+        said = Md(said + w["default_was"].format(value=code(str(first["previous"]))))
+    told = next((x for x in ai.analysis.contradictions
+                 if x.get("kind") == "default" and x.get("name") == first["name"] and x.get("said")), None)
+    if told:
+        said = Md(said + w["default_told"].format(said=c["sep"].join(text(x) for x in told["said"][:2])))
+    return said
 
 
 def accuracy_fix(ai: AnalysedItem, rules_dir: Path | None = None) -> bool:
@@ -232,7 +259,7 @@ def risk_lines(found: Found, refs: Refs, t: dict[str, Any], most: int = 3, limit
     line("removed", found.removed)
     line("accuracy", [(ai, gist(ai, t, 70)) for ai in found.accuracy])
     line("deps", [(ai, text(c["sep"].join(v))) for ai, v in found.deps])
-    line("defaults", [(ai, gist(ai, t, 70)) for ai in found.defaults])
+    line("defaults", [(ai, default_said(ai, t)) for ai in found.defaults])
     line("untested", [(ai, Md(w["untested_what"].format(lines=_lines(_code(ai)),
                                                          file=code(_top(ai))))) for ai in found.untested])
     return lines
