@@ -10,6 +10,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -324,12 +325,41 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+    activate_rules_dir(settings.rules_dir)
     return settings
 
 
 def load_rule_file(name: str, settings: Settings) -> dict[str, Any]:
     """Rule table `name` (e.g. "topics"): the packaged file, its tables replaced by the user's copy."""
     return load_rules_in(name, settings.rules_dir)
+
+
+# The rules directory of the settings loaded last: the rule files every stage reads without settings in hand
+# (the conclusion, checklist, dive and zh word rules, the claim and assertion rules, ...) take its tables over
+# the packaged ones, as the stages given settings do (load_rule_file). Loaders are cached (`rules_cache`) and
+# cleared together when another directory becomes active.
+_ACTIVE_RULES: list[Path | None] = [None]
+_RULE_CACHES: list[Any] = []
+
+
+def rules_cache(loader):
+    """Cache a no-argument loader of rule data until the active rules directory changes."""
+    cached = lru_cache(maxsize=1)(loader)
+    _RULE_CACHES.append(cached)
+    return cached
+
+
+def activate_rules_dir(rules_dir: Path | None) -> None:
+    """Make `rules_dir` the one `rule_data` overlays (settings.rules_dir; load_settings calls it)."""
+    if _ACTIVE_RULES[0] != rules_dir:
+        _ACTIVE_RULES[0] = rules_dir
+        for cached in _RULE_CACHES:
+            cached.cache_clear()
+
+
+def rule_data(name: str) -> dict[str, Any]:
+    """Rule table `name`: the packaged file, its tables replaced by the active rules directory's copy."""
+    return load_rules_in(name, _ACTIVE_RULES[0])
 
 
 def load_rules_in(name: str, rules_dir: Path | None) -> dict[str, Any]:

@@ -10,13 +10,12 @@ into sentences and each sentence into clauses, so the work is linear in the text
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import resources
+from functools import lru_cache
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from .figures import prose_lines
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？；])|\n")
@@ -55,10 +54,9 @@ def compile_assertion_rules(data: dict[str, Any]) -> AssertionRules:
     )
 
 
-@cache
+@rules_cache
 def default_assertion_rules() -> AssertionRules:
-    path = resources.files("infra_radar") / "defaults" / "rules" / "assertions.toml"
-    return compile_assertion_rules(tomllib.loads(path.read_text(encoding="utf-8")))
+    return compile_assertion_rules(rule_data("assertions"))
 
 
 @lru_cache(maxsize=256)

@@ -4,12 +4,10 @@ numbers, units, directions, text windows. The finders are in claims.py (prose) a
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..models import PerfClaim
 
 _NUM_BODY = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
@@ -182,11 +180,10 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
     )
 
 
-@cache
+@rules_cache
 def default_claim_rules() -> ClaimRules:
-    """The packaged claims.toml, compiled once."""
-    path = resources.files("infra_radar") / "defaults" / "rules" / "claims.toml"
-    return compile_claim_rules(tomllib.loads(path.read_text(encoding="utf-8")))
+    """claims.toml (the active rules directory's tables over the packaged ones), compiled once."""
+    return compile_claim_rules(rule_data("claims"))
 
 
 _LABEL_STOP = {"from", "to", "is", "was", "are", "were", "goes", "went", "reduced", "reduces", "dropped",

@@ -12,13 +12,12 @@ Every scan is one pass of a compiled pattern over each prose line: linear in the
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from .claim_rules import default_claim_rules
 
 SHAPES = ("before_after", "ratio", "change", "versus", "reference", "range", "growth", "bound", "value")
@@ -102,13 +101,12 @@ def compile_figure_rules(data: dict[str, Any]) -> FigureRules:
         not_prose_re=re.compile("|".join(f"(?:{p})" for p in pats)) if pats else None)
 
 
-@cache
+@rules_cache
 def figure_rules_data() -> dict[str, Any]:
-    path = resources.files("infra_radar") / "defaults" / "rules" / "claims_figures.toml"
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return rule_data("claims_figures")
 
 
-@cache
+@rules_cache
 def default_figure_rules() -> FigureRules:
     return compile_figure_rules(figure_rules_data())
 

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..errors import ConfigError
 from ..models import Item, Text
 from .assertions import own_names, sentence_list, why_not
@@ -183,17 +184,15 @@ def _asserted_hits(e: PortingEntry, body: str, own: tuple[str, ...]) -> list[str
     return out
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def _profile_names() -> dict[str, Text]:
-    text = (resources.files("infra_radar") / "defaults" / "rules" / "grades.toml").read_text(encoding="utf-8")
-    return {k: v.get("name", {"en": k}) for k, v in tomllib.loads(text).get("profiles", {}).items()}
+    return {k: v.get("name", {"en": k}) for k, v in rule_data("grades").get("profiles", {}).items()}
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def profile_topics() -> dict[str, str]:
     """The topic of each target profile (grades.toml [profiles.*] topic): "ascend" -> "npu", "rocm" -> "rocm"."""
-    text = (resources.files("infra_radar") / "defaults" / "rules" / "grades.toml").read_text(encoding="utf-8")
-    return {k: v["topic"] for k, v in tomllib.loads(text).get("profiles", {}).items() if v.get("topic")}
+    return {k: v["topic"] for k, v in rule_data("grades").get("profiles", {}).items() if v.get("topic")}
 
 
 def target_name(profile: str, lang: str) -> str:

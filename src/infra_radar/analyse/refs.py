@@ -12,15 +12,13 @@ where the URL says which repository) is skipped.
 from __future__ import annotations
 
 import re
-import tomllib
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from itertools import islice
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..models import Link, ref_number
 
 __all__ = ["LinkRules", "compile_link_rules", "default_link_rules", "extract_refs", "pr_number_from_subject",
@@ -68,11 +66,10 @@ def compile_link_rules(data: dict[str, Any]) -> LinkRules:
                      int(data.get("max_matches", 500)), stems)
 
 
-@cache
+@rules_cache
 def default_link_rules() -> LinkRules:
-    """The packaged links.toml, compiled once."""
-    path = resources.files("infra_radar") / "defaults" / "rules" / "links.toml"
-    return compile_link_rules(tomllib.loads(path.read_text(encoding="utf-8")))
+    """links.toml (the active rules directory's tables over the packaged ones), compiled once."""
+    return compile_link_rules(rule_data("links"))
 
 
 _SUFFIX_SPAN = 400  # characters at the end of a subject searched for its (#N) groups: keeps the search linear

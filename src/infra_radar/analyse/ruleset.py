@@ -4,7 +4,6 @@ noise filters they define. `rules.py` applies them to items."""
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import translate
@@ -12,7 +11,7 @@ from re import _constants as _sre
 from re import _parser as _sre_parser
 from typing import Any
 
-from ..config import DEFAULTS, Settings, load_rule_file
+from ..config import Settings, load_rule_file, rule_data
 from ..errors import ConfigError
 from ..models import Text
 from .matching import _Globs, _Index, words
@@ -403,7 +402,7 @@ def load_noise_patterns(settings: Settings | None = None) -> list[re.Pattern[str
     """The compiled noise patterns of bots.toml (the user's copy when settings name a rules_dir)."""
     if settings is not None:
         return _noise(load_rule_file("bots", settings))
-    return _noise(tomllib.loads((DEFAULTS / "rules" / "bots.toml").read_text(encoding="utf-8")))
+    return _noise(rule_data("bots"))
 
 
 _LITERAL_CHARS = frozenset(" -_:,'!/#@")

@@ -8,12 +8,11 @@ does not land on most items of a report; the generic fallback steps name the ite
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from ..analyse.porting import Applied
+from ..config import rule_data, rules_cache
 from ..models import AnalysedItem
 from .base import context_text
 from .cjk import squeeze_cjk
@@ -23,11 +22,10 @@ from .explain import code_module, explain_body, file_role, identifiers, sentence
 from .zh_words import function_words
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def checklist_rules() -> dict[str, Any]:
-    """The packaged checklist rules, with the patterns they imply compiled once."""
-    text = (resources.files("infra_radar") / "defaults" / "rules" / "checklists.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    """The checklist rules (the active rules directory's tables over the packaged ones), their patterns compiled."""
+    data = rule_data("checklists")
     alt = "|".join(re.escape(m) for m in sorted(data["model_families"], key=len, reverse=True))
     data["_model"] = re.compile(rf"\b(?:{alt})[\w.\-]*\d[\w.\-]*", re.I)
     hw = "|".join(re.escape(h) for h in sorted(data["hardware"], key=len, reverse=True))

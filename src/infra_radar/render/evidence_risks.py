@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from functools import cache
 from typing import Any
 
 from ..analyse.assertions import own_names, sentences, why_not
+from ..config import rule_data, rules_cache
 from ..models import AnalysedItem
 
 
@@ -47,14 +47,10 @@ def _phrase_re(phrase: str) -> str:
     return r"(?<![a-z0-9])" + "".join(out) + (r"(?![a-z0-9])" if not phrase.endswith("*") else "")
 
 
-@cache
+@rules_cache
 def _risk_patterns() -> dict[str, tuple[Any, ...]]:
     """Per word risk: (title pattern, description pattern, not-this pattern) from risks.toml."""
-    import tomllib
-    from importlib import resources
-
-    path = resources.files("infra_radar") / "defaults" / "rules" / "risks.toml"
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = rule_data("risks")
     out = {}
     for rid, entry in data.get("words", {}).items():
         def comp(words: list[str]) -> re.Pattern[str] | None:

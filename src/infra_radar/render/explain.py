@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import html
 import re
-import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase, translate
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..models import FileChange
 
 # --- the rules file --------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def explain_rules() -> dict[str, Any]:
-    """The packaged explain rules (sections, limits, identifier stop words, file roles, link hygiene)."""
-    text = (resources.files("infra_radar") / "defaults" / "rules" / "explain.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    """The explain rules (sections, limits, identifier stop words, file roles, link hygiene): the active rules
+    directory's tables over the packaged ones."""
+    return rule_data("explain")
 
 
 # --- cleaning --------------------------------------------------------------------------------------

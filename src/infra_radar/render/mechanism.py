@@ -9,12 +9,10 @@ Linear in the text read: one tokenising pass, then a left-to-right walk over the
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from .cjk import _CJK, cjk_share
 from .zh_words import glossary_extra
 
@@ -40,11 +38,10 @@ class _Rules:
     longest: int  # the most words of a glossary or symptom phrase
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def rules() -> _Rules:
-    """The packaged conclusion rules, compiled once."""
-    raw = (resources.files("infra_radar") / "defaults" / "rules" / "conclusions.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(raw)
+    """The conclusion rules (the active rules directory's tables over the packaged ones), compiled once."""
+    data = rule_data("conclusions")
     nouns = {k: v for k, v in data["nouns"].items() if isinstance(v, str)}
     glossary = {tuple(k.lower().split()): v for k, v in {**glossary_extra(), **data["glossary"]}.items()}
     symptoms = {tuple(k.lower().split()): v for k, v in data["symptoms"].items()}

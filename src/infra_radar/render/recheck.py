@@ -9,11 +9,9 @@ Every author piece (title, paths, figures, the reason typed with `radar watch ad
 
 from __future__ import annotations
 
-import tomllib
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..models import CLOSED, MERGED, OPEN, FileChange
 from .base import claim_phrase, name, ref_url
 from .escape import Md, code, join, link, text
@@ -143,10 +141,9 @@ def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
             "short": Md(f"{link(w.ref, w.url)} {state}")}
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def _needs_labels() -> tuple[str, ...]:
-    raw = (resources.files("infra_radar") / "defaults" / "rules" / "recheck.toml").read_text(encoding="utf-8")
-    return tuple(tomllib.loads(raw).get("needs", []))
+    return tuple(rule_data("recheck").get("needs", []))
 
 
 def still_needs(w: WatchRecheck, t: dict[str, Any]) -> list[str]:

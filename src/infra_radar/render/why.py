@@ -10,12 +10,10 @@ Linear in the description: its sentences are matched once by a few bounded patte
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..models import AnalysedItem
 from .escape import Md
 from .explain import explain_body, sentences
@@ -23,11 +21,10 @@ from .explain import explain_body, sentences
 __all__ = ["Cause", "causes", "dive_rules", "dive_score", "say_cause", "validation_cues"]
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def dive_rules() -> dict[str, Any]:
-    """defaults/rules/dives.toml, with its cause patterns compiled."""
-    raw = (resources.files("infra_radar") / "defaults" / "rules" / "dives.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(raw)
+    """rules/dives.toml (the active rules directory's tables over the packaged ones), cause patterns compiled."""
+    data = rule_data("dives")
     for c in data.get("cause", []):
         c["_re"] = re.compile(c["pattern"], re.I)
     cr = data["cause_rules"]

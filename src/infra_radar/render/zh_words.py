@@ -9,11 +9,10 @@ Linear in the phrase: one left-to-right walk, each word looked at a bounded numb
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
+
+from ..config import rule_data, rules_cache
 
 __all__ = ["Zh", "function_words", "glossary_extra", "joint", "words"]
 
@@ -31,10 +30,9 @@ class _Words:
     longest: int
 
 
-@lru_cache(maxsize=1)
+@rules_cache
 def words() -> _Words:
-    raw = (resources.files("infra_radar") / "defaults" / "rules" / "zh_words.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(raw)
+    data = rule_data("zh_words")
     phrases = {tuple(k.lower().split()): v for k, v in data.get("phrases", {}).items()}
     return _Words(function=frozenset(w.lower() for w in data["function"]["words"]), phrases=phrases,
                   single={k.lower(): v for k, v in data.get("words", {}).items()},
