@@ -22,14 +22,14 @@ def rules_version(settings: Settings) -> str:
     # Everything an analysis depends on: the rule files (packaged and the user's copies, as bytes), the
     # claim and reference rules (claims.toml, links.toml), the code version, and the settings the rules
     # read (target profile, focus), so changing any of them re-analyses.
+    # every rule file, packaged and the user's copy of it: the analysis reads most of them (claims, links,
+    # porting, code facts, claim figures, assertions, ...), some only through a shared loader (config.rule_data)
     rules = DEFAULTS / "rules"
-    files = [rules / f"{name}.toml" for name in RULE_FILES]
+    names = sorted({*RULE_FILES, *(p.name[:-5] for p in rules.iterdir() if p.name.endswith(".toml"))})
+    files = [rules / f"{name}.toml" for name in names]
     if settings.rules_dir is not None:
-        files += [settings.rules_dir / f"{name}.toml" for name in RULE_FILES]
-    files += [rules / "claims.toml", rules / "links.toml", rules / "porting.toml", rules / "code_facts.toml",
-              *sorted(Path(__file__).parent.glob("*.py"))]
-    if settings.rules_dir is not None:  # the grade rules read the user's porting map (drop-in counterparts)
-        files.append(settings.rules_dir / "porting.toml")
+        files += [settings.rules_dir / f"{name}.toml" for name in names]
+    files += sorted(Path(__file__).parent.glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
         try:
