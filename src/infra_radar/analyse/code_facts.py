@@ -339,7 +339,7 @@ class ChangeFacts:
                     self.env_entries[sign].setdefault(_group(m, "name"), f.path)
             elif category == "gate":
                 for m in rule.regex.finditer(text):
-                    package = _group(m, "package") or rule.package
+                    package = (_group(m, "package") or rule.package).lower()  # `_VLLM_VERSION`: vllm
                     op = _group(m, "op")
                     version = f"{op} {_group(m, 'version')}".strip() if op else _group(m, "version")
                     f.gates.setdefault(package, {"+": [], "-": []})[sign].append(version)

@@ -199,7 +199,7 @@ _SWITCH_VALUES = {"true", "false", "on", "off", "yes", "no", "0", "1"}
 
 def _from_code(facts: dict | None) -> tuple[str, list[str], list[str], list[str]]:
     """What the diff gives the checklist: the first switch default it sets or moves ("name = value"), the
-    switches and environment variables it adds, and the versions its gates now ask for ("vllm 0.25.1")."""
+    switches and environment variables it adds, and the versions its gates now ask for ("vllm >= 0.25.1")."""
     if not facts:
         return "", [], [], []
     moved = [d for d in facts.get("defaults", []) if str(d.get("value", "")).strip("\"'").lower() in _SWITCH_VALUES
@@ -209,7 +209,8 @@ def _from_code(facts: dict | None) -> tuple[str, list[str], list[str], list[str]
     added = [s for s in facts.get("switches", []) if s.get("change") == "added"]
     switches += [s["name"] for s in added if s.get("kind") == "cli"]
     envs = [s["name"] for s in added if s.get("kind") == "env"]
-    versions = [f"{g['package']} {g['after'].lstrip('<>=! ')}" for g in facts.get("version_gates", []) if g.get("after")]
+    # the gate as the code asks it ("vllm >= 0.19.0": a bound is not one version)
+    versions = [f"{g['package']} {' '.join(g['after'].split())}" for g in facts.get("version_gates", []) if g.get("after")]
     return default, list(dict.fromkeys(switches)), list(dict.fromkeys(envs)), list(dict.fromkeys(versions))
 
 
