@@ -189,6 +189,12 @@ def test_the_boundary_follows_the_code():
     said = str(code_boundary(item, load_strings("en")))
     assert "GPU-only guard `torch.cuda.get_device_capability`" in said
     assert "kernel for another device (cuda: `attn.cu`)" in said
+    gated = ChangeFacts(load_code_rules())
+    for path in ("acme/utils/dist.py", "acme/utils/npu_patch.py"):
+        feed_patch(gated, path, '@@ -1 +1,2 @@\n+    if _VLLM_VERSION >= version.parse("0.19.0"):\n+        x = 1')
+    said = str(code_boundary(Item(repo="a/b", kind="pr", key="3", title="t", code=gated.facts("git")),
+                             load_strings("en")))
+    assert said == "the code branches on `vllm >= 0.19.0` (`dist.py`, `npu_patch.py`)", said
     npu = ChangeFacts(load_code_rules())
     feed_patch(npu, "acme/ops/attn.py", "@@ -1 +1,2 @@\n+    if is_310p():\n+        x = 1")
     assert str(code_boundary(Item(repo="a/b", kind="pr", key="2", title="t", code=npu.facts("git")),
@@ -251,6 +257,7 @@ def test_weekly_risks_follow_the_code_when_a_diff_was_read():
     ("acme/cfg.py", 'if getattr(model_config, "use_mla", False):', "switches", ("use_mla", "config")),
     ("acme/compat.py", 'if version.parse(torch.__version__) >= version.parse("2.6.0"):', "version_gates", ("torch", ">= 2.6.0")),
     ("acme/compat.py", 'if vllm_version_is("0.19.0"):', "version_gates", ("vllm", "0.19.0")),
+    ("acme/compat.py", 'elif _VLLM_VERSION >= version.parse("0.19.0"):', "version_gates", ("vllm", ">= 0.19.0")),
     ("acme/ops.py", "    if torch.cuda.get_device_capability()[0] >= 9:", "device_checks", ("torch.cuda.get_device_capability",)),
     ("acme/ops.py", "    if current_platform.is_cuda():", "device_checks", ("current_platform.is_cuda",)),
     ("acme/ops.py", "    out = torch_npu.npu_rms_norm(x, w)", "kernels", ("torch_npu",)),
