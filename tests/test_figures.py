@@ -98,3 +98,21 @@ def test_figures_by_shape_over_the_shared_history():
     assert new >= 40, totals  # measured: 63 (range 55, value 5, versus 1, bound 1 ...)
     assert totals["range"] >= 30 and totals["value"] >= 3 and totals["bound"] >= 1, totals
     assert with_any >= 110, with_any  # measured: 120 descriptions (91 before)
+
+
+@pytest.mark.parametrize(("line", "subject"), [
+    # what a bound was measured on: a sanity check is not the kernel it sits beside
+    ("- NPU: Ascend 910 (torch 2.7, Triton 3.2) vector-add Triton sanity passed with max error 0.0",
+     "vector-add Triton sanity"),
+    ("- NPU: rope fused forward matched the torch reference at max abs error 4.8828125e-4", "rope fused forward"),
+    # a fragment of a sentence, a table row, a range: no subject rather than a wrong one
+    ("and the kernel reached max abs error 1e-3 on long inputs", ""),
+    ("| fused | max abs error 1e-3 |", ""),
+    ("The planner costs 68–495 s in total.", ""),
+])
+def test_a_figure_says_what_it_was_measured_on(line, subject):
+    from infra_radar.analyse.figures import figure_subject
+
+    found = extract_figures(line)
+    assert found, line
+    assert figure_subject(found[0]) == subject, (line, found[0])

@@ -231,3 +231,32 @@ def description_cut(text: str) -> bool:
         return False  # a list item: ends where the author stopped it
     # a prose line ending in a word with no closing punctuation, in a paragraph of several sentences
     return bool(re.search(r"[A-Za-z]$", last)) and bool(re.search(r"[.!?。](?:\s|$)", last)) and len(last) > 60
+
+
+def figure_subject(figure: Figure) -> str:
+    """What the figure was measured on, as its line says it ("vector-add Triton sanity" for "... vector-add
+    Triton sanity passed with max error 0.0"): the words between the line's last ":" or ")" before the figure
+    and the first stop word (claims_figures.toml [subject]); "" when none or too long."""
+    rules = figure_rules_data().get("subject", {})
+    at = figure.line.find(figure.text)
+    # a metric bound ("max error 0.0") names its metric: what it was measured on is the phrase before it; a
+    # range or a comparison reads its subject from its own words, and a table row is not a sentence
+    if (at <= 0 or figure.shape != "bound" or not figure.text[:1].isalpha()
+            or figure.line.lstrip().startswith("|")):
+        return ""
+    before = figure.line[:at]
+    start = max(before.rfind(":"), before.rfind(")"), before.rfind("- ") + 1 if before.lstrip().startswith("- ") else -1)
+    words = before[start + 1:].split()
+    stops = {w.lower() for w in rules.get("stops", [])}
+    cut = next((i for i, w in enumerate(words) if w.lower().strip(",;") in stops), len(words))
+    words = words[:cut]
+    if (not words or len(words) > int(rules.get("subject_words", 6))
+            or words[0].lower() in {w.lower() for w in rules.get("not_first", [])}
+            or any(ch in w for w in words for ch in "|()~=<>;")
+            or any(_NUMBER_WORD.match(w) for w in words)):
+        return ""
+    return " ".join(words).strip(",; ")
+
+
+_NUMBER_WORD = re.compile(r"^[+\-~]?\d[\d.,:/×x%–\-]*[A-Za-z]{0,3}$")  # "8.3s", "2×", "10K": a figure, not a name
+

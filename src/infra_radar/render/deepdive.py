@@ -78,13 +78,16 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
 def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> Md:
     """What the description's figures are when none is a before/after claim: the author's figures in the other
     shapes (analyse/figures.py), else what was read ("no figures in the description", or that it is cut)."""
-    from ..analyse.figures import description_cut, extract_figures
+    from ..analyse.figures import description_cut, extract_figures, figure_subject
     from .escape import join, text
 
     d, c = t["daily"], t["common"]
     found = extract_figures(body, taken=[x.span for x in claims])
     if found:
-        return fmt(d["dive_figure"], text=join([text(f.text) for f in found[:most]], c["sep"]))
+        # each figure with what it was measured on, when its line says so (a sanity check is not the kernel)
+        said = [text(f.text + c["paren"].format(figure_subject(f)) if figure_subject(f) else f.text)
+                for f in found[:most]]
+        return fmt(d["dive_figure"], text=join(said, c["sep"]))
     return Md(d["dive_cut"] if description_cut(body) else d["dive_no_figures"])
 
 
@@ -203,6 +206,8 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
 
     # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws
     said_code = [part for part in (code_boundary(item, t), contradiction_clause(ai, t)) if part]
+    if lang == "en":  # each part is a sentence of the dive: "The code branches on …"
+        said_code = [Md(p[:1].upper() + p[1:]) for p in said_code]
     view["code"] = join(said_code, t["code"]["end"] + (" " if lang == "en" else "")) if said_code else Md("")
     # the decision is in the dive's first line; its reason is the rules' text, shown only where no other dive of
     # the report says it (daily.distinct_dives)
