@@ -14,15 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.publish.push import (
-    Digest,
-    Line,
-    PushError,
-    build_messages,
-    load_limits,
-    post,
-    push_reports,
-)
+from infra_radar.publish.chat import build_messages
+from infra_radar.publish.digest import Digest, Line, load_limits
+from infra_radar.publish.push import PushError, post, push_reports
 
 LIMITS = load_limits()
 
@@ -147,7 +141,7 @@ def test_a_refusal_is_an_error_without_the_url(settings, sample_store, receiver,
     with pytest.raises(PushError) as err:
         push_reports(settings, sample_store, "daily", "feishu", day="2026-08-02")
     assert "refused" in str(err.value) and "TOKEN" not in str(err.value)
-    from infra_radar.publish.push import Message
+    from infra_radar.publish.chat import Message
 
     with pytest.raises(PushError) as down:
         post(Message("http://127.0.0.1:9/x/TOKEN", {}), "slack", timeout=2)
@@ -194,7 +188,7 @@ def test_dry_run_shows_no_webhook_userinfo(sample_store, receiver, monkeypatch):
 
 
 def test_a_refusal_echoing_the_webhook_is_redacted_before_it_is_cut():
-    from infra_radar.publish.push import Message
+    from infra_radar.publish.chat import Message
 
     from .hostile_stub import Hostile
 
@@ -211,7 +205,7 @@ def test_a_hostile_webhook_ends_the_push_in_its_total_time_with_one_line(mode):
     """A receiver that trickles a byte at a time (body or headers), never ends its body, or sends endless
     headers: the push fails within its total time or byte cap, with one line and no URL. The trickle sends
     400 bytes at most, 20 s at 0.05 s a byte: a per-read timeout alone would wait all of it."""
-    from infra_radar.publish.push import Message
+    from infra_radar.publish.chat import Message
 
     from .hostile_stub import Hostile
 
@@ -230,7 +224,7 @@ def test_a_hostile_webhook_ends_the_push_in_its_total_time_with_one_line(mode):
 
 
 def test_a_webhook_redirect_is_not_followed():
-    from infra_radar.publish.push import Message
+    from infra_radar.publish.chat import Message
 
     from .hostile_stub import Hostile
 

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from infra_radar import errors
-from infra_radar.publish.push import Message, PushError, post
+from infra_radar.publish.chat import Message
+from infra_radar.publish.push import PushError, post
 
 from .hostile_stub import Hostile
 

@@ -89,7 +89,7 @@ def test_a_backfilled_day_holds_what_was_opened_in_it_as_it_stood_then(radar_hom
     from datetime import date
 
     from infra_radar.publish.data import load_site_data
-    from infra_radar.publish.push import daily_digest
+    from infra_radar.publish.digest import daily_digest
 
     digest = daily_digest(settings, engine, date(2026, 6, 29), [], "")
     pushed = " ".join(str(line) for line in digest.lines)

@@ -320,7 +320,7 @@ def check_llm(settings: Settings | None, env: dict[str, str], network: bool) -> 
 
 def check_webhooks(env: dict[str, str], network: bool) -> list[Check]:
     """One line per chat platform: webhook set (its URL is a credential: only the host is shown)."""
-    from .publish.push import load_limits
+    from .publish.digest import load_limits
 
     checks = []
     for platform, conf in load_limits().items():

@@ -1,370 +1,42 @@
-"""`radar push`: the daily radar or weekly reports as chat messages (Feishu/Lark, Slack, WeCom, DingTalk).
+"""`radar push`: the daily radar or weekly reports delivered to a chat webhook (Feishu/Lark, Slack, WeCom,
+DingTalk).
 
-A report becomes a Digest (title, ranked lines, link to the full page); each platform renders the lines
-in its own markup, escapes what came from GitHub, and packs them into messages that respect the limits
-in defaults/push.toml, splitting across at most `max_messages` messages and trimming the rest with a
-"more in the full report" line. A line too long for one message is built shorter at a clause boundary,
-never cut with "…". Webhook URLs and secrets come only from the environment and are never
-printed: --dry-run shows the payloads with the URL and signature redacted.
+A report becomes a Digest (publish/digest.py), each platform's messages (publish/chat.py); this module sends
+them: webhook URLs and secrets come only from the environment and go only to their own origin, are never
+printed (--dry-run shows the payloads with the URL and signature redacted), and each delivery is recorded so a
+second run sends only what changed.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import os
-import re
 import time
-import tomllib
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from importlib import resources
+from datetime import UTC, date, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
-from ..errors import ConfigError, NotFoundError, RadarError, WindowError, clip, redact, url_secrets
+from ..errors import ConfigError, NotFoundError, RadarError, clip, redact, url_secrets
 from ..models import Window, check_repo
-from ..pipeline.judgment import judge
-from ..render.context import WeeklyInput, load_strings, weekly_context
-from ..render.escape import href, plain, plain_line
 from ..store import queries
 from ..store.rows import from_db_time, to_db_time
 from ..store.schema import items as items_table
 from ..store.schema import repos as repos_table
-from ..windows import horizon, iso_week, parse_when
-from .data import day_window, week_of
-from .site import daily_page, item_page, weekly_page
+from ..windows import horizon, parse_when
+from .chat import Message, build_messages
+from .data import week_of
+from .digest import Digest, daily_digest, load_limits, weekly_digest
 
-PLATFORMS = ("feishu", "slack", "wecom", "dingtalk")
 REDACTED = "***"
 
 
 class PushError(RadarError):
     """A chat webhook refused a message or could not be reached."""
-
-
-def load_limits() -> dict[str, Any]:
-    """The packaged push.toml: per-platform limits and formats, and the digest wording."""
-    text = (resources.files("infra_radar") / "defaults" / "push.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
-# --- digest --------------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class Line:
-    """One line of a digest: an optional bold tag (P0) and linked reference, then text; or a heading."""
-
-    text: str
-    tag: str = ""
-    ref: str = ""
-    url: str = ""
-    heading: bool = False
-
-
-@dataclass(slots=True)
-class Digest:
-    """What a chat message says about one report."""
-
-    title: str
-    lines: list[Line]
-    full_url: str = ""
-    report: str = ""  # which report it is, for the delivery record: "daily 2026-07-02", "weekly OWNER/NAME W"
-    publish: Callable[[], object] | None = None  # records the radar once the digest is posted (daily)
-
-
-def _item_url(ref: str, github: str, site_url: str) -> str:
-    repo, _, number = ref.rpartition("#")
-    return site_url + item_page(repo, int(number)) if site_url and number.isdigit() else github
-
-
-def _up_to_now(window: Window, limit: datetime) -> Window:
-    """`window` ending no later than `limit` (now plus the clock skew); WindowError when it has not begun."""
-    if window.since > limit:
-        raise WindowError(f"the window starts {window.since:%Y-%m-%dT%H:%MZ}, later than now: nothing in it has "
-                          "happened yet")
-    return Window(window.since, min(window.until, limit))
-
-
-def daily_digest(settings: Settings, engine: Engine, window: Window | date, repos: list[str], site_url: str,
-                 calendar_day: bool = False) -> Digest:
-    """The P0/P1 rows, the short table and the downstream section of the daily radar of `window` (a UTC day
-    when a date), built as `radar daily` builds it (pipeline.radar.daily_radar)."""
-    from ..pipeline.radar import daily_radar
-    from ..windows import report_day
-
-    if not isinstance(window, Window):
-        window, calendar_day = day_window(window), True
-    t = load_strings(settings.lang)
-    window = _up_to_now(window, horizon(settings.clock_skew))
-    from ..pipeline.reports import report_repos
-
-    radar = daily_radar(settings, engine, window, repos or report_repos(settings, engine, None),
-                        calendar_day=calendar_day, explicit=not calendar_day,
-                        generated_at=window.until)
-    ctx = radar.context(t)
-    lines = [Line(t["daily"]["counts"].format(scanned=ctx["scanned"], ranked=ctx["ranked"],
-                                              by_priority=ctx["by_priority"]))]
-    if ctx["repos_no_data"]:  # the scope line as `radar daily` has it, when a repository it covers has no data
-        sep = t["common"]["sep"]
-        lines.append(Line(t["daily"]["repos"].format(repos=sep.join(ctx["repos"]) or t["common"]["none"])
-                          + t["daily"]["no_data"].format(repos=sep.join(ctx["repos_no_data"]))))
-    if ctx["since_last"]:
-        lines.append(Line(plain(ctx["since_last"])))
-    dash = t["common"]["dash"]
-    for r in ctx["top"]:  # chat text is plain text: what a reader of the report sees (the platform escapes it)
-        lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['summary'])}", r["priority"], r["ref"],
-                          _item_url(r["ref"], r["url"], site_url)))
-    for r in ctx["short"]:
-        lines.append(Line(f"{plain(r['title'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
-                          _item_url(r["ref"], r["url"], site_url)))
-    down = ctx["downstream"]
-    if down and down["lines"]:  # the downstream section, apart from the upstream rows, as the report has it
-        lines.append(Line(t["daily"]["downstream"], heading=True))
-        lines += [Line(f"{plain(r['head'])}{dash}{plain(r['note'])}", r["priority"], r["ref"],
-                       _item_url(r["ref"], r["url"], site_url)) for r in down["lines"]]
-    day = report_day(window)
-    title = t["daily"]["title"].format(date=day.isoformat())
-    return Digest(title, lines, site_url + daily_page(day) if site_url else "",
-                  f"daily {day.isoformat()} {settings.lang}", lambda: radar.publish(engine, t))
-
-
-def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:
-    """Executive summary, key PRs and recommendations of one repository's week."""
-    limits = load_limits()
-    t, words = load_strings(settings.lang), limits[settings.lang]
-    window = _up_to_now(iso_week(week), horizon(settings.clock_skew))
-    before = iso_week(week_of(window.since.date() - timedelta(days=1)))
-    from ..pipeline.reports import bot_test
-
-    inp = WeeklyInput(repo=repo, window=window, week_label=week,
-                      items=judge(settings, engine, queries.analysed_in_window(engine, window, [repo])),
-                      previous=judge(settings, engine, queries.analysed_in_window(engine, before, [repo])),
-                      key_prs=settings.weekly_key_prs,
-                      target=settings.target, data_end=queries.newest_time(engine, repo, horizon(settings.clock_skew)), is_bot=bot_test(settings),
-                      rules_dir=settings.rules_dir)
-    ctx = weekly_context(inp, t, settings.focus_weights)
-    dash = t["common"]["dash"]
-    # the summary and its movements as plain lines (a chat message links the items itself)
-    lines = [Line(plain_line(x)) for x in [ctx["summary"], *ctx["movements"]]]
-    lines.append(Line(words["key_prs"], heading=True))
-    most, recs = int(limits["weekly"]["key_prs"]), int(limits["weekly"]["recommendations"])
-    lines += [Line(f"{plain(q['title'])}{dash}{plain_line(q['rest'])}", q["priority"], q["ref"],
-                   _item_url(q["ref"], q["url"], site_url)) for q in ctx["quick"][:most]]
-    if len(ctx["quick"]) > most:
-        lines.append(Line(words["more"].format(n=len(ctx["quick"]) - most)))
-    lines += [Line(words["recommendations"], heading=True), *(Line(plain_line(r)) for r in ctx["recommendations"][:recs])]
-    return Digest(plain(ctx["title"]), lines, site_url + weekly_page(repo, week) if site_url else "",
-                  f"weekly {repo} {week} {settings.lang}")
-
-
-# --- rendering and packing -----------------------------------------------------------------------
-
-_SPACE = re.compile(r"\s+")
-_HEADING = re.compile(r"#{1,6}(?:\s|$)")
-_BARE_URL = re.compile(r"(?<=[A-Za-z0-9]:)(?=//)|(?<=\bwww)(?=\.[A-Za-z0-9])", re.I)
-
-
-@dataclass
-class Style:
-    """How one platform writes bold text and links, and what it needs escaped."""
-
-    platform: str
-    escape: dict[str, str] = field(default_factory=dict)
-
-    def clean(self, text: str) -> str:
-        """GitHub text on one line, the platform's markup characters escaped, link and image syntax broken up
-        (`[x](u)`, `![x](u)`; autolinks and tags lose their `<`), and a bare address kept from being linked
-        by the chat client (a zero-width space inside its `://` or `www.`: it reads the same)."""
-        text = _BARE_URL.sub("\u200b", _SPACE.sub(" ", text).strip().replace("](", "] ("))
-        return "".join(self.escape.get(ch, ch) for ch in text)
-
-    def start(self, text: str) -> str:
-        """Text that opens a line: a Markdown heading marker there is shown as a full-width ＃ (Slack has no
-        headings)."""
-        return "＃" + text[1:] if self.platform != "slack" and _HEADING.match(text) else text
-
-    def bold(self, text: str) -> str:
-        return f"*{text}*" if self.platform == "slack" else f"**{text}**"
-
-    def link(self, text: str, url: str) -> str:
-        url = href(url)  # ours, with a tag name in it for a release: percent-encoded, http(s) only
-        if not url:
-            return self.clean(text)
-        if self.platform == "slack":
-            return f"<{url}|{self.clean(text).replace('|', '/')}>"
-        return f"[{self.clean(text).replace(']', ')')}]({url})"
-
-    def line(self, ln: Line) -> str:
-        """One digest line in this platform's markup."""
-        if ln.heading:
-            return self.bold(self.clean(ln.text))
-        parts = [self.bold(ln.tag) if ln.tag else "", self.link(ln.ref, ln.url) if ln.ref else "",
-                 self.clean(ln.text)]
-        return ("- " if ln.ref else "") + self.start(" ".join(p for p in parts if p))
-
-
-def utf8_len(text: str) -> int:
-    """Size in UTF-8 bytes."""
-    return len(text.encode("utf-8"))
-
-
-_CLAUSES = re.compile(r"(?<=[；;。])|(?<=[，,:：])\s*|\s(?=[—–]\s)")
-
-
-def fit(text: str, budget: int, size: Callable[[str], int]) -> str:
-    """`text` built shorter so that size(text) <= budget, never cut inside a clause nor ended with "…": its
-    whole leading clauses that fit (split at ；, ;, 。, ，, : or a dash), else its whole leading words; a
-    single word longer than the budget (no text of a real report) is left out."""
-    if size(text) <= budget:
-        return text
-    for splitter in (_CLAUSES, re.compile(r"(?<=\s)")):
-        pieces = [p for p in splitter.split(text) if p]
-        kept = ""
-        for piece in pieces:
-            if size((kept + piece).rstrip(" ，,:：；;")) > budget:
-                break
-            kept += piece
-        kept = kept.rstrip(" ，,:：；;—–")
-        if kept and size(kept) <= budget:
-            return kept
-    return ""
-
-
-def pack(lines: list[str], budget: int, size: Callable[[str], int]) -> list[list[str]]:
-    """Lines grouped greedily into chunks whose newline-joined size stays within `budget`."""
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    used = 0
-    for raw in lines:
-        line = fit(raw, budget, size)
-        cost = size(line) + (1 if current else 0)
-        if current and used + cost > budget:
-            chunks.append(current)
-            current, used, cost = [], 0, size(line)
-        current.append(line)
-        used += cost
-    return chunks + [current] if current else chunks or [[]]
-
-
-def limit_messages(chunks: list[list[str]], most: int, more: Callable[[int], str]) -> list[list[str]]:
-    """At most `most` chunks; the last kept one ends with a "N more" line (room for it was reserved)."""
-    if len(chunks) <= most:
-        return chunks
-    dropped = sum(len(c) for c in chunks[most:])
-    return [*chunks[: most - 1], [*chunks[most - 1], more(dropped)]]
-
-
-def _bodies(digest: Digest, style: Style, limit: int, size: Callable[[str], int], most: int,
-            words: dict[str, str], head: str = "") -> list[str]:
-    """Message texts: head (per message), packed lines, a "more" line when trimmed, the full-report link."""
-    full = words["full"].format(link=style.link(words["full_word"], digest.full_url)) if digest.full_url else ""
-    more = words["more"]
-    reserve = size(head) + size(full) + size(more.format(n=99999)) + 3
-    lines = [style.line(ln) for ln in digest.lines] or [words["no_items"]]
-    chunks = limit_messages(pack(lines, limit - reserve, size), most, lambda n: more.format(n=n))
-    texts = []
-    for i, chunk in enumerate(chunks):
-        tail = [full] if full and i == len(chunks) - 1 else []
-        texts.append("\n".join(x for x in [head, *chunk, *tail] if x))
-    return texts
-
-
-# --- platforms -----------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class Message:
-    """One webhook call: where it goes (secret), what it says, and its size."""
-
-    url: str
-    payload: dict[str, Any]
-    secret: str = ""  # the platform's signing secret, if any: never sent, redacted from every answer
-
-    @property
-    def body(self) -> bytes:
-        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
-
-
-def feishu_sign(secret: str, timestamp: int) -> str:
-    """Feishu/Lark custom bot signature: base64(HMAC-SHA256(key="<ts>\\n<secret>", msg=""))."""
-    key = f"{timestamp}\n{secret}".encode()
-    return base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
-
-
-def dingtalk_sign(secret: str, timestamp_ms: int) -> str:
-    """DingTalk custom robot signature (URL-encoded): base64(HMAC-SHA256(key=secret, msg="<ts>\\n<secret>"))."""
-    digest = hmac.new(secret.encode(), f"{timestamp_ms}\n{secret}".encode(), hashlib.sha256).digest()
-    return urllib.parse.quote_plus(base64.b64encode(digest))
-
-
-def _feishu(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
-    style = Style("feishu", conf["escape"])
-    texts = _bodies(digest, style, conf["max_text_bytes"], utf8_len, conf["max_messages"], words)
-    messages = []
-    for i, text in enumerate(texts):
-        title = digest.title + (f" ({i + 1}/{len(texts)})" if len(texts) > 1 else "")
-        payload: dict[str, Any] = {"msg_type": "interactive", "card": {
-            "config": {"wide_screen_mode": True},
-            "header": {"title": {"tag": "plain_text", "content": title}, "template": "blue"},
-            "elements": [{"tag": "markdown", "content": text}]}}
-        if secret:
-            payload = {"timestamp": str(int(now)), "sign": feishu_sign(secret, int(now)), **payload}
-        messages.append(Message(url, payload, secret))
-    return messages
-
-
-def _slack_sections(text: str, conf: dict) -> list[dict]:
-    chunks = pack(text.split("\n"), conf["section_chars"], len)
-    return [{"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(c)}} for c in chunks if c]
-
-
-def _slack(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
-    style = Style("slack", conf["escape"])
-    texts = _bodies(digest, style, conf["max_text_chars"], len, conf["max_messages"], words)
-    messages = []
-    for i, text in enumerate(texts):
-        title = fit(digest.title + (f" ({i + 1}/{len(texts)})" if len(texts) > 1 else ""), conf["header_chars"], len)
-        blocks = [{"type": "header", "text": {"type": "plain_text", "text": title}}, *_slack_sections(text, conf)]
-        messages.append(Message(url, {"text": title, "blocks": blocks[: conf["max_blocks"]]}))
-    return messages
-
-
-def _wecom(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
-    style = Style("wecom", conf["escape"])
-    head = f"## {style.clean(digest.title)}"
-    texts = _bodies(digest, style, conf["max_text_bytes"], utf8_len, conf["max_messages"], words, head)
-    return [Message(url, {"msgtype": "markdown", "markdown": {"content": text}}) for text in texts]
-
-
-def _dingtalk(digest: Digest, conf: dict, words: dict, url: str, secret: str, now: float) -> list[Message]:
-    style = Style("dingtalk", conf["escape"])
-    head = f"### {style.clean(digest.title)}"
-    texts = _bodies(digest, style, conf["max_text_bytes"], utf8_len, conf["max_messages"], words, head)
-    if secret and url:
-        ms = int(now * 1000)
-        url += ("&" if "?" in url else "?") + f"timestamp={ms}&sign={dingtalk_sign(secret, ms)}"
-    return [Message(url, {"msgtype": "markdown", "markdown": {"title": digest.title, "text": text}}, secret)
-            for text in texts]
-
-
-_BUILDERS = {"feishu": _feishu, "slack": _slack, "wecom": _wecom, "dingtalk": _dingtalk}
-
-
-def build_messages(digest: Digest, platform: str, lang: str, url: str = "", secret: str = "",
-                   now: float | None = None) -> list[Message]:
-    """The webhook calls that deliver `digest` on `platform`, within its limits."""
-    limits = load_limits()
-    if platform not in _BUILDERS:
-        raise ConfigError(f"unknown chat platform {platform!r}; use one of {', '.join(PLATFORMS)}")
-    return _BUILDERS[platform](digest, limits[platform], limits[lang], url, secret,
-                               time.time() if now is None else now)
 
 
 # --- delivery ------------------------------------------------------------------------------------

@@ -328,40 +328,6 @@ def title_index(store, repo_list: list[str]) -> dict[tuple[str, str], list[tuple
     return index
 
 
-def _like(word: str) -> str:
-    """A LIKE pattern for text containing `word` (ESCAPE '/')."""
-    return "%" + word.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
-
-
-def title_index_of(store, item: Item) -> dict[tuple[str, str], list[tuple[int, str]]]:
-    """`title_index` for one item's card: only the entry its duplicates are looked up in, read through a
-    LIKE on the title key's longest ASCII word instead of normalising every title of the repository."""
-    key = normalise_title(item.title)
-    if item.kind != "pr" or len(key) < 12:
-        return {}
-    sql = ("SELECT repos.name, items.number, items.title FROM items JOIN repos ON repos.id = items.repo_id "
-           f"WHERE {IN_REPO} AND items.kind = 'pr'")
-    params = {"repo": item.repo.lower()}
-    ascii_words = [w for w in key.split() if w.isascii()]  # SQLite's lower() folds ASCII only
-    if ascii_words:
-        sql += " AND lower(items.title) LIKE :word ESCAPE '/'"
-        params["word"] = _like(max(ascii_words, key=len))
-    index: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
-    with reading(store) as db:
-        for name, number, title in db.rows(sql + " ORDER BY items.id", params):
-            if normalise_title(title) == key:
-                index[(name.lower(), key)].append((number, title))
-    return index
-
-
-def duplicates_of(index: dict, item: Item) -> list[Link]:
-    """Other PRs of the same repository whose normalised title equals this one's."""
-    if item.kind != "pr":
-        return []
-    others = index.get((item.repo.lower(), normalise_title(item.title)), [])
-    return [Link(kind="duplicate", repo=item.repo, number=n, detail=t) for n, t in others if n != item.number]
-
-
 # --- runs and the watch list ---------------------------------------------------------------------
 
 def last_success(store, kind: str, scope: str) -> tuple[datetime | None, datetime | None] | None:
