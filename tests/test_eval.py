@@ -14,15 +14,8 @@ from click.testing import CliRunner
 from infra_radar.analyse.rules import RuleSet, analyse_item
 from infra_radar.cli import main
 from infra_radar.config import RepoSettings, Settings
-from infra_radar.evaluate.score import (
-    THRESHOLDS,
-    check,
-    evaluate,
-    load_labels,
-    report_json,
-    report_text,
-    split_of,
-)
+from infra_radar.evaluate.report import report_json, report_text
+from infra_radar.evaluate.score import THRESHOLDS, check, evaluate, load_labels, split_of
 from infra_radar.models import AnalysedItem, Analysis, FileChange, Item, PerfClaim
 from infra_radar.pipeline.demo import sample_files
 

@@ -25,15 +25,8 @@ def eval_cmd(obj: Context, labels: Path, as_json: bool, part: str | None, strict
     """Score kind, topics, priority, grade, decision and claims against a labels file (JSON Lines), by the rules
     and, cross-validated, with the calibration learnt from the team's labels (leave one team day out, k-fold on
     the other labels)."""
-    from ..evaluate.score import (
-        check_all,
-        evaluate_all,
-        goals_text,
-        kin_text,
-        learning_text,
-        report_json,
-        report_text,
-    )
+    from ..evaluate.report import goals_text, kin_text, learning_text, report_json, report_text
+    from ..evaluate.score import check_all, evaluate_all
 
     evaluation = evaluate_all(obj.settings(), obj.engine(), labels, learning=learning)
     report = evaluation.rules
