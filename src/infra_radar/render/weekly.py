@@ -292,6 +292,7 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     keyed = [ai for ai in ranked if ai.analysis.priority in TOP] or relevant
     keyed, picks = _one_per_change(keyed, inp.rules_dir)
     ctx["folded"] = {ref: len(v) for ref, v in picks.items()}
+    ctx["backports"] = {x.item.ref for v in picks.values() for x in v}
     lines_max, bytes_max = budget(merged, rules)
     shape = _Shape(len(found_themes), min(inp.key_prs, len(keyed)), len(inp.adapted), 3, 4)
     quick = [_quick(ai, t, inp.target, key_limit, picks.get(ai.item.ref, []))
@@ -389,7 +390,9 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     # no key PR this week: the quick view lists the first-ranked others, and says so (the headline counts 0)
     ctx["quick_others"] = bool(keyed) and not ctx["key"]
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
-    ctx["recommendations"] = recommendations(ranked, found, ongoing, refs, t, shape.recommendations, inp.target)
+    # advice names a change once: a backport goes with its original (as in the key-PR lines)
+    once = [ai for ai in ranked if ai.item.ref not in ctx["backports"]]
+    ctx["recommendations"] = recommendations(once, found, ongoing, refs, t, shape.recommendations, inp.target)
     ctx["adapted"] = built[1][: shape.adapted]
     ctx["adapted_more"] = max(len({e.down_ref for e in inp.adapted}) - shape.adapted, 0)
 
