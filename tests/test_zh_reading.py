@@ -123,3 +123,23 @@ def test_no_zh_row_note_or_step_of_the_last_30_days_says_an_english_grammar_word
     leaks = [(ref, text, function_words(text)) for ref, text in month_rows if function_words(text)]
     print(f"\n{len(month_rows)} rows, notes and steps; {len(leaks)} with an English grammar word")
     assert not leaks, leaks[:5]
+
+
+@pytest.mark.parametrize(("title", "kind_verb", "said"), [
+    # a trimmed phrase keeps its negation and the clause it negates
+    ("H800, Local CI Fail, model X, tests/test_x.py, the returned text does not contain a video description.",
+     "report", "返回的文本不包含视频描述"),
+    # a key given a bracketed value is one word, not a trailing tag; "the" does not block "A of B"
+    ("[BugFix]Fix the precision issue of the npu_rope operator when x.shape=[2,192]", "fix",
+     "修复 `x.shape=[2,192]` 时的 `npu_rope` 算子的精度问题"),
+    # "ignore" is a verb; a noun that names an act is its verb
+    ("ignore temperature config for teacher logprobs and warn", "", "忽略 temperature 配置"),
+    ("[Feature] pcp/dcp public logic modification for MRv2", "add", "修改 pcp/dcp"),
+])
+def test_titles_read_as_they_say(title, kind_verb, said):
+    from infra_radar.render import mechanism, saying
+
+    actions, _ = mechanism.read(title, kind_verb)
+    got = str(saying.say(actions, "zh"))
+    assert said in got, got
+    assert "contain" not in got and "modification" not in got, got
