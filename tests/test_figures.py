@@ -31,6 +31,10 @@ def shapes(text: str) -> list[tuple[str, str]]:
      [("bound", "max abs error 4.8828125e-4")]),
     ("Output throughput 1517.5 tok/s on 8 cards with concurrency 64.",
      [("value", "Output throughput 1517.5 tok/s on 8 cards with concurrency 64")]),
+    # a quality metric's move written as an arrow; a version bump is not a figure
+    ("Validated on 4xH100, 60 steps: rollout pearson 0.993, val acc 0.75 -> 0.90.",
+     [("transition", "acc 0.75 -> 0.90")]),
+    ("Bump the engine 0.19 -> 0.20 for the new scheduler.", []),
 ])
 def test_each_shape_is_read(text, expected):
     assert shapes(text) == expected

@@ -20,7 +20,8 @@ from typing import Any
 from ..config import rule_data, rules_cache
 from .claim_rules import default_claim_rules
 
-SHAPES = ("before_after", "ratio", "change", "versus", "reference", "range", "growth", "bound", "value")
+SHAPES = ("before_after", "ratio", "change", "versus", "reference", "range", "growth", "bound", "value",
+          "transition")
 
 _NUM = r"(?<![\w.=/:#@$\-])[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.,]*\d)"
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
@@ -46,6 +47,7 @@ class FigureRules:
     bound_re: re.Pattern[str]
     value_re: re.Pattern[str]
     metric_re: re.Pattern[str]  # a metric name ending where a figure starts
+    transition_re: re.Pattern[str]  # a quality metric's move written as an arrow
     versus_gate: tuple[str, ...]
     bound_gate: tuple[str, ...]
     not_prose_starts: tuple[str, ...]
@@ -91,12 +93,17 @@ def compile_figure_rules(data: dict[str, Any]) -> FigureRules:
         rf"(?P<v>{_NUM})[ \t]*(?P<u>{perf_unit}|%)(?![A-Za-z/])[ \t]*"
         rf"(?:[(（][^)）\n>→]{{1,40}}[)）]|{cond}[ \t]+[^,;.\n]{{1,40}})", re.I)
     metric_re = re.compile(rf"(?:{metric})[\s:：=*`]*(?:of|is|was|reaches|reached|at|=)?[\s:：=*`]*$", re.I)
+    # "val acc 0.75 -> 0.90", "accuracy: 72% → 75%": a quality metric moved, written as an arrow (a perf claim
+    # with a unit is claims.py's; a version "0.19 -> 0.20" names no metric)
+    transition_re = re.compile(
+        rf"(?<![A-Za-z])(?:{quality})(?![A-Za-z])[\s:：=*`]*(?:from[ \t]+)?(?P<a>{_NUM})[ \t]*%?[ \t]*(?:->|→|=>|⇒)"
+        rf"[ \t]*(?P<b>{_NUM})[ \t]*%?", re.I)
     np = data.get("not_prose", {})
     pats = np.get("line_patterns", [])
     return FigureRules(
         versus_re=versus_re, range_re=range_re, growth_re=growth_re, bound_re=bound_re, value_re=value_re,
         metric_re=metric_re, versus_gate=tuple(w.lower() for w in data["versus"]),
-        bound_gate=tuple(w.lower() for w in data["bound_gate"]),
+        bound_gate=tuple(w.lower() for w in data["bound_gate"]), transition_re=transition_re,
         not_prose_starts=tuple(np.get("line_starts", [])),
         not_prose_re=re.compile("|".join(f"(?:{p})" for p in pats)) if pats else None)
 
@@ -155,7 +162,8 @@ def _clean(text: str) -> str:
 def extract_figures(text: str, rules: FigureRules | None = None,
                     taken: list[tuple[int, int]] | None = None) -> list[Figure]:
     """The figures of `text` in the shapes of this module, in text order; each text position belongs to one figure
-    (growth, then range, versus, bound, value), and none to the spans in `taken` (the perf claims' own)."""
+    (transition, growth, then range, versus, bound, value), and none to the spans in `taken` (the perf claims'
+    own)."""
     if not text or not any(ch.isdigit() for ch in text):
         return []
     rules = rules or default_figure_rules()
@@ -165,6 +173,8 @@ def extract_figures(text: str, rules: FigureRules | None = None,
         low = line.lower()
         used = [(a - start, b - start) for a, b in claimed if a < start + len(line) and start < b]
         scans = [("growth", rules.growth_re), ("range", rules.range_re)]
+        if "->" in line or "→" in line or "=>" in line or "⇒" in line:
+            scans.insert(0, ("transition", rules.transition_re))
         if any(w in low for w in rules.versus_gate):
             scans.append(("versus", rules.versus_re))
         if any(w in low for w in rules.bound_gate):
