@@ -31,6 +31,7 @@ class _Rules:
     preps: dict[str, dict[str, Any]]
     nouns: dict[str, str]
     added: frozenset[str]
+    act_adjectives: frozenset[str]
     ambiguous: frozenset[str]
     filler: frozenset[str]
     symptoms: dict[tuple[str, ...], str]
@@ -50,6 +51,7 @@ def rules() -> _Rules:
         data=data, prefix=re.compile(data["title"]["prefix"], re.I), suffix=re.compile(data["title"]["suffix"]),
         verbs=data["verbs"], forms={tuple(k.split()): v for k, v in data.get("verb_forms", {}).items()},
         preps=data["preps"], nouns=nouns, added=frozenset(data["nouns"].get("added", [])),
+        act_adjectives=frozenset(w.lower() for w in data["nouns"].get("act_adjectives", [])),
         ambiguous=frozenset(amb.get("words", [])), filler=frozenset(amb.get("filler", [])), symptoms=symptoms,
         glossary=glossary, longest=max(len(k) for k in [*glossary, *symptoms]),
     )
@@ -258,7 +260,8 @@ def _noun_phrase(words: list[str], depth: int) -> Action | None:
     if len(parts) > 1:
         return Action("", parts[0][1], mods, purpose, revert=[Action(v, o) for v, o in parts])
     last = _low(obj[-1])
-    if last in r.nouns and len(obj) > 1:
+    # "logic modification" modifies the logic; "secondary modification" modifies nothing named
+    if last in r.nouns and len(obj) > 1 and not all(_low(w) in r.act_adjectives for w in obj[:-1]):
         return Action(r.nouns[last], obj[:-1], mods, purpose)
     if last in r.added:
         return Action("add", obj, mods, purpose)
