@@ -31,7 +31,7 @@ from .checklist import checklist_options, spread_out
 from .code_view import with_contradiction
 from .conclusion import conclusion_parts, join_sentence
 from .deepdive import dive, grade_with_porting
-from .escape import Md, fmt, join, link
+from .escape import Md, fmt, join, link, text
 from .explain import clickable, described
 from .inputs import DailyInput
 from .recheck import recheck_views, since_last_line
@@ -379,7 +379,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
         "repos_no_data": [r for r in scope_repos if r.lower() not in with_data],
         "repos_down": [r for r in inp.repos if r.lower() in down],
         "releases": _releases(inp.items, t), "scanned": len(upstream), "ranked": n_ranked,
-        "open_before": [link(ref_label(ai.item.ref, short), ai.item.url) for ai in listed
+        # named short ("vllm-omni#4344"): each is linked in its short-table row
+        "open_before": [text(f"{short.get(ai.item.repo.lower(), ai.item.repo)}#{ai.item.number}") for ai in listed
                         if ai.item.ref.lower() in inp.open_before],
         "scanned_down": len(downstream), "since_last": since_last_line(inp, t, watch),
         "by_priority": " · ".join(f"{p} {counts[p]}" for p in ("P0", "P1", "P2")),
