@@ -195,6 +195,7 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
 
 
 _SWITCH_VALUES = {"true", "false", "on", "off", "yes", "no", "0", "1"}
+_ON_VALUES = {"true", "on", "yes", "1"}
 
 
 def _from_code(facts: dict | None) -> tuple[str, list[str], list[str], list[str]]:
@@ -202,8 +203,10 @@ def _from_code(facts: dict | None) -> tuple[str, list[str], list[str], list[str]
     switches and environment variables it adds, and the versions its gates now ask for ("vllm >= 0.25.1")."""
     if not facts:
         return "", [], [], []
+    # a default moved, or a new switch shipped on: a new switch shipped off changes nothing for old configs
     moved = [d for d in facts.get("defaults", []) if str(d.get("value", "")).strip("\"'").lower() in _SWITCH_VALUES
-             and d.get("previous") != d.get("value")]
+             and (d.get("previous") != d.get("value") if d.get("previous") is not None
+                  else str(d.get("value", "")).strip("\"'").lower() in _ON_VALUES)]
     default = f"{moved[0]['name']} = {moved[0]['value']}" if moved else ""
     switches = [d["name"] for d in moved]
     added = [s for s in facts.get("switches", []) if s.get("change") == "added"]
