@@ -143,3 +143,22 @@ def test_titles_read_as_they_say(title, kind_verb, said):
     got = str(saying.say(actions, "zh"))
     assert said in got, got
     assert "contain" not in got and "modification" not in got, got
+
+
+@pytest.mark.parametrize(("title", "said", "not_said"), [
+    ("[docker] feat: add Ascend NPU Dockerfiles and install guide", "新增 Ascend NPU Dockerfiles 与安装指南", "并安装"),
+    ("Fix the loader and update docs", "更新文档", "update"),
+    ("[algo] fix: stop the policy from sampling vision placeholder tokens", "阻止 policy 采样", "停止"),
+])
+def test_two_actions_or_one_thing(title, said, not_said):
+    from infra_radar.render import mechanism, saying
+
+    actions, _ = mechanism.read(title, "add")
+    got = str(saying.say(actions, "zh"))
+    assert said in got and not_said not in got, got
+
+
+def test_a_code_span_of_marks_is_no_identifier():
+    from infra_radar.render.explain import identifiers
+
+    assert identifiers("The magic bytes `!!!!` mark the buffer; see `magic_ptr`.") == ["magic_ptr"]

@@ -32,6 +32,8 @@ class _Rules:
     nouns: dict[str, str]
     added: frozenset[str]
     act_adjectives: frozenset[str]
+    verb_nouns: frozenset[str]
+    compound_verbs: frozenset[str]
     ambiguous: frozenset[str]
     filler: frozenset[str]
     symptoms: dict[tuple[str, ...], str]
@@ -52,6 +54,8 @@ def rules() -> _Rules:
         verbs=data["verbs"], forms={tuple(k.split()): v for k, v in data.get("verb_forms", {}).items()},
         preps=data["preps"], nouns=nouns, added=frozenset(data["nouns"].get("added", [])),
         act_adjectives=frozenset(w.lower() for w in data["nouns"].get("act_adjectives", [])),
+        verb_nouns=frozenset(w.lower() for w in data["nouns"].get("verb_nouns", [])),
+        compound_verbs=frozenset(w.lower() for w in data["nouns"].get("compound_verbs", [])),
         ambiguous=frozenset(amb.get("words", [])), filler=frozenset(amb.get("filler", [])), symptoms=symptoms,
         glossary=glossary, longest=max(len(k) for k in [*glossary, *symptoms]),
     )
@@ -370,8 +374,10 @@ def _split_actions(words: list[str]) -> list[list[str]]:
             j = i + 1 + (1 if i + 1 < len(words) and _low(words[i + 1]) in ("and", "also", "then") else 0)
             verb, _ = _verb_at(words, j)
             after = _low(words[j + 1]) if j + 1 < len(words) else ""
+            # "add Dockerfiles and install guide": a verb that names the kind of a thing it ends with is a noun
+            compound = (verb in rules().compound_verbs and after in rules().verb_nouns and j + 2 >= len(words))
             if verb and (w in (",", ";") or _verb_at(out[-1], 0)[0]) and words[j + 1:j + 2] != [","] and not (
-                    verb in rules().ambiguous and after in ("and", "of")):
+                    verb in rules().ambiguous and after in ("and", "of")) and not compound:
                 out.append([])
                 i = j
                 continue
