@@ -120,3 +120,18 @@ def test_a_figure_says_what_it_was_measured_on(line, subject):
     found = extract_figures(line)
     assert found, line
     assert figure_subject(found[0]) == subject, (line, found[0])
+
+
+@pytest.mark.parametrize(("body", "seen"), [
+    # a table of runs: no shape reads it, but it is not "no figures"
+    ("| setup | coloc | PD | delta |\n|---|---|---|---|\n| 4-card | 13.98 ± 0.22 | 16.42 ± 0.35 | **+17.49%** |",
+     "13.98 ± 0.22"),
+    ("Measured step2=9.88s after the fix.", "9.88s"),
+    # versions, counts of devices and settings are not measurements
+    ("Needs vLLM 0.19.0 on 1×8 H200 with batch=16 and rollout.n=8.", ""),
+    ("```\nstep 3 took 12.5s\n```", ""),
+])
+def test_a_description_with_unread_figures_is_not_said_to_have_none(body, seen):
+    from infra_radar.analyse.figures import unread_figure
+
+    assert unread_figure(body)[0] == seen

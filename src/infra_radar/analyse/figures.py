@@ -270,3 +270,20 @@ def figure_subject(figure: Figure) -> str:
 
 _NUMBER_WORD = re.compile(r"^[+\-~]?\d[\d.,:/×x%–\-]*[A-Za-z]{0,3}$")  # "8.3s", "2×", "10K": a figure, not a name
 
+
+# a measurement-looking number: a signed percentage ("+17.49%"), a spread ("13.98 ± 0.22"), a number with a time,
+# memory or throughput unit ("9.88s", "512 MB", "1517 tok/s"): what a description reports even in a shape (a
+# table of runs) this module does not read as a figure
+_MEASURED = re.compile(r"(?<![\w.])(?:[+\-−]\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?±\s?\d+(?:\.\d+)?"
+                       r"|\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|seconds|GB|GiB|MB|MiB|tok/s|tokens/s|it/s|req/s)(?![\w/]))")
+
+
+def unread_figure(text: str) -> tuple[str, str]:
+    """(the first measurement-looking number of the description's prose and tables, its line), or ("", "") when
+    there is none: a description that holds one is never said to hold no figure, even when no shape read it."""
+    for _, line in prose_lines(text, digits=True):
+        m = _MEASURED.search(line)
+        if m:
+            return m.group(0).strip(), _clean(line)
+    return "", ""
+

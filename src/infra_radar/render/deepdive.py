@@ -78,7 +78,7 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
 def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> Md:
     """What the description's figures are when none is a before/after claim: the author's figures in the other
     shapes (analyse/figures.py), else what was read ("no figures in the description", or that it is cut)."""
-    from ..analyse.figures import description_cut, extract_figures, figure_subject
+    from ..analyse.figures import description_cut, extract_figures, figure_subject, unread_figure
     from .escape import join, text
 
     d, c = t["daily"], t["common"]
@@ -88,7 +88,10 @@ def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> M
         said = [text(f.text + c["paren"].format(figure_subject(f)) if figure_subject(f) else f.text)
                 for f in found[:most]]
         return fmt(d["dive_figure"], text=join(said, c["sep"]))
-    return Md(d["dive_cut"] if description_cut(body) else d["dive_no_figures"])
+    if description_cut(body):
+        return Md(d["dive_cut"])
+    seen, _line = unread_figure(body)
+    return fmt(d["dive_figures_unread"], figure=text(seen)) if seen else Md(d["dive_no_figures"])
 
 
 # --- the daily radar's deep dive: one paragraph of our own -----------------------------------------

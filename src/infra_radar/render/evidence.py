@@ -25,7 +25,7 @@ __all__ = ["Evidence", "evidence_text", "figure_evidence", "item_evidence", "ris
 
 def figure_evidence(ai: AnalysedItem, t: dict[str, Any]) -> list[Evidence]:
     """A record per figure (perf claims, then the other shapes), or one saying what was read when none is."""
-    from ..analyse.figures import description_cut, extract_figures
+    from ..analyse.figures import description_cut, extract_figures, unread_figure
     from .conclusion import claim_text
     from .escape import plain
 
@@ -40,6 +40,9 @@ def figure_evidence(ai: AnalysedItem, t: dict[str, Any]) -> list[Evidence]:
     if description_cut(item.body):
         tail = item.body.rstrip().rsplit("\n", 1)[-1].strip()
         return [Evidence(d["dive_cut"], src, "body", tail, "figures:cut")]
+    seen, line = unread_figure(item.body)
+    if seen:
+        return [Evidence(d["dive_figures_unread"].format(figure=seen), src, "body", line, "figures:unread")]
     return [Evidence(d["dive_no_figures"], src, "body", f"{len(item.body)} characters", "figures:none")]
 
 
