@@ -135,3 +135,18 @@ def test_a_description_with_unread_figures_is_not_said_to_have_none(body, seen):
     from infra_radar.analyse.figures import unread_figure
 
     assert unread_figure(body)[0] == seen
+
+
+@pytest.mark.no_store
+def test_a_tables_cells_are_not_the_changes_settings():
+    """A squash commit wraps a table's rows: a root-cause cell's `x_=false` (another project's default) is no
+    setting of the change; the same setting in prose is."""
+    from infra_radar.models import AnalysedItem, Analysis, Item
+    from infra_radar.render.checklist import item_switches, outside_tables
+
+    table = ("| # | Symptom | Root cause |\n|---|---|---|\n| 2 | flood under load |\nthe engine ships "
+             "`enable_pool_=false` ([PR\n#12](https://example.com)) |\n\nThis PR adds a connection pool, on with `use_pool=true`, so requests reuse connections.")
+    assert "enable_pool_" not in outside_tables(table) and "use_pool=true" in outside_tables(table)
+    item = Item(repo="acme/infer", kind="pr", key="1", number=1, title="Add a connection pool", body=table)
+    switches, _ = item_switches(AnalysedItem(item, Analysis(item_kind="feature")))
+    assert "use_pool=true" in switches and not any("enable_pool_" in s for s in switches), switches

@@ -75,7 +75,8 @@ def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
     # that only reproduces a benchmark
     text = prose_text(item)
     named = [n for n in _NAMED.findall(own) if n in text]
-    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(text))
+    # a key=True/False setting the author gives in prose, not one a table's cell describes
+    bools = [b for b in (re.sub(r"\s?([:=])\s?", "=", m) for m in _BOOL.findall(prose_text(item, tables=False)))
              if b.split("=")[0].rsplit(".", 1)[-1] in own]
     tooling = set(r["tool_flags"])
     flags = [f for f in _FLAG.findall(own) if f.split("=")[0].split(" ")[0] not in tooling
@@ -88,9 +89,27 @@ def item_switches(ai: AnalysedItem) -> tuple[list[str], list[str]]:
     return ([s for s in switches if not elsewhere(s)], [e for e in envs if not elsewhere(e)])
 
 
-def prose_text(item: Any, limit: int = 20000) -> str:
-    """The title and the prose lines of the description: no code block, command line, log or stack trace."""
-    return f"{item.title}\n" + _prose_of(item.body[:limit])
+def outside_tables(text: str) -> str:
+    """`text` without its tables: from a line opening with "|" to the next blank line, so a row a squash commit
+    wrapped over several lines goes too. What a table's cells describe (a symptom, a root cause, another
+    project's default) is not a setting of the change."""
+    kept, in_table = [], False
+    for line in text.split("\n"):
+        bare = line.strip()
+        if bare.startswith("|"):
+            in_table = True
+        elif not bare:
+            in_table = False
+        if not in_table:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def prose_text(item: Any, limit: int = 20000, tables: bool = True) -> str:
+    """The title and the prose lines of the description: no code block, command line, log or stack trace (with
+    `tables` off, no table either: `outside_tables`)."""
+    body = item.body[:limit]
+    return f"{item.title}\n" + _prose_of(body if tables else outside_tables(body))
 
 
 @lru_cache(maxsize=256)

@@ -64,6 +64,10 @@ def central_identifiers(ai: AnalysedItem, limit: int) -> list[str]:
 
     prose = prose_text(ai.item)
     found = [i for i in found if i in prose]
+    # a setting named only in a table's cells (a root-cause column: "all workers `local_rank=0`") is a state the
+    # table describes, not a name of the change
+    untabled = prose_text(ai.item, tables=False)
+    found = [i for i in found if "=" not in i or i in untabled]
     if not found:
         return []
     body = ai.item.body[:20000]
