@@ -283,6 +283,9 @@ def test_a_first_radar_lists_what_was_open_before_it_at_no_dated_time(tmp_path, 
         assert f"{REPO}#{n}]" not in text, (n, text)
     top = text.split("## P0 / P1", 1)[1].split("\n## ", 1)[0]
     assert f"{REPO}#61]" not in top  # never in the P0/P1 table or a deep dive, however it ranks
+    # merged at a time no source gives: how it stood in the window is not known, and the row says so
+    row62 = next(ln for ln in text.splitlines() if ln.startswith("| ") and f"{REPO}#62]" in ln)
+    assert "| state in the window unknown (merged by the time the page was saved) |" in row62, row62
     # with the lookback off, only what moved in the window
     off = load_settings(lang="en")
     off.open_lookback_days = 0

@@ -348,6 +348,10 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     rest = [ai for ai in leftover if id(ai) not in listed_ids]
     short_rows = [{**_base(ai, t, short), "note": short_note(ai, t, target, short_parts(ai)),
                    "story": _story_text(ai, inp, t, short)} for ai in listed]
+    for ai, view in zip(listed, short_rows, strict=True):
+        # open before the window and closed at a time no source gives: how it stood in the window is not known
+        if ai.item.ref.lower() in inp.open_before and ai.later_state:
+            view["state"] = t["daily"]["state_unknown"] + t["common"]["paren"].format(t["daily"]["later"][ai.later_state])
     more_top = [ai for ai in every_top if id(ai) not in tabled and id(ai) in listed_ids]
     # the checklist: one line per deep-dived or P0 item, on the item's own switches, models and metrics
     checked = deep + [ai for ai in top + listed if ai.analysis.priority == "P0" and ai not in deep]
