@@ -290,6 +290,10 @@ def test_a_first_radar_lists_what_was_open_before_it_at_no_dated_time(tmp_path, 
     off = load_settings(lang="en")
     off.open_lookback_days = 0
     assert f"{REPO}#61]" not in daily(off, engine, *window, llm=False).text
+    # one day looked at on its own is no first run's look back: nothing is listed as open before it
+    day = daily(settings, engine, datetime(2026, 7, 1, 2, 12, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC),
+                llm=False).text
+    assert "Also in the short table" not in day and f"{REPO}#61]" not in day, day
     # published, the next radar continues the series: the items are not listed again as open before it
     daily(settings, engine, *window, out_dir=tmp_path / "out", llm=False)
     after = daily(settings, engine, datetime(2026, 7, 2, 2, 12, tzinfo=UTC), datetime(2026, 7, 3, 2, 12, tzinfo=UTC),

@@ -92,7 +92,7 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
         found = queries.analysed_in_window(engine, window, names, opened=True,
                                            # a date-only time counts in one window of a published series
                                            first_day=not first_day_shown(engine, window))
-        if not preceded(engine, window):  # a first radar: what was open and may have moved in it, undated
+        if first_lookback(settings, engine, window):  # what was open and may have moved in it, undated
             carried = queries.open_before(engine, window, names, settings.open_lookback_days)
             found = found + carried
     else:
@@ -126,6 +126,14 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
         memory = memory if memory is not None else Memory.load(settings, engine)
         recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled)
     return DailyRadar(settings, inp, recalled)
+
+
+def first_lookback(settings: Settings, engine: Engine, window: Window) -> bool:
+    """Whether `window` is a first run's look back: no radar published before it, and as long as the first run
+    looks back (`first_lookback_hours`) or longer. A shorter window looked at on its own is one day of a series
+    not yet published, not a first look over what was open."""
+    hours = (window.until - window.since) / timedelta(hours=1)
+    return hours >= settings.first_lookback_hours > 0 and not preceded(engine, window)
 
 
 def preceded(engine: Engine, window: Window) -> bool:
