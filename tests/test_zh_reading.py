@@ -162,3 +162,21 @@ def test_a_code_span_of_marks_is_no_identifier():
     from infra_radar.render.explain import identifiers
 
     assert identifiers("The magic bytes `!!!!` mark the buffer; see `magic_ptr`.") == ["magic_ptr"]
+
+
+def test_an_act_noun_before_a_trailing_parenthesis_is_the_act():
+    """"Qwen3.5 LoRA & MTP support (with Megatron-Bridge)", labelled a fix by its author, read "修复 support"."""
+    from infra_radar.render import mechanism, saying
+
+    actions, _ = mechanism.read("[megatron] fix: Qwen3.5 LoRA & MTP support (with Megatron-Bridge)", "fix")
+    got = str(saying.say(actions, "zh"))
+    assert got.startswith("支持 Qwen3.5 LoRA") and "修复" not in got, got
+
+
+def test_a_piece_of_a_code_line_is_no_identifier_and_a_range_says_what_it_is_of():
+    from infra_radar.analyse.figures import extract_figures
+    from infra_radar.render.explain import identifiers
+
+    assert identifiers("uses `torch.ones(` and `torch.bool)` in `build_mask`") == ["build_mask"]
+    assert [f.text for f in extract_figures("only ~1–3% of parameter bytes actually change")] == \
+        ["1–3% of parameter bytes"]

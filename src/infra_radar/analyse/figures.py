@@ -78,7 +78,8 @@ def compile_figure_rules(data: dict[str, Any]) -> FigureRules:
     range_re = re.compile(
         rf"(?:(?P<lo>{_NUM})[ \t]*(?:{perf_unit}|%)?[ \t]*(?:–|—|~|-|to)[ \t]*(?P<hi>{_NUM})[ \t]*(?P<u>{perf_unit}|%)"
         rf"|\bbetween[ \t]+{_NUM}[ \t]*(?:{perf_unit}|%)?[ \t]+and[ \t]+{_NUM}[ \t]*(?:{perf_unit}|%))"
-        rf"(?![A-Za-z/])(?:[ \t]+(?:per|each)[ \t]+[\w\- ]{{1,30}})?", re.I)
+        # what the range is of, in whole words: "3–4 s per expert tensor", "1–3% of parameter bytes"
+        rf"(?![A-Za-z/])(?:[ \t]+(?:per|each|of)(?:[ \t]+(?![A-Za-z]+ly\b|and\b|or\b)[A-Za-z][\w\-]*){{1,3}})?", re.I)
     # "6 ms/step at 4k history, 47 ms/step at 28k"
     growth_re = re.compile(
         rf"(?P<a>{_NUM})[ \t]*(?P<u1>{perf_unit}|%)[ \t]+{cond}[ \t]+(?P<c1>[^,;.\n]{{0,25}}?\d[^,;.\n]{{0,25}}?)"

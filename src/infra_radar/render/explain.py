@@ -314,6 +314,8 @@ def identifiers(text: str, limit: int | None = None) -> list[str]:
         low = word.lower()
         if m[1] and (len(word) > 60 or word.startswith((".", "/")) or _SENTENCE_BREAK.search(word)
                      or not any(ch.isalnum() for ch in word)):  # "`!!!!`": a marker, not a name
+            continue
+        if word.count("(") != word.count(")"):  # "torch.ones(", "`torch.bool)`": a piece of a line of code
             continue  # a path, or prose between two spans whose pairing a cut sentence broke ("x` for y. However, `")
         if (low in stop or len(word) < 3 or _VERSIONISH.match(word) or len(word.split()) > 3
                 or low.startswith(("http", "www."))):

@@ -263,10 +263,15 @@ def _noun_phrase(words: list[str], depth: int) -> Action | None:
     parts = _split_nouns(obj)
     if len(parts) > 1:
         return Action("", parts[0][1], mods, purpose, revert=[Action(v, o) for v, o in parts])
-    last = _low(obj[-1])
+    # the head noun is the last word before any trailing parenthesis: "LoRA & MTP support (with Bridge)"
+    core = len(obj)
+    while core > 1 and obj[core - 1].startswith("(") and obj[core - 1].endswith(")"):
+        core -= 1
+    last = _low(obj[core - 1])
     # "logic modification" modifies the logic; "secondary modification" modifies nothing named
-    if last in r.nouns and len(obj) > 1 and not all(_low(w) in r.act_adjectives for w in obj[:-1]):
-        return Action(r.nouns[last], obj[:-1], mods, purpose)
+    if last in r.nouns and core > 1 and not all(_low(w) in r.act_adjectives for w in obj[:core - 1]):
+        return Action(r.nouns[last], obj[:core - 1] + obj[core:], mods, purpose)
+    last = _low(obj[-1])
     if last in r.added:
         return Action("add", obj, mods, purpose)
     return Action("", obj, mods, purpose, fallback=True)
