@@ -252,3 +252,12 @@ def shared_clones(tmp_path_factory) -> Path:
         with tarfile.open(archive) as tar:
             tar.extractall(into, filter="data")
     return into
+
+
+def check_golden(path: Path, text: str, label: str) -> None:
+    """`text` equals the golden file `path` (written instead, folders included, with RADAR_UPDATE_GOLDEN=1)."""
+    if os.environ.get("RADAR_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"{path} missing: run with RADAR_UPDATE_GOLDEN=1 and review the diff"
+    assert text == path.read_text(encoding="utf-8"), f"{label} differs from {path.name}"

@@ -6,7 +6,6 @@ state the default the code ships and that it contradicts the description. SQLite
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from pathlib import Path
@@ -16,7 +15,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-from .conftest import SHARED, TEST_DB_URL
+from .conftest import SHARED, TEST_DB_URL, check_golden
 from .test_explain_real import masked
 
 pytestmark = pytest.mark.one_store
@@ -123,9 +122,4 @@ def test_export_carries_code_and_contradictions(code_store):
 def test_golden_card_and_deep_dive_with_code_facts(code_store, lang):
     text = masked(code_store[f"card {lang}"]) + "\n---\n" + masked(_dive(code_store[f"daily {lang}"]))
     text = re.sub(r"[「“][^」”\n]*[」”]", "“⟨author⟩”", text)  # the description's words, as the other goldens
-    path = GOLDEN / f"verl-project+verl+6901.{lang}.md"
-    if os.environ.get("RADAR_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"{path} missing: run with RADAR_UPDATE_GOLDEN=1 and review the diff"
-    assert text == path.read_text(encoding="utf-8"), f"{lang}: the card or deep dive differs from {path.name}"
+    check_golden(GOLDEN / f"verl-project+verl+6901.{lang}.md", text, f"{lang}: the card or deep dive")

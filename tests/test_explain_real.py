@@ -8,7 +8,6 @@ The store of all history and the 25 pages is the session's (conftest.full_store)
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from importlib import resources
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-from .conftest import SHARED
+from .conftest import SHARED, check_golden
 from .report_checks import (
     ENTITY,
     WORD,
@@ -247,9 +246,4 @@ def masked(card: str) -> str:
 @pytest.mark.parametrize("ref", sorted(EXPECT))
 def test_real_item_card_golden(cards, ref: str, lang: str) -> None:
     text = masked(cards[f"card {lang} {ref}"])
-    path = GOLDEN_REAL / f"{ref.replace('/', '+').replace('#', '+')}.{lang}.md"
-    if os.environ.get("RADAR_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"{path} missing: run with RADAR_UPDATE_GOLDEN=1 and review the diff"
-    assert text == path.read_text(encoding="utf-8"), f"{ref} {lang}: the card differs from {path.name}"
+    check_golden(GOLDEN_REAL / f"{ref.replace('/', '+').replace('#', '+')}.{lang}.md", text, f"{ref} {lang}: the card")

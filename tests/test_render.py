@@ -7,7 +7,6 @@ the diff before committing it.
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,6 +39,7 @@ from infra_radar.render.context import (
 )
 from infra_radar.render.markdown import card_json, render_card, render_daily, render_weekly
 
+from .conftest import check_golden as golden
 from .conftest import export_commits
 
 pytestmark = pytest.mark.no_store  # pure text/rules/HTTP-stub tests: the PostgreSQL pass skips them
@@ -243,11 +243,7 @@ def card_input() -> CardInput:
 # --- golden comparison ----------------------------------------------------------------------------
 
 def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("RADAR_UPDATE_GOLDEN") == "1":
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"{path} missing; run with RADAR_UPDATE_GOLDEN=1 and review it"
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
+    golden(GOLDEN / name, text, name)
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
