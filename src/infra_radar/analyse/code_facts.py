@@ -465,3 +465,9 @@ def with_file_list(facts: dict[str, Any] | None, files: list[tuple[str, bool]], 
 def empty_facts(source: str, complete: bool = False) -> dict[str, Any]:
     """The record of a change whose diff was looked for and not read (nothing in it)."""
     return ChangeFacts(load_code_rules()).facts(source) | {"complete": complete}
+
+
+def gate_said(gate: dict[str, Any]) -> str:
+    """A version gate as the code asks it: "vllm >= 0.19.0" (a bound is not one version)."""
+    return f"{gate['package']} {' '.join(str(gate['after']).split())}"
+

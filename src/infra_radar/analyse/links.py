@@ -17,9 +17,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-from ..config import Settings, load_rule_file
+from ..config import Settings, load_rule_file, load_rules_in
 from ..config import number as checked
 from ..models import Link
 
@@ -95,6 +97,13 @@ def specific(term: str, rules: RelationRules) -> bool:
     if "_" in term:
         return term.count("_") >= rules.specific_underscores
     return len(term) >= rules.specific_length
+
+
+@lru_cache(maxsize=4)
+def relation_rules_in(rules_dir: Path | None) -> RelationRules:
+    """links.toml's relation tables with `rules_dir`'s tables over them, compiled once per directory (a site
+    build writes hundreds of weekly reports)."""
+    return compile_relation_rules(load_rules_in("links", rules_dir))
 
 
 def load_relation_rules(settings: Settings) -> RelationRules:

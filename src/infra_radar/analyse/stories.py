@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..models import AnalysedItem
 from .links import RelationRules, title_key
 
-__all__ = ["Story", "stories"]
+__all__ = ["Story", "one_per_story", "stories"]
 
 DEFAULT_BRANCHES = ("main", "master")
 _QUOTED = re.compile(r'^\W*(?:\[[^\]]*\]\s*)*(?:revert|reapply|re-land|reland)\b\s*:?\s*["“\'`]?(?P<inner>.+?)["”\'`]?'
@@ -132,3 +132,22 @@ def stories(items: list[AnalysedItem], rules: RelationRules) -> dict[str, Story]
 
 def _when(ai: AnalysedItem) -> str:
     return ai.item.when.isoformat() if ai.item.when else "9999"
+
+
+def one_per_story(items: list[AnalysedItem], story_of: dict[str, Story]
+                  ) -> tuple[list[AnalysedItem], dict[str, list[AnalysedItem]]]:
+    """(the items, one per story: the first of each in `items`' order, and every item of none; ref of each kept
+    item -> the other members of its story that follow it in `items`)."""
+    kept: list[AnalysedItem] = []
+    others: dict[str, list[AnalysedItem]] = {}
+    lead: dict[int, str] = {}
+    for ai in items:
+        story = story_of.get(ai.item.ref)
+        if story is None or id(story) not in lead:
+            kept.append(ai)
+            if story is not None:
+                lead[id(story)] = ai.item.ref
+        else:
+            others.setdefault(lead[id(story)], []).append(ai)
+    return kept, others
+

@@ -231,8 +231,9 @@ def _from_code(facts: dict | None) -> tuple[str, list[str], list[str], list[str]
     added = [s for s in facts.get("switches", []) if s.get("change") == "added"]
     switches += [s["name"] for s in added if s.get("kind") == "cli"]
     envs = [s["name"] for s in added if s.get("kind") == "env"]
-    # the gate as the code asks it ("vllm >= 0.19.0": a bound is not one version)
-    versions = [f"{g['package']} {' '.join(g['after'].split())}" for g in facts.get("version_gates", []) if g.get("after")]
+    from ..analyse.code_facts import gate_said
+
+    versions = [gate_said(g) for g in facts.get("version_gates", []) if g.get("after")]
     return default, list(dict.fromkeys(switches)), list(dict.fromkeys(envs)), list(dict.fromkeys(versions))
 
 

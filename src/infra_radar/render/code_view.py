@@ -67,9 +67,10 @@ def code_boundary(item: Item, t: dict[str, Any]) -> Md:
     # a version gate the change adds: which versions take the new path ("vllm >= 0.19.0"), and where
     gates = [g for g in facts.get("version_gates", []) if g.get("after") and not g.get("before")]
     if gates:
-        first = f"{gates[0]['package']} {' '.join(gates[0]['after'].split())}"
-        files = [g["file"].rsplit("/", 1)[-1] for g in gates
-                 if f"{g['package']} {' '.join(g['after'].split())}" == first and g.get("file")]
+        from ..analyse.code_facts import gate_said
+
+        first = gate_said(gates[0])
+        files = [g["file"].rsplit("/", 1)[-1] for g in gates if gate_said(g) == first and g.get("file")]
         parts.append(fmt(k["boundary_gate"], gate=code(first),
                          files=join([code(f) for f in dict.fromkeys(files)][:2], sep)))
     return join(parts, t["common"]["comma"]) if parts else Md("")

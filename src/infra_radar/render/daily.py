@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..analyse.porting import Applied, applied, target_name
+from ..analyse.stories import one_per_story
 from ..models import RELEASE, AnalysedItem, Link
 from .base import (
     PRIORITY_ORDER,
@@ -304,16 +305,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     # item is listed twice
     # a story's other members (a backport, a same-title PR) are named in its lead's row, not given rows of
     # their own in the P0/P1 table: they go to the short table
-    seen: set[int] = set()
-    leads = []
-    for ai in every_top:
-        if ai.item.ref.lower() in inp.open_before:  # opened before the window, moved at no known time in it
-            continue
-        story = inp.stories.get(ai.item.ref)
-        if story is None or id(story) not in seen:
-            leads.append(ai)
-            if story is not None:
-                seen.add(id(story))
+    # what was opened before the window and moved at no known time in it is never a lead
+    leads, _ = one_per_story([ai for ai in every_top if ai.item.ref.lower() not in inp.open_before], inp.stories)
     top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
     # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
     deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep], inp.deep_dive_limit)

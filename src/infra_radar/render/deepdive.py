@@ -85,7 +85,7 @@ def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> M
     found = extract_figures(body, taken=[x.span for x in claims])
     if found:
         # each figure with what it was measured on, when its line says so (a sanity check is not the kernel)
-        said = [text(f.text + c["paren"].format(figure_subject(f)) if figure_subject(f) else f.text)
+        said = [text(f.text + c["paren"].format(about) if (about := figure_subject(f)) else f.text)
                 for f in found[:most]]
         return fmt(d["dive_figure"], text=join(said, c["sep"]))
     if description_cut(body):

@@ -97,23 +97,10 @@ def _porting_note(ai: AnalysedItem, target: str, t: dict[str, Any]) -> str:
 def _one_per_change(keyed: list[AnalysedItem], rules_dir) -> tuple[list[AnalysedItem], dict[str, list[AnalysedItem]]]:
     """The key PRs, one per change: a backport or a same-title PR of a key PR listed before it is named in
     that PR's line (analyse.stories), not given a line of its own. Returns (the kept PRs, ref -> the others)."""
-    from ..analyse.links import compile_relation_rules
-    from ..analyse.stories import stories
-    from ..config import load_rules_in
+    from ..analyse.links import relation_rules_in
+    from ..analyse.stories import one_per_story, stories
 
-    story_of = stories(keyed, compile_relation_rules(load_rules_in("links", rules_dir)))
-    kept: list[AnalysedItem] = []
-    others: dict[str, list[AnalysedItem]] = {}
-    lead: dict[int, str] = {}
-    for ai in keyed:
-        story = story_of.get(ai.item.ref)
-        if story is None or id(story) not in lead:
-            kept.append(ai)
-            if story is not None:
-                lead[id(story)] = ai.item.ref
-            continue
-        others.setdefault(lead[id(story)], []).append(ai)
-    return kept, others
+    return one_per_story(keyed, stories(keyed, relation_rules_in(rules_dir)))
 
 
 def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int,
