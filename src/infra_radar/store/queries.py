@@ -205,8 +205,8 @@ def touched(item: Item, window: Window, first_day: bool = True) -> bool:
 
 
 def open_before(store, window: Window, repos_filter: list[str] | None, days: int) -> list[AnalysedItem]:
-    """PRs and issues opened up to `days` before the window and still open at its start, whose activity in the
-    window the store cannot date, and that it does not hold otherwise (`touched`): known from a saved page only
+    """PRs and issues opened up to `days` before the window and not known closed before it began, whose activity
+    in the window the store cannot date, and that it does not hold otherwise (`touched`): known from a saved page only
     (a page shows no pushes, labels or CI runs), or last updated after the window's end. A PR or issue closed
     unmerged at a time no source gives is left out (it may have been closed before the window), as is one whose
     opening is only bounded (sources/page_dates). Oldest opening first."""
@@ -224,10 +224,11 @@ def open_before(store, window: Window, repos_filter: list[str] | None, days: int
         params["repos"] = [r.lower() for r in repos_filter]
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + "WHERE " + " AND ".join(where), params)
-    kept = [a for a in found if opened_at(a.item) is not None and opened_at(a.item) < window.since
+    opened = {id(a): opened_at(a.item) for a in found}
+    kept = [a for a in found if opened[id(a)] is not None and opened[id(a)] < window.since
             and not touched(a.item, window)
             and not (a.item.state == "closed" and a.item.merged_at is None and a.item.closed_at is None)]
-    kept.sort(key=lambda a: (opened_at(a.item), a.item.repo, a.item.kind, a.item.key))
+    kept.sort(key=lambda a: (opened[id(a)], a.item.repo, a.item.kind, a.item.key))
     return kept
 
 
