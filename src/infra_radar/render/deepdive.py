@@ -75,6 +75,9 @@ def deep_view(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], targe
     return view
 
 
+_TABLE_ROWS = 5  # figures a deep dive's table shows
+
+
 def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> Md:
     """What the description's figures are when none is a before/after claim: the author's figures in the other
     shapes (analyse/figures.py), else what was read ("no figures in the description", or that it is cut)."""
@@ -173,7 +176,9 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     best = headline_claim(claims, set(item.title.lower().split()))
     if best is not None:
         evidence.append(claim_text(best, t))
-        if len(claims) >= 3:
+        if len(claims) > _TABLE_ROWS:  # the table shows the first rows: say how many of all
+            evidence.append(fmt(d["dive_figures_first"], n=len(claims), k=_TABLE_ROWS))
+        elif len(claims) >= 3:
             evidence.append(fmt(d["dive_figures_more"], n=len(claims)))
         elif len(claims) == 2:
             evidence.append(claim_text(next(x for x in claims if x is not best), t))
@@ -219,7 +224,7 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     view["decide"] = Md("") if view["measure"] else fmt(
         d["dive_decide"], decision=name(t, "decisions", a.decision),
         reason=pick(a.decision_reason, lang).rstrip("。. ") or c["none"])
-    rows = claim_rows(claims[:5], t) if len(claims) >= 3 else []
+    rows = claim_rows(claims[:_TABLE_ROWS], t) if len(claims) >= 3 else []
     # one condition for every row: said once under the table, not in a column
     same = {r["context"] for r in rows}
     view["claims_context"] = same.pop() if len(same) == 1 and rows and rows[0]["context"] != "—" else ""
