@@ -368,5 +368,9 @@ def load_rules_in(name: str, rules_dir: Path | None) -> dict[str, Any]:
     if rules_dir is not None:
         user = rules_dir / f"{name}.toml"
         if user.exists():
-            data.update(_read_toml(user, MAX_RULES_BYTES))
+            from .analyse.regex_safety import check_rule_data
+
+            user_data = _read_toml(user, MAX_RULES_BYTES)
+            check_rule_data(user_data, user)
+            data.update(user_data)
     return data

@@ -13,11 +13,11 @@ from ..models import PerfClaim
 _NUM_BODY = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _NUM_BEFORE, _NUM_AFTER = r"(?<![\w.=/:#@$\-–+])", r"(?![\w.,]*\d)"
 _ARROW = r"\s*(?:->|-->|→|⟶|=>|➡️?|~>)\s*"
-_MARK = r"[`*_~]*"
+_MARK = r"[`*_~]*+"  # possessive: a run of marks is taken whole, never split with what follows
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
 _MARKUP = re.compile(r"[`*~]+|(?<!\w)_+|_+(?!\w)")
-_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)+\|?\s*$")
-_INLINE_SEPARATOR = re.compile(r"\|\s*:?-{3,}:?\s*\|\s*:?-{3,}:?\s*\|")
+_SEPARATOR = re.compile(r"^\s*+\|?\s*+:?-{2,}+:?\s*+(?:\|\s*+:?-{2,}+:?\s*+)++\|?\s*+$")
+_INLINE_SEPARATOR = re.compile(r"\|\s*+:?-{3,}+:?\s*+\|\s*+:?-{3,}+:?\s*+\|")
 _ROW_SPLIT = re.compile(r"\|[ \t]+(?=\|)")
 _DIGIT = re.compile(r"\d")
 # Cheap anchors (literal-prefix patterns, which `re` scans fast): the expensive patterns only run
@@ -111,9 +111,9 @@ def _figure(i: int | None, unit_re: str) -> str:
     """A figure with optional thousands multiplier and unit; named groups n/m/u + i when i is set."""
     g = (lambda n: f"?P<{n}{i}>") if i else (lambda n: "?:")
     # "150+s": an approximate figure ("150-plus seconds") keeps its unit
-    return (rf"{_MARK}~?{_num(f'n{i}' if i else None)}(?:\+(?=[ \t]*[A-Za-zμµ]))?"
+    return (rf"{_MARK}~?{_num(f'n{i}' if i else None)}(?:\+(?=[ \t]*+[A-Za-zμµ]))?"
             rf"({g('m')}[kKM](?=\s*(?:tok|token|req)))?"
-            rf"[ \t]*({g('u')}{unit_re})?{_MARK}")
+            rf"[ \t]*+({g('u')}{unit_re})?{_MARK}")
 
 
 def _pair_patterns(unit_re: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
@@ -121,22 +121,22 @@ def _pair_patterns(unit_re: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     first, last, mid = _figure(1, unit_re), _figure(2, unit_re), _figure(None, unit_re)
     chain = rf"(?:{_ARROW}{mid}(?={_ARROW}))*"
     return (re.compile(rf"{first}{chain}{_ARROW}{last}", re.I),
-            re.compile(rf"\bfrom[ \t]+{first}[ \t]+to[ \t]+{last}", re.I))
+            re.compile(rf"\bfrom[ \t]++{first}[ \t]*+(?<=[ \t])to[ \t]++{last}", re.I))
 
 
 def _cue_patterns(ph: dict[str, list[str]]) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """Prose cues: a stated factor ("up to 2.45x faster"), a verb + percentage, a signed percentage."""
     ratio_re = re.compile(
-        rf"(?:(?:up[ \t]+to|about|around|approximately|approx\.?|~|≈|over|nearly|roughly|almost)[ \t]*)?"
-        rf"{_MARK}{_num('n1')}[ \t]*[x×](?![\w])(?:{_MARK}[ \t]*(?P<after>{_words(ph['ratio_after'] + ph['ratio_compare'])}))?"
-        rf"|(?P<before>{_words(ph['ratio_before'])})[ \t]*(?:of|by|is|was|to|reaches|=|:)?[ \t]*"
-        rf"(?:up[ \t]+to|about|around|~|≈|over|nearly)?[ \t]*{_MARK}(?P<n2>\d+(?:\.\d+)?)[ \t]*[x×](?!\w)", re.I)
+        rf"(?:(?:up[ \t]++to|about|around|approximately|approx\.?|~|≈|over|nearly|roughly|almost)[ \t]*+)?"
+        rf"{_MARK}{_num('n1')}[ \t]*+[x×](?![\w])(?:{_MARK}[ \t]*+(?P<after>{_words(ph['ratio_after'] + ph['ratio_compare'])}))?"
+        rf"|(?P<before>{_words(ph['ratio_before'])})[ \t]*+(?:of|by|is|was|to|reaches|=|:)?[ \t]*+"
+        rf"(?:up[ \t]++to|about|around|~|≈|over|nearly)?[ \t]*+{_MARK}(?P<n2>\d+(?:\.\d+)?)[ \t]*+[x×](?!\w)", re.I)
     verbs = ph["up"] + ph["down"] + ph["improve"]
     pct_verb_re = re.compile(
-        rf"(?P<verb>{_words(verbs)})(?P<mid>[^.\n%;]{{0,50}}?)\bby[ \t]+"
-        rf"(?:up[ \t]+to|about|around|approximately|~|over|nearly|roughly|almost)?[ \t]*~?{_MARK}"
-        rf"(?P<pct>\d+(?:\.\d+)?)[ \t]*%", re.I)
-    pct_sign_re = re.compile(r"(?<![\w.])(?P<sign>[+\-−])(?P<pct>\d+(?:\.\d+)?)[ \t]*%", re.I)
+        rf"(?P<verb>{_words(verbs)})(?P<mid>[^.\n%;]{{0,50}}?)\bby[ \t]++"
+        rf"(?:up[ \t]++to|about|around|approximately|~|over|nearly|roughly|almost)?[ \t]*+~?{_MARK}"
+        rf"(?P<pct>\d+(?:\.\d+)?)[ \t]*+%", re.I)
+    pct_sign_re = re.compile(r"(?<![\w.])(?P<sign>[+\-−])(?P<pct>\d+(?:\.\d+)?)[ \t]*+%", re.I)
     return ratio_re, pct_verb_re, pct_sign_re
 
 
@@ -144,7 +144,7 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
     """Compile a claims.toml table into the rules `extract_claims` applies."""
     aliases = {a.lower(): _Metric(m["name"], m.get("better", "")) for m in data["metric"] for a in m["aliases"]}
     quals = _words(data["qualifiers"])
-    alias_re = re.compile(rf"(?:{quals}[ \t]+)*{_words(list(aliases))}", re.I)
+    alias_re = re.compile(rf"(?:{quals}[ \t]++)*{_words(list(aliases))}", re.I)
     units: dict[str, tuple[str, str, float]] = {}
     for canonical, (cls, factor, *spellings) in data["units"].items():
         for spelling in spellings:
@@ -156,8 +156,8 @@ def compile_claim_rules(data: dict[str, Any]) -> ClaimRules:
     ratio_re, pct_verb_re, pct_sign_re = _cue_patterns(ph)
     # A cell may hold an approximate or bounded figure: "~450ms", "<1ms" (the bound is the figure).
     cell_re = re.compile(
-        rf"^(?:~|<|≤|&lt;)?\s*(?P<n>[+\-]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)[ \t]*(?P<m>[kKM](?=\s*(?:tok|token|req)))?"
-        rf"[ \t]*(?P<u>{unit_re})?\s*(?:\((?P<paren>[^()]*)\))?\s*$", re.I)
+        rf"^(?:~|<|≤|&lt;)?\s*+(?P<n>[+\-]?(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)[ \t]*+(?P<m>[kKM](?=\s*(?:tok|token|req)))?"
+        rf"[ \t]*+(?P<u>{unit_re})?\s*+(?:\((?P<paren>[^()]*+)\))?\s*+$", re.I)
     st = data["states"]
     return ClaimRules(
         alias_re=alias_re, aliases=aliases, skip_re=_wre(data["skip"]["metrics"]),

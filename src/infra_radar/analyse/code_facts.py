@@ -172,7 +172,11 @@ def _load(rules_dir: str | None) -> CodeRules:
     if rules_dir is not None:
         user = Path(rules_dir) / "code_facts.toml"
         if user.is_file():
-            data.update(tomllib.loads(user.read_text(encoding="utf-8")))
+            from .regex_safety import check_rule_data
+
+            user_data = tomllib.loads(user.read_text(encoding="utf-8"))
+            check_rule_data(user_data, user)
+            data.update(user_data)
     return compile_rules(data)
 
 

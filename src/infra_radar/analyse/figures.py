@@ -66,39 +66,39 @@ def compile_figure_rules(data: dict[str, Any]) -> FigureRules:
                        and u not in ("g",)])
     quality = _alts(data["quality_metrics"])
     metric = rf"(?:{quality}|{claims.alias_re.pattern})"
-    fig = rf"{_NUM}[ \t]*(?:{unit})?"
+    fig = rf"{_NUM}[ \t]*+(?:{unit})?"
     refs = _alts(data["reference_words"])
     vs = _alts(data["versus"])
     cond = rf"(?:{_alts(data['condition_words'])})"
     # "WER 1.83% vs the official 2.02%", "TTFT 120ms vs 150ms (baseline)": the metric is looked up before it
     versus_re = re.compile(
-        rf"(?P<a>{fig})[\s*`]*(?:{vs})[\s*`]+(?:(?:the|our|an?)\s+)?"
+        rf"(?P<a>{fig})[\s*`]*+(?:{vs})[\s*`]++(?:(?:the|our|an?)\s++)?"
         rf"(?P<ref>(?:{refs})\b[\w\- ]{{0,20}}?[\s:：=(]*)?(?P<b>{fig})", re.I)
     # "68–495 s", "3-4 s per expert tensor", "between 2 and 5 GB"
     range_re = re.compile(
-        rf"(?:(?P<lo>{_NUM})[ \t]*(?:{perf_unit}|%)?[ \t]*(?:–|—|~|-|to)[ \t]*(?P<hi>{_NUM})[ \t]*(?P<u>{perf_unit}|%)"
-        rf"|\bbetween[ \t]+{_NUM}[ \t]*(?:{perf_unit}|%)?[ \t]+and[ \t]+{_NUM}[ \t]*(?:{perf_unit}|%))"
+        rf"(?:(?P<lo>{_NUM})[ \t]*+(?:{perf_unit}|%)?[ \t]*+(?:–|—|~|-|to)[ \t]*+(?P<hi>{_NUM})[ \t]*+(?P<u>{perf_unit}|%)"
+        rf"|\bbetween[ \t]++{_NUM}[ \t]*+(?:{perf_unit}|%)?[ \t]*+(?<=[ \t])and[ \t]++{_NUM}[ \t]*+(?:{perf_unit}|%))"
         # what the range is of, in whole words: "3–4 s per expert tensor", "1–3% of parameter bytes"
-        rf"(?![A-Za-z/])(?:[ \t]+(?:per|each|of)(?:[ \t]+(?![A-Za-z]+ly\b|and\b|or\b)[A-Za-z][\w\-]*){{1,3}})?", re.I)
+        rf"(?![A-Za-z/])(?:[ \t]++(?:per|each|of)(?:[ \t]++(?![A-Za-z]+ly\b|and\b|or\b)[A-Za-z][\w\-]*){{1,3}})?", re.I)
     # "6 ms/step at 4k history, 47 ms/step at 28k"
     growth_re = re.compile(
-        rf"(?P<a>{_NUM})[ \t]*(?P<u1>{perf_unit}|%)[ \t]+{cond}[ \t]+(?P<c1>[^,;.\n]{{0,25}}?\d[^,;.\n]{{0,25}}?)"
-        rf"[ \t]*(?:,|;|，|；|\band\b|\bbut\b|\bwhile\b|->|→)[ \t]*(?:and[ \t]+|but[ \t]+|to[ \t]+)?"
-        rf"(?P<b>{_NUM})[ \t]*(?P<u2>{perf_unit}|%)[ \t]+{cond}[ \t]+(?P<c2>[^,;.\n]{{0,25}}?\d\w*(?:\.\d+)?)", re.I)
+        rf"(?P<a>{_NUM})[ \t]*+(?P<u1>{perf_unit}|%)[ \t]++{cond}[ \t]++(?P<c1>[^,;.\n]{{0,25}}?\d[^,;.\n]{{0,25}}?)"
+        rf"[ \t]*+(?:,|;|，|；|\band\b|\bbut\b|\bwhile\b|->|→)[ \t]*+(?:and[ \t]++|but[ \t]++|to[ \t]++)?"
+        rf"(?P<b>{_NUM})[ \t]*+(?P<u2>{perf_unit}|%)[ \t]++{cond}[ \t]++(?P<c2>[^,;.\n]{{0,25}}?\d\w*(?:\.\d+)?)", re.I)
     # "max abs error 4.8828125e-4", "atol=1e-3", "最大误差 1e-5"
     bound_re = re.compile(
-        rf"(?P<label>{_alts(data['bound_labels'])})(?![A-Za-z])[\s:：=*`]*(?:of|is|was|at|<=|<|≤|within|below|under)?"
-        rf"[\s:：=*`]*(?P<v>{_NUM})", re.I)
+        rf"(?P<label>{_alts(data['bound_labels'])})(?![A-Za-z])[\s:：=*`]*+(?:of|is|was|at|<=|<|≤|within|below|under)?"
+        rf"[\s:：=*`]*+(?P<v>{_NUM})", re.I)
     # "TTFT 120 ms on H100", "throughput 1517 tok/s at concurrency 64": the metric is looked up before it
     value_re = re.compile(
-        rf"(?P<v>{_NUM})[ \t]*(?P<u>{perf_unit}|%)(?![A-Za-z/])[ \t]*"
-        rf"(?:[(（][^)）\n>→]{{1,40}}[)）]|{cond}[ \t]+[^,;.\n]{{1,40}})", re.I)
-    metric_re = re.compile(rf"(?:{metric})[\s:：=*`]*(?:of|is|was|reaches|reached|at|=)?[\s:：=*`]*$", re.I)
+        rf"(?P<v>{_NUM})[ \t]*+(?P<u>{perf_unit}|%)(?![A-Za-z/])[ \t]*+"
+        rf"(?:[(（][^)）\n>→]{{1,40}}[)）]|{cond}[ \t]++[^,;.\n]{{1,40}})", re.I)
+    metric_re = re.compile(rf"(?:{metric})[\s:：=*`]*+(?:of|is|was|reaches|reached|at|=)?[\s:：=*`]*$", re.I)
     # "val acc 0.75 -> 0.90", "accuracy: 72% → 75%": a quality metric moved, written as an arrow (a perf claim
     # with a unit is claims.py's; a version "0.19 -> 0.20" names no metric)
     transition_re = re.compile(
-        rf"(?<![A-Za-z])(?:{quality})(?![A-Za-z])[\s:：=*`]*(?:from[ \t]+)?(?P<a>{_NUM})[ \t]*%?[ \t]*(?:->|→|=>|⇒)"
-        rf"[ \t]*(?P<b>{_NUM})[ \t]*%?", re.I)
+        rf"(?<![A-Za-z])(?:{quality})(?![A-Za-z])[\s:：=*`]*+(?:from[ \t]++)?(?P<a>{_NUM})[ \t]*+%?[ \t]*+(?:->|→|=>|⇒)"
+        rf"[ \t]*+(?P<b>{_NUM})[ \t]*+%?", re.I)
     np = data.get("not_prose", {})
     pats = np.get("line_patterns", [])
     return FigureRules(

@@ -107,13 +107,13 @@ def load_ledger_rules(settings: Settings) -> LedgerRules:
 _MD_LINK = re.compile(r"\[([^\[\]]*)\]\([^()\s]*\)")
 _BR = re.compile(r"<br\s*/?>", re.I)
 _SPACE = re.compile(r"\s+")
-_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+_SEPARATOR = re.compile(r"^\s*+\|?\s*+:?-{3,}")
 _ROW_BREAK = re.compile(r"\|[ \t]*\n[ \t]*\|")
 # A wrapped row whose opening "|" stood alone on its line, when that line was dropped as noise: the
 # table goes on after a blank line with a paragraph whose last line ends in "|".
 _LOST_ROW = re.compile(r"\|[ \t]*\n[ \t]*\n(?=[^|\s][^\n]*(?:\n[^\n]+)*?\|[ \t]*$)", re.M)
-_HEADING = re.compile(r"^\s*#{1,6}\s")
-_BARE_HEADING = re.compile(r"^\s*#{1,6}\s+[\d.)]*\s*$")  # "##### 1." whose text wrapped to the next line
+_HEADING = re.compile(r"^\s*+#{1,6}\s")
+_BARE_HEADING = re.compile(r"^\s*+#{1,6}\s++[\d.)]*+\s*+$")  # "##### 1." whose text wrapped to the next line
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _BARE = re.compile(r"(?<![\w/&])`?#(\d+)\b")
 _LIST_GAP = re.compile(r"[\s,/&`()]*(?:and[\s,/&`()]*)?")

@@ -123,9 +123,13 @@ def load_map(rules_dir: Path | None = None) -> tuple[PortingEntry, ...]:
     user = rules_dir / "porting.toml" if rules_dir else None
     if user is not None and user.exists():
         try:
-            entries.update({e.id: e for e in compile_entries(tomllib.loads(user.read_text(encoding="utf-8")))})
+            user_data = tomllib.loads(user.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+        from .regex_safety import check_rule_data
+
+        check_rule_data(user_data, user)
+        entries.update({e.id: e for e in compile_entries(user_data)})
     return tuple(entries.values())
 
 

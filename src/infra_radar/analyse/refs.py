@@ -24,7 +24,7 @@ from ..models import Link, ref_number
 __all__ = ["LinkRules", "compile_link_rules", "default_link_rules", "extract_refs", "pr_number_from_subject",
            "strip_pr_suffix"]
 
-_SUFFIX = re.compile(r"(?:\s*\(#(\d+)\))+\s*$")
+_SUFFIX = re.compile(r"(?:\s*+\(#(\d+)\))+\s*+$")
 _SUFFIX_NUM = re.compile(r"\(#(\d+)\)")
 # Literal-prefix patterns (`re` scans those fast); the owner/repo before a `#` is parsed backwards.
 _URL = re.compile(r"https?://[^\s<>\"'`\]]+")
@@ -54,10 +54,10 @@ class LinkRules:
 def compile_link_rules(data: dict[str, Any]) -> LinkRules:
     """Compile a links.toml table into the rules `extract_refs` applies."""
     kinds = {p.lower(): r["kind"] for r in data["relation"] for p in r["phrases"]}
-    alts = "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in sorted(kinds, key=len, reverse=True))
-    fill = "|".join(re.escape(f).replace(r"\ ", r"\s+") for f in sorted(data["fillers"], key=len, reverse=True))
+    alts = "|".join(re.escape(p).replace(r"\ ", r"\s++") for p in sorted(kinds, key=len, reverse=True))
+    fill = "|".join(re.escape(f).replace(r"\ ", r"\s++") for f in sorted(data["fillers"], key=len, reverse=True))
     phrase_re = re.compile(
-        rf"(?<![\w-])(?P<phrase>{alts})(?:\s*:)?(?:\s+(?:{fill})(?![\w-]))*\s*[:(\[]?\s*$", re.I)
+        rf"(?<![\w-])(?P<phrase>{alts})(?:\s*+:)?(?:\s++(?:{fill})(?![\w-]))*+\s*+[:(\[]?\s*+$", re.I)
     rank = {kind: i for i, kind in enumerate(data["strength"])}
     noise = data.get("noise_urls", [])
     noise_url = re.compile("|".join(f"(?:{p})" for p in noise), re.I) if noise else None

@@ -57,7 +57,7 @@ _HTML = re.compile(r"<!--.*?(?:-->|\Z)|<[A-Za-z/!][^<>]{0,600}>", re.S)
 _URL = re.compile(r"https?://\S+")
 # Line patterns start with a literal "\n" (the text gets one in front): `re` then jumps from newline
 # to newline instead of trying every character, as it does for `^` in MULTILINE mode.
-_HEADING = re.compile(r"\n[ \t]{0,3}(?:#{1,6}[ \t]*(.*?)[ \t]*#*|\*\*([^*\n]{2,60})\*\*:?|([A-Z][\w &/-]{2,40}):)[ \t]*(?=\n|\Z)")
+_HEADING = re.compile(r"\n[ \t]{0,3}(?:#{1,6}[ \t]*+((?:[^\n \t#]|[ \t#]++(?=[^\n \t#]))*+)[ \t#]*+|\*\*([^*\n]{2,60})\*\*:?|([A-Z][\w &/-]{2,40}):)[ \t]*+(?=\n|\Z)")
 _SENTENCE_END = re.compile(r"[.!?:](?=\s+[A-Z`(\[*-])|[.!?:]\s*\Z")
 _QUOTE = re.compile(r"\n[ \t]*>[^\n]*(?:\n(?![ \t]*(?:\n|#|>))[^\n]*)*")
 _BLANKS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")

@@ -281,7 +281,7 @@ def _topic_pids(topics: list[_Topic], index: _Index) -> dict[int, list[tuple[int
 def _line_regex(lines: list[str]) -> re.Pattern[str] | None:
     # Whole lines starting (after spaces) with one of the patterns, removed in one pass over the text.
     body = "|".join(f"(?:{line})" for line in lines)
-    return _regex(rf"\n[ \t]*(?:{body})[^\n]*", "bots.template.lines", re.I) if lines else None
+    return _regex(rf"\n[ \t]*+(?:{body})[^\n]*", "bots.template.lines", re.I) if lines else None
 
 
 def _fnmatch_any(patterns: list[str]) -> re.Pattern[str] | None:

@@ -36,9 +36,13 @@ def weekly_rules(rules_dir: Path | None = None) -> dict[str, Any]:
     user = rules_dir / "weekly.toml" if rules_dir else None
     if user is not None and user.exists():
         try:
-            data.update(tomllib.loads(user.read_text(encoding="utf-8")))
+            user_data = tomllib.loads(user.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+        from ..analyse.regex_safety import check_rule_data
+
+        check_rule_data(user_data, user)
+        data.update(user_data)
     return data
 
 

@@ -39,10 +39,12 @@ def _phrase_re(phrase: str) -> str:
         if token == "...":
             gap = True
             continue
-        body = r"[\W_]*".join(re.escape(w) for w in re.findall(r"[a-z0-9]+", token))
+        # separators and words (alphanumeric runs joined by underscores) are each taken whole (possessive):
+        # linear whatever the text ("remove" and a run of underscores used to be split every way)
+        body = r"[\W_]*+".join(re.escape(w) for w in re.findall(r"[a-z0-9]+", token))
         if token.endswith("*"):
-            body += r"\w*"
-        out.append((r"(?:[\W_]+\w+){0,4}[\W_]+" if gap else r"[\W_]+") + body if out else body)
+            body += r"[^\W_]*+"
+        out.append((r"(?:[\W_]++[^\W_]++(?:_++[^\W_]++)*+){0,4}[\W_]++" if gap else r"[\W_]++") + body if out else body)
         gap = False
     return r"(?<![a-z0-9])" + "".join(out) + (r"(?![a-z0-9])" if not phrase.endswith("*") else "")
 
