@@ -38,7 +38,7 @@ def problem(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
         return "a symbolic link loop (a link that leads back to itself): fix the link"
     if exc.errno == errno.ENOENT:
-        return "not found"
+        return "cannot read: no such file"
     if exc.errno == errno.EISDIR:
         return "a folder; give the path of a file"
     if exc.errno in (errno.EACCES, errno.EPERM):
