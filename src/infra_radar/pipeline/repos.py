@@ -50,7 +50,7 @@ def config_file(config: Path | None) -> Path:
 
 
 @contextmanager
-def _locked(path: Path):
+def edit_lock(path: Path):
     """Hold the edit lock of `path` (flock on PATH.lock beside it, waited on for LOCK_WAIT seconds at most)."""
     try:
         import fcntl
@@ -89,7 +89,7 @@ def _serialised(edit):
         path = config_file(config)
         if os.path.lexists(path):  # a device, a pipe or a folder is refused before a lock is made beside it
             open_file(path).close()
-        with _locked(path):
+        with edit_lock(path):
             return edit(config, *args, **kwargs)
 
     return run
@@ -165,9 +165,10 @@ def _write(path: Path, doc) -> None:
     import tomlkit
 
     text = tomlkit.dumps(doc)
-    mode = 0o644
+    mode, owner = 0o644, None
     if path.exists():
-        mode = path.stat().st_mode & 0o7777
+        st = path.stat()
+        mode, owner = st.st_mode & 0o7777, (st.st_uid, st.st_gid)
         if not mode & 0o222 or not os.access(path, os.W_OK):  # root may write anything: the mode says read-only
             raise ConfigError(f"{path}: read-only (mode {mode & 0o777:o}): not changed; make it writable to edit it "
                               "with radar repo")
@@ -180,9 +181,12 @@ def _write(path: Path, doc) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        if owner is not None and os.geteuid() == 0 and owner != (0, 0):
+            os.chown(tmp, *owner)  # root editing a user's file leaves it the user's
         os.chmod(tmp, mode)
         load_settings(tmp)  # a file no command could load is never written
         os.replace(tmp, path)
+        _sync_folder(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -203,6 +207,20 @@ def _inline(table):
     inline = tomlkit.inline_table()
     inline.update(table)
     return inline
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync `folder`, so the rename that replaced radar.toml survives a power cut (best effort)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _describe(entry) -> str:
