@@ -97,7 +97,7 @@ def test_an_over_long_first_line_is_refused_in_one_line(tmp_path, monkeypatch):
 @pytest.mark.no_store
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "1e99"])
 def test_a_bad_line_or_page_cap_names_its_variable(value):
-    for name in ("RADAR_MAX_LINE_BYTES", "RADAR_MAX_PAGE_BYTES"):
+    for name in ("RADAR_MAX_LINE_BYTES", "RADAR_MAX_PAGE_BYTES", "RADAR_PIPE_WAIT"):
         result = CliRunner().invoke(main, ["show", "acme/infer#1"], env={name: value})
         assert result.exit_code == 1 and name in result.output and "Traceback" not in result.output
 

@@ -5,6 +5,7 @@ Secrets never live here; they are read from the environment where they are used.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import tomllib
@@ -15,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import safe_read
 from .errors import ConfigError
 from .models import repo_problem
 
@@ -94,38 +96,16 @@ def default_config_text() -> str:
     return (DEFAULTS / CONFIG_NAME).read_text(encoding="utf-8")
 
 
-MAX_CONFIG_BYTES = 1 << 20  # radar.toml: a configuration, not a data file
-MAX_RULES_BYTES = 16 << 20  # a rules file of the user's rules_dir
+MAX_CONFIG_BYTES = safe_read.CONFIG_BYTES  # radar.toml: a configuration, not a data file
+MAX_RULES_BYTES = safe_read.RULES_BYTES  # a rules file of the user's rules_dir
 MAX_LIST = 10_000  # entries of any list of the configuration (repos, branches, core_paths, [focus] topics, weights)
 
 
 def _read_toml(path: Path, most: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     """The TOML file `path`: a regular file of at most `most` bytes (a device such as /dev/zero, a FIFO or a
-    folder is refused, never read without end nor waited on)."""
-    import stat
-
-    try:  # opened without blocking: a FIFO with no writer would otherwise wait forever
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
-            mode = os.fstat(fh.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, a pipe or a socket)"
-                raise ConfigError(f"{path}: {kind}; give the path of a TOML file")
-            data = fh.read(most + 1)
-        if len(data) > most:
-            raise ConfigError(f"{path}: larger than {most >> 20} MiB; a configuration file is a few KiB")
-        return tomllib.loads(data.decode("utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: a folder; give the path of a TOML file") from None
-    except PermissionError:
-        raise ConfigError(f"{path}: permission denied") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+    folder is refused, never read without end nor waited on; safe_read)."""
+    hint = "a configuration file is a few KiB" if most == MAX_CONFIG_BYTES else "a rules file is a few KiB"
+    return safe_read.read_toml(path, most, ConfigError, f"{path}: larger than {most >> 20} MiB; {hint}")
 
 
 def _capped(value: list | dict, key: str, where: str, most: int = MAX_LIST) -> None:
@@ -228,6 +208,7 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
     "RADAR_FETCH_RETRIES": (0, 100, True),
     "RADAR_MAX_LINE_BYTES": (1024, 1 << 31, True),  # the longest history-export line read (sources/jsonl.py)
     "RADAR_MAX_PAGE_BYTES": (1024, 1 << 31, True),  # the largest saved page read (sources/page.py)
+    "RADAR_PIPE_WAIT": (0.001, 86400, False),  # seconds a pipe given as a file may stay silent (safe_read.py)
     "RADAR_LLM_TIMEOUT": LLM_NUMBERS["timeout"],
     "RADAR_LLM_CONCURRENCY": LLM_NUMBERS["max_concurrency"],
 }
@@ -276,6 +257,11 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     data = tomllib.loads(default_config_text())
     path = config or (home / CONFIG_NAME)
     if config is None and path.is_symlink() and not path.exists():  # a dangling link: never silently skipped
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(f"{path}: {safe_read.problem(exc)}") from None
         raise ConfigError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: fix the link "
                           "or remove it")
     if config is not None or path.exists():
@@ -367,7 +353,7 @@ def load_rules_in(name: str, rules_dir: Path | None) -> dict[str, Any]:
     data = tomllib.loads((DEFAULTS / "rules" / f"{name}.toml").read_text(encoding="utf-8"))
     if rules_dir is not None:
         user = rules_dir / f"{name}.toml"
-        if user.exists():
+        if os.path.lexists(user):  # a broken or looping link is said, not skipped
             from .analyse.regex_safety import check_rule_data
 
             user_data = _read_toml(user, MAX_RULES_BYTES)

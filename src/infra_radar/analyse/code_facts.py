@@ -9,6 +9,7 @@ Generated files, lock files, vendored code and binaries are skipped and counted.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from fnmatch import translate
@@ -170,11 +171,13 @@ def _load(rules_dir: str | None) -> CodeRules:
 
     data = tomllib.loads((DEFAULTS / "rules" / "code_facts.toml").read_text(encoding="utf-8"))
     if rules_dir is not None:
+        from ..safe_read import RULES_BYTES, read_toml
+
         user = Path(rules_dir) / "code_facts.toml"
-        if user.is_file():
+        if os.path.lexists(user):  # a pipe or a device is refused, never waited on nor read without end
             from .regex_safety import check_rule_data
 
-            user_data = tomllib.loads(user.read_text(encoding="utf-8"))
+            user_data = read_toml(user, RULES_BYTES)
             check_rule_data(user_data, user)
             data.update(user_data)
     return compile_rules(data)

@@ -7,6 +7,7 @@ description per entry (linear in the text) and fnmatch over the changed paths.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -121,13 +122,11 @@ def load_map(rules_dir: Path | None = None) -> tuple[PortingEntry, ...]:
     text = (resources.files("infra_radar") / "defaults" / "rules" / "porting.toml").read_text(encoding="utf-8")
     entries = {e.id: e for e in compile_entries(tomllib.loads(text))}
     user = rules_dir / "porting.toml" if rules_dir else None
-    if user is not None and user.exists():
-        try:
-            user_data = tomllib.loads(user.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+    if user is not None and os.path.lexists(user):
+        from ..safe_read import RULES_BYTES, read_toml
         from .regex_safety import check_rule_data
 
+        user_data = read_toml(user, RULES_BYTES)
         check_rule_data(user_data, user)
         entries.update({e.id: e for e in compile_entries(user_data)})
     return tuple(entries.values())

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULTS, Settings, load_rule_file
+from ..safe_read import RULES_BYTES, read_bytes
 
 ENGINE_VERSION = "2"
 RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "bots")
@@ -32,12 +34,9 @@ def rules_version(settings: Settings) -> str:
     files += sorted(Path(__file__).parent.glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
-        try:
-            body = path.read_bytes()
-        except FileNotFoundError:  # a rule file the user did not override
-            body = b"-"
-        except OSError as exc:
-            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        # a rule file the user did not override is "-"; one that is a pipe, a device or past the rules cap is
+        # refused naming it (it was waited on for ever, or read without end)
+        body = read_bytes(path, RULES_BYTES) if os.path.lexists(path) else b"-"
         digest.update(hashlib.sha256(body).digest())
     blob = json.dumps({"engine": ENGINE_VERSION, "files": digest.hexdigest(), "target": settings.target,
                        "focus": sorted(settings.focus), "weights": settings.focus_weights},

@@ -83,8 +83,10 @@ def _spooled(files: list[Path]):
     the paths to read and, for each temporary copy, the name it stands for. The folder is locked by this
     process while it lives: a killed import's folder is removed by the next import (sweep_spools)."""
     import os
-    import shutil
     import tempfile
+
+    from ..errors import SourceError
+    from ..safe_read import chunks
 
     sweep_spools()
     if all(path.is_file() for path in files):
@@ -105,8 +107,9 @@ def _spooled(files: list[Path]):
                     paths.append(path)
                     continue
                 copy = Path(folder) / f"{i}-{path.name or 'input'}"
-                with open(path, "rb") as src, open(copy, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+                with open(copy, "wb") as dst:  # a device is refused, a pipe nobody writes to not waited on
+                    for piece in chunks(path, SourceError, pipes=True):
+                        dst.write(piece)
                 paths.append(copy)
                 names[str(copy)] = str(path)
             yield paths, names

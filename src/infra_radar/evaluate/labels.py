@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import DECISIONS, GRADES, PRIORITIES, REF_FORM
+from ..safe_read import open_file
 
 PARTS = ("all", "tune", "holdout")
 TEAM = "team"
@@ -95,7 +96,7 @@ def load_labels(path: Path, known: Mapping[str, Iterable[str]] | None = None) ->
     codes = {name: set(values) for name, values in (known or default_codes()).items()}
     result, seen = LabelFile(str(path)), set()
     try:
-        with path.open("rb") as fh:
+        with open_file(path, InputError) as fh:  # a pipe or a device is refused, never waited on
             for number, raw in _lines(fh, path, result.problems):
                 where = f"{path}:{number}"
                 if raw is None or not raw.strip() or raw.lstrip().startswith("//"):

@@ -30,8 +30,9 @@ def _llm_table(settings: Settings) -> dict[str, Any]:
     path = settings.config_path
     if path is None or not path.exists():
         return {}
-    with open(path, "rb") as fh:
-        table = tomllib.load(fh).get("llm", {})
+    from ..safe_read import CONFIG_BYTES, read_toml
+
+    table = read_toml(path, CONFIG_BYTES).get("llm", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [llm] must be a table")
     unknown = sorted(set(table) - _KEYS)
@@ -200,11 +201,9 @@ def _packaged_prompt(name: str) -> Prompt:
 
 @lru_cache(maxsize=16)
 def _user_prompt(path: str, name: str, stamp: tuple[int, int]) -> Prompt:  # stamp: re-read once the file changes
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    return parse_prompt(text, name, path)
+    from ..safe_read import PROMPT_BYTES, read_text
+
+    return parse_prompt(read_text(path, PROMPT_BYTES), name, path)
 
 
 def load_prompt(name: str, directory: Path | None = None) -> Prompt:

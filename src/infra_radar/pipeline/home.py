@@ -31,7 +31,10 @@ def init_home(settings: Settings, force: bool = False) -> Path:
     path = settings.config_path or settings.home / CONFIG_NAME
     if path.exists() and not force:
         raise ConfigError(f"{path} already exists (use --force to overwrite it)")
-    atomic_write(path, default_config_text())
+    from .repos import edit_lock
+
+    with edit_lock(path):  # not over a `radar repo add` half way through its edit
+        atomic_write(path, default_config_text())
     open_store(settings).dispose()
     return path
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
+from ..safe_read import chunks
+
 INPUTS = ".radar-inputs.json"
 _LIBRARIES = ("jinja2", "markdown-it-py", "feedgen", "matplotlib", "markupsafe")
 
@@ -34,7 +36,8 @@ def digest(*parts: object) -> str:
 def _files_digest(root: Path, into) -> None:
     for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         into.update(str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
-        into.update(path.read_bytes())
+        for piece in chunks(path):  # a piece at a time: a large file is never held whole
+            into.update(piece)
 
 
 def build_key(*parts: object, rules_dir: Path | None = None) -> str:

@@ -6,6 +6,7 @@ All wording comes from i18n.toml through `t`; templates decide the layout.
 from __future__ import annotations
 
 import html
+import os
 import tomllib
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -43,11 +44,10 @@ def load_strings(lang: str, template_dir: Path | None = None) -> dict[str, Any]:
     text = (resources.files("infra_radar") / "defaults" / "i18n.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     user = template_dir / "i18n.toml" if template_dir else None
-    if user is not None and user.exists():
-        try:
-            data = _deep_merge(data, tomllib.loads(user.read_text(encoding="utf-8")))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+    if user is not None and os.path.lexists(user):
+        from ..safe_read import RULES_BYTES, read_toml
+
+        data = _deep_merge(data, read_toml(user, RULES_BYTES))
     return {**data[lang], "codes": data["codes"], "lang": lang}
 
 

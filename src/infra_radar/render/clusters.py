@@ -11,6 +11,7 @@ generic words) never names one (defaults/rules/weekly.toml).
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections import Counter
@@ -20,7 +21,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
 from ..models import AnalysedItem
 from .conclusion import central_identifiers
 from .explain import file_role
@@ -34,13 +34,11 @@ def weekly_rules(rules_dir: Path | None = None) -> dict[str, Any]:
     text = (resources.files("infra_radar") / "defaults" / "rules" / "weekly.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     user = rules_dir / "weekly.toml" if rules_dir else None
-    if user is not None and user.exists():
-        try:
-            user_data = tomllib.loads(user.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{user}: invalid TOML: {exc}") from None
+    if user is not None and os.path.lexists(user):
         from ..analyse.regex_safety import check_rule_data
+        from ..safe_read import RULES_BYTES, read_toml
 
+        user_data = read_toml(user, RULES_BYTES)
         check_rule_data(user_data, user)
         data.update(user_data)
     return data

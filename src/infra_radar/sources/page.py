@@ -91,15 +91,12 @@ def max_page_bytes() -> int:
 def read_page(path: Path) -> str:
     """The text of a saved page, line endings and invisible characters normalised; a page larger than the
     cap is refused with one line naming the file and the cap (a pipe is read only up to the cap)."""
+    from ..safe_read import read_bytes
+
     cap = max_page_bytes()
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(cap + 1)
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > cap:
-        raise SourceError(f"{path}: larger than {cap:,} bytes, the page size cap ({MAX_PAGE_ENV}): not a page "
-                          "copied from a browser; split it or raise the cap")
+    raw = read_bytes(path, cap, SourceError, pipes=True,  # a FIFO nobody writes to is refused after RADAR_PIPE_WAIT
+                     too_big=f"{path}: larger than {cap:,} bytes, the page size cap ({MAX_PAGE_ENV}): not a page "
+                             "copied from a browser; split it or raise the cap")
     nul = raw.find(b"\x00", 0, 65536)
     if nul >= 0 and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text holds NULs; binary does too
         raise SourceError(f"{path}: binary file (NUL byte at offset {nul}), not a saved page")
