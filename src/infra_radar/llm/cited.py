@@ -72,7 +72,7 @@ def proposed(value: Any) -> tuple[list[Cited], bool]:
         base = tuple(int(x) for x in _ids(ids))
         for s in sentences(text):
             marks = tuple(int(x) for m in _MARK.finditer(s) for x in _ID.findall(m.group()))
-            clean = _MARK.sub("", s).strip(_LEAD[:-1] + " ").strip()
+            clean = _MARK.sub("", s).lstrip(_LEAD).rstrip("，,、：: ")
             if clean and any(ch.isalnum() for ch in clean):
                 out.append(Cited(clean, tuple(dict.fromkeys(base + marks))))
     return out, ok
@@ -277,11 +277,14 @@ def join_sentences(kept: list[str], lang: str) -> str:
     """Sentences as one text: each ends with its stop (。 or .), joined with nothing (zh) or a space."""
     out = []
     for s in kept:
-        s = s.strip().rstrip("，,：:、 ")
+        s = s.strip().lstrip(_LEAD).rstrip("，,：:、 ")
+        if not s:
+            continue
+        s = s.rstrip("。．.") + s[len(s.rstrip("。．.")):][:1] if s.endswith(("。。", "..")) and not s.endswith("...") else s
         if not s.endswith(_ENDS):
             s += "。" if lang == "zh" or _CJK.search(s[-1:]) else "."
         out.append(s)
-    return ("" if lang == "zh" else " ").join(out).replace("。。", "。")
+    return ("" if lang == "zh" else " ").join(out)
 
 
 def check_field(value: Any, support: Support) -> tuple[list[Cited], dict[str, int], int, bool]:
