@@ -280,7 +280,8 @@ def join_sentences(kept: list[str], lang: str) -> str:
         s = s.strip().lstrip(_LEAD).rstrip("，,：:、 ")
         if not s:
             continue
-        s = s.rstrip("。．.") + s[len(s.rstrip("。．.")):][:1] if s.endswith(("。。", "..")) and not s.endswith("...") else s
+        while s.endswith(("。。", "..")) and not s.endswith("..."):
+            s = s[:-1]
         if not s.endswith(_ENDS):
             s += "。" if lang == "zh" or _CJK.search(s[-1:]) else "."
         out.append(s)

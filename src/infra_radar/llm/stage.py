@@ -272,8 +272,12 @@ def _headline(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary) -
     """The grounded headline; one that names no item of the day is filler."""
     headline = _grounded(reply.get("headline"), grounds, summary)
     if headline and not _NAMES_ITEM.search(headline):  # "…: today's highlights" names no change of the day
-        summary.dropped_by["filler"] += 1
-        summary.dropped += 1
+        from .grounding import sentences
+
+        n = len(sentences(headline))  # its kept sentences go after all: counted as filler, not kept
+        summary.dropped_by["filler"] += n
+        summary.dropped += n
+        summary.kept -= n
         headline = ""
     return headline
 
