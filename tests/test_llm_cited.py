@@ -137,3 +137,59 @@ def test_replies_of_any_shape_are_read_and_a_sentence_joins_on_its_stop():
     assert proposed(42) == ([], False) and proposed(None) == ([], True)
     assert join_sentences(["从而提高性能。", "，改动集中在 x", "证据。。"], "zh") == "从而提高性能。改动集中在 x。证据。"
     assert join_sentences(["It pads.", "it compiles once"], "en") == "It pads. it compiles once."
+
+
+def test_show_evidence_the_export_and_the_item_page_list_each_model_sentence_with_its_records(settings, monkeypatch):
+    """After a daily run with the stand-in, `radar show --evidence` (text and JSON), the export and the site's
+    item page list each kept model sentence with the ids and text of its records, marked as the model's;
+    the rejected sentences are nowhere; nothing more is sent."""
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+    from infra_radar.pipeline.demo import sample_files
+    from infra_radar.pipeline.imports import import_jsonl
+    from infra_radar.pipeline.reports import daily, export
+    from infra_radar.publish.data import load_site_data
+    from infra_radar.publish.site import Site
+
+    engine = open_store(settings)
+    import_jsonl(settings, engine, sample_files())
+    since, until = datetime(2026, 7, 28, tzinfo=UTC), datetime(2026, 8, 4, tzinfo=UTC)
+    with LlmStub() as stub:
+        monkeypatch.setenv("RADAR_LLM_BASE_URL", stub.base_url)
+        monkeypatch.setenv("RADAR_LLM_MODEL", "stub-model")
+        report = daily(settings, engine, since, until)
+        sent = len(stub.requests)
+        ref = next(iter(report.llm.cited.keys() & report.llm.prose.keys()))  # a deep dive: the item prompt's
+        lang = settings.lang
+
+        def cli(*args: str) -> str:
+            result = CliRunner().invoke(main, [*args, "--lang", lang])
+            assert result.exit_code == 0, result.output
+            return result.stdout
+
+        shown = cli("show", ref, "--evidence")
+        as_json = json.loads(cli("show", ref, "--evidence", "--json"))
+        rules_only = cli("show", ref, "--evidence", "--no-llm")
+        exported = {o["ref"] if "ref" in o else f"{o['repo']}#{o['number']}": o for o in export(settings, engine, None)}
+        site = Site(settings, load_site_data(engine), engine=engine)
+        page = site.item(next(ai for ai in report_items(engine, ref)))[1]
+        assert len(stub.requests) == sent  # all from the cache
+    supported = "改动涉及「" if lang == "zh" else "The change covers"
+    model = [e for e in as_json if e.get("source") == "model"]
+    assert len(model) == 5 and {e["field"] for e in model} == {"summary", "mechanism", "why", "boundary", "risks"}
+    assert all(e["statement"].startswith(supported) and e["records"] == [1] and e["text"].startswith("[1] ")
+               for e in model)
+    assert shown.count("source: model") == 5 and "records: 1 " in shown and "source: model" not in rules_only
+    assert [e for e in exported[ref]["evidence"] if e.get("source") == "model"] == model
+    assert page.count('class="evidence model"') == 5
+    for text in (shown, json.dumps(as_json, ensure_ascii=False), page):
+        for bad in BAD:
+            assert bad not in text, bad
+
+
+def report_items(engine, ref: str):
+    from infra_radar.store.queries import analysed_item
+
+    repo, number = ref.split("#")
+    return [analysed_item(engine, repo, int(number))]
