@@ -27,7 +27,8 @@ from .llm_stub import INVENTED_NAME, INVENTED_NUMBER, INVENTED_REF, LlmStub
 SWITCH = "pad_bshd_to_minibatch_max"
 BODY = (f"This adds an opt-in flag `{SWITCH}` for the bshd layout. Padding each micro-batch to its own "
         "`seqlens_in_batch.max()` gives 20 distinct `s_q` shapes per mini-batch, because every shape compiles "
-        "a new graph on the NPU. Total step time drops from 534.13 s to 397.71 s on Qwen3-8B.")
+        "a new graph on the NPU. Total step time drops from 534.13 s to 397.71 s on Qwen3-8B. Older configs keep an "
+        "escape hatch.")
 CODE = {"source": "api", "complete": True,
         "defaults": [{"name": SWITCH, "value": "True", "previous": None, "file": "verl/trainer/config/actor.yaml"}]}
 
@@ -128,6 +129,8 @@ def test_a_sentence_is_kept_only_when_its_cited_records_hold_it(settings):
     assert judge("Qwen3-8B 是一个大型语言模型，需要高性能的计算能力。", sentence) == "filler"
     assert judge("bshd 改动已合并（页面保存时已合并）。", title) == "seam"
     assert judge("bshd 作为 the 填充方式。", title) == "language"
+    hatch = next(r.id for r in records if "escape hatch" in r.text)
+    assert judge("旧配置保留作为逃逸 hatch 的路径。", hatch) == "language"  # half of "escape hatch" translated
 
 
 def test_replies_of_any_shape_are_read_and_a_sentence_joins_on_its_stop():

@@ -35,6 +35,8 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[./:-][A-Za-z0-9_]+)*")
 _IDENTIFIER = re.compile(r"[\d_./:-]|.[A-Z]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _QUOTED = re.compile(r"「[^」\n]{0,200}」|“[^”\n]{0,200}”")  # a quoted title or phrase: said as written
+_PLAIN = re.compile(r"(?<![A-Za-z0-9_./-])[a-z]{3,}(?![A-Za-z0-9_./-])")  # a plain lowercase English word
+_PLAIN_WORD = re.compile(r"[a-z]{3,}")
 _REF_TEXT = re.compile(r"(?<![\w/.-])(?:[A-Za-z0-9][\w.-]*/[\w.-]+)?#\d+\b")
 _LEAD = "，,。.；;：:、 "
 _ENDS = ("。", "！", "？", "；", ".", "!", "?", ";")
@@ -133,6 +135,7 @@ class Support:
     lang: str
     ai: AnalysedItem | None = None
     _low: dict[int, str] = field(default_factory=dict)
+    _words: dict[int, dict[str, set[str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._low = {i: " ".join(r.text.split()).lower() for i, r in self.records.items()}
@@ -192,6 +195,25 @@ class Support:
             return True
         return any(t in cited for t in _terms(c.text, self.lang, self.grounds.terms, every=True))
 
+    def _pairs(self, i: int) -> dict[str, set[str]]:
+        """Record i's plain lowercase words: each with the plain lowercase words beside it (an empty set when
+        it also stands alone), read once in one pass."""
+        if i not in self._words:
+            from ..render.zh_words import words
+
+            grammar = words().function  # "rope into": a grammar word beside it makes no phrase
+            found: dict[str, set[str]] = {}
+            tokens = [t.strip(".,;:!?()[]\"'") for t in self._low[i].split()]
+            plain = [bool(_PLAIN_WORD.fullmatch(t)) and t not in grammar for t in tokens]
+            for k, t in enumerate(tokens):
+                if not plain[k]:
+                    continue
+                near = {tokens[j] for j in (k - 1, k + 1) if 0 <= j < len(tokens) and plain[j]}
+                seen = found.get(t)
+                found[t] = set() if seen == set() or not near else (seen or set()) | near
+            self._words[i] = found
+        return self._words[i]
+
     def _spliced(self, s: str, ids: tuple[int, ...]) -> bool:
         """zh: an English grammar word outside code, or an English phrase of the records half translated (a
         lowercase word of the sentence, not of the item's title or files, that the records only use beside
@@ -203,15 +225,16 @@ class Support:
         if function_words(_QUOTED.sub(" ", s)):
             return True
         rest = _QUOTED.sub(" ", _CODE.sub(" ", s))
-        cited = "\n".join(self._low[i] for i in ids if i in self._low)
         low = rest.lower()
-        for m in re.finditer(r"(?<![A-Za-z0-9_./-])[a-z]{3,}(?![A-Za-z0-9_./-])", rest):
+        for m in _PLAIN.finditer(rest):
             w = m.group()
             if w in self.grounds.terms:  # a word of the title or a file: the item's own name for something
                 continue
-            pairs = re.findall(rf"(?<![\w-])([a-z]{{3,}}) {w}\b|\b{w} ([a-z]{{3,}})(?![\w-])", cited)
-            alone = re.search(rf"(?<![a-z] )\b{w}\b(?! [a-z])", cited)
-            if pairs and not alone and not any((a or b) in low for a, b in pairs):
+            pairs = [self._pairs(i).get(w) for i in ids if i in self._low]
+            if any(p == set() for p in pairs):  # a record uses the word on its own
+                continue
+            partners = set().union(*(p for p in pairs if p))
+            if partners and not any(x in low for x in partners):
                 return True
         return False
 

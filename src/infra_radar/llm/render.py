@@ -182,7 +182,7 @@ def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
     ctx = card_context(inp, t)
     p = summary.prose.get(ctx["ref"], {})
     if p:
-        ctx["summary"] = " ".join(p[k] for k in ITEM_FIELDS if p.get(k))
+        ctx["summary"] = ("" if lang == "zh" else " ").join(p[k] for k in ITEM_FIELDS if p.get(k))
     return _render("card.md.j2", ctx, t, None)
 
 
