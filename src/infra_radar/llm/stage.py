@@ -223,10 +223,11 @@ def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang:
     return Grounds.of(source, refs, ai.item.repo, extra, names, lang, claims)
 
 
-def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
+def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str, memo: dict[str, list[Record]]
                 ) -> tuple[_Job | None, list[tuple[str, _Job]]]:
     """The headline prompt over the window's first P0/P1 items (key "daily"; None when there is none), and
-    the row prompt for each P0/P1 item with its ref (key "<ref> (conclusion)"), whose grounds are the item's."""
+    the row prompt for each P0/P1 item with its ref (key "<ref> (conclusion)"), whose grounds are the item's;
+    each item's records go into `memo` (its deep dive shows the same)."""
     by_ref = {ai.item.ref: ai for ai in inp.items}
     rows = [r for r in [*ctx["top"], *ctx["more_top"]] if r["ref"] in by_ref]
     if not rows:
@@ -237,7 +238,7 @@ def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     jobs = []
     for r in rows:
         ai = by_ref[r["ref"]]
-        records = item_records(ai, lang, settings.target)
+        records = memo[ai.item.ref] = item_records(ai, lang, settings.target)
         values = {"target": settings.target, **_daily_item(r, ai), "records": records_block(records, lang)}
         messages = render_messages(row_prompt, lang, values)
         grounds = _item_grounds(ai, values.values(), [r["ref"]], lang)
@@ -308,8 +309,10 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     ctx = _daily_ctx(inp, lang, settings.focus_weights)
     by_ref = {ai.item.ref: ai for ai in inp.items}
     prompt = settings_prompt(settings, "item")
-    deep = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
-    head, rows = _daily_jobs(settings, inp, ctx, lang)
+    memo: dict[str, list[Record]] = {}  # an item's records, built once for its row and its dive
+    head, rows = _daily_jobs(settings, inp, ctx, lang, memo)
+    deep = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt, memo.get(d["ref"]))
+            for d in ctx["deep"] if d["ref"] in by_ref]
     # the headline first, then the rows in rank order: a run cut short by its deadline has the top of the day
     jobs = [*([head] if head else []), *(job for _, job in rows), *deep]
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
