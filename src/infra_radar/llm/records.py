@@ -87,8 +87,8 @@ def item_records(ai: AnalysedItem, lang: str, target: str) -> list[Record]:
     raw += [("sentence", s, "body") for s in said]
     for e in item_evidence(ai, lang, target):
         kind = _kind(e.rule)
-        if not kind:
-            continue  # checklist steps and states are the radar's advice, not what the change is
+        if not kind or e.rule == "figures:none":
+            continue  # checklist steps and states are the radar's advice, not what the change is; "no figures" no fact
         statement = e.statement if isinstance(e.statement, str) else plain(e.statement)
         quoted = " ".join(e.text.split())
         line = statement if not quoted or quoted in statement or quoted in said else f"{statement} ← {quoted}"
