@@ -196,3 +196,36 @@ def report_items(engine, ref: str):
 
     repo, number = ref.split("#")
     return [analysed_item(engine, repo, int(number))]
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_verl_6901_keeps_the_code_s_true_whatever_the_model_says(settings, shared_clones, lang):
+    """The real verl#6901: its description calls `pad_bshd_to_minibatch_max` opt-in, its merged code ships it
+    `True` (the clone's diff). With the stand-in model calling it opt-in in every field, the row and the dive
+    keep the code's `True` and no model sentence says otherwise."""
+    from .conftest import export_commits
+    from .test_code_facts import VERL, _facts
+
+    facts, _ = _facts(shared_clones, VERL, "6901")
+    c = next(c for c in export_commits("verl-project+verl.jsonl.gz") if c["subject"].endswith("(#6901)"))
+    item = Item(repo="verl-project/verl", kind="pr", key="6901", number=6901,
+                title=c["subject"].removesuffix(" (#6901)"), body=c["body"], state="merged",
+                files=[FileChange(f["path"], f["additions"], f["deletions"]) for f in c["files"]],
+                merged_at=datetime(2026, 7, 2, 2, 6, tzinfo=UTC), code=facts)
+    analysis = analyse(item, RuleSet.load(settings), settings)
+    analysis.priority = "P1"  # a row and a dive here, whatever its rank among the day's items
+    ai = AnalysedItem(item, analysis)
+    assert ai.analysis.contradictions
+    inp = _daily_input([ai])
+    engine = open_store(settings)
+    with LlmStub() as stub:
+        run = daily_llm(settings, engine, inp, lang, config=LlmConfig(stub.base_url, "stub-model"))
+    text = render_daily_llm(inp, lang, run)
+    said_true = "设为 `True`" if lang == "zh" else "sets it to `True`"
+    row = next(line for line in text.splitlines() if line.startswith("| P1 |"))
+    assert said_true in row and said_true in text.split("\n### ", 1)[1]
+    prompt = stub.requests[-1]["messages"][1]["content"]
+    assert "pad_bshd_to_minibatch_max` = `True`" in prompt and "…" not in prompt  # the code's fact, records whole
+    assert run.dropped_by["contradiction"] == 1 + 5  # the row's and each field's opt-in sentence
+    for bad in BAD:
+        assert bad not in text, bad

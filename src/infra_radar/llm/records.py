@@ -20,6 +20,9 @@ __all__ = ["FIXED_KINDS", "Record", "item_records", "records_block"]
 
 # what the template places from the rules and a model may not override
 FIXED_KINDS = frozenset({"code", "contradiction", "figure", "verdict"})
+# which records a prompt keeps first when they do not all fit its budget
+_FIRST = ("title", "contradiction", "code", "figure", "verdict", "cause", "motivation", "files", "porting",
+          "switch", "risk", "sentence")
 _EVIDENCE_KINDS = (("dives.toml", "cause"), ("conclusions.toml", "motivation"), ("claims", "figure"),
                    ("figures:", "figure"), ("porting.toml", "porting"), ("checklists.toml:switch", "switch"),
                    ("checklists.toml:env", "switch"), ("weekly.toml [risks] removal", "code"), ("risks", "risk"))
@@ -56,8 +59,9 @@ def _description(body: str, most: int, longest: int) -> list[str]:
 
     out: list[str] = []
     for s in _sentences(body[:20000]):
-        if s.startswith(("#", "<!--", "- [")) or not any(ch.isalpha() for ch in s):
-            continue
+        if (s.startswith(("#", "<", "- [", "`")) or s.endswith((":", "：")) or "<img" in s
+                or not any(ch.isalpha() for ch in s)):
+            continue  # headings, markup, a template's prompt ("Paste … here:"), a command: no statement
         if 12 <= len(s) <= longest and s not in out:
             out.append(s)
             if len(out) >= most:
@@ -102,13 +106,25 @@ def item_records(ai: AnalysedItem, lang: str, target: str) -> list[Record]:
     verdict = [f"{a.priority}/{a.grade}", pick(a.grade_reason, lang), pick(a.decision_reason, lang)]
     raw.append(("verdict", t["common"]["sep"].join(v for v in verdict if v), "grading"))
     seen: set[str] = set()
-    out: list[Record] = []
+    unique: list[tuple[str, str, str]] = []
     for kind, text, rule in raw:
         text = " ".join(str(text).split())
         if text and text not in seen:
             seen.add(text)
-            out.append(Record(len(out) + 1, kind, text, rule))
-    return out
+            unique.append((kind, text, rule))
+    # whole records within the budget, the facts first (the code, the figures, the verdict), then the rest in
+    # their order; shown, and numbered, in reading order. A record is never cut: one that does not fit is left out.
+    budget = int(conf.get("budget", 6000))
+    rank = {kind: i for i, kind in enumerate(_FIRST)}
+    chosen: set[int] = set()
+    used = 0
+    for i in sorted(range(len(unique)), key=lambda i: (rank.get(unique[i][0], len(rank)), i)):
+        cost = len(unique[i][1]) + 16
+        if used + cost <= budget:
+            chosen.add(i)
+            used += cost
+    return [Record(n + 1, kind, text, rule)
+            for n, (kind, text, rule) in enumerate(unique[i] for i in sorted(chosen))]
 
 
 def records_block(records: list[Record], lang: str) -> str:
