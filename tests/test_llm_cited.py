@@ -128,6 +128,7 @@ def test_a_sentence_is_kept_only_when_its_cited_records_hold_it(settings):
     # filler, seams and spliced English
     assert judge("Qwen3-8B 是一个大型语言模型，需要高性能的计算能力。", sentence) == "filler"
     assert judge("bshd 改动已合并（页面保存时已合并）。", title) == "seam"
+    assert judge("改动为 bshd 的 micro-batches 填充（已进行中）。", title) == "seam"
     assert judge("bshd 作为 the 填充方式。", title) == "language"
     hatch = next(r.id for r in records if "escape hatch" in r.text)
     assert judge("旧配置保留作为逃逸 hatch 的路径。", hatch) == "language"  # half of "escape hatch" translated

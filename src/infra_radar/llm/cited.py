@@ -122,7 +122,10 @@ def _radar_strings(lang: str) -> tuple[str, ...]:
     t = load_strings(lang)
     names = [v for sec in ("states", "grades", "decisions") for v in t.get(sec, {}).values() if isinstance(v, str)]
     names += [v.split("（")[0].split(" (")[0] for v in t.get("grades", {}).values() if isinstance(v, str)]
-    found = [n for n in names if len(n) >= 2 and (_CJK.search(n) or " " in n)]
+    from .figures import grounding_rules
+
+    exempt = set(grounding_rules().get("support", {}).get("seam_exempt", []))
+    found = [n for n in names if len(n) >= 2 and (_CJK.search(n) or " " in n) and n not in exempt]
     return tuple(dict.fromkeys([*found, *_support_rules()[4]]))
 
 
