@@ -28,7 +28,9 @@ from .records import Record
 __all__ = ["CITED_REASONS", "Cited", "Support", "check_field", "join_sentences", "proposed"]
 
 CITED_REASONS = ("ungrounded", "filler", "contradiction", "language", "seam")
-_MARK = re.compile(r"\s*[\[【](?:E|e|R|r|#)?(\d{1,3})(?:\s*[,，、]\s*(?:E|e|R|r|#)?\d{1,3})*[\]】]")
+# a citation marker inside a text: [3], [E3], 【3】, [1, 2] (no leading blank in the pattern: a run of blanks
+# would be tried from each of its positions; the text is stripped after)
+_MARK = re.compile(r"[\[【](?:E|e|R|r|#)?(\d{1,3})(?:[ ]?[,，、][ ]?(?:E|e|R|r|#)?\d{1,3}){0,20}[\]】]")
 _ID = re.compile(r"\d{1,3}")
 _CODE = re.compile(r"`+([^`\n]{1,120})`+")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[./:-][A-Za-z0-9_]+)*")
@@ -74,7 +76,8 @@ def proposed(value: Any) -> tuple[list[Cited], bool]:
         base = tuple(int(x) for x in _ids(ids))
         for s in sentences(text):
             marks = tuple(int(x) for m in _MARK.finditer(s) for x in _ID.findall(m.group()))
-            clean = _MARK.sub("", s).lstrip(_LEAD).rstrip("，,、：: ")
+            clean = " ".join(_MARK.sub(" ", s).split()).lstrip(_LEAD).rstrip("，,、：: ")
+            clean = re.sub(r" (?=[。．.!?！？；;，,])", "", clean)  # the blank a marker left before a stop
             if clean and any(ch.isalnum() for ch in clean):
                 out.append(Cited(clean, tuple(dict.fromkeys(base + marks))))
     return out, ok
