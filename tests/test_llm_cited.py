@@ -230,3 +230,21 @@ def test_verl_6901_keeps_the_code_s_true_whatever_the_model_says(settings, share
     assert run.dropped_by["contradiction"] == 1 + 5  # the row's and each field's opt-in sentence
     for bad in BAD:
         assert bad not in text, bad
+
+
+def test_a_removed_function_said_added_or_a_gate_said_with_another_version_contradicts_the_code(settings):
+    ai = _padded(settings)
+    ai.item.code = {**CODE, "removed": [{"kind": "function", "name": "preprocess_bshd_legacy", "top": True,
+                                         "file": "verl/models/mcore/util.py"}],
+                    "version_gates": [{"package": "megatron", "before": None, "after": "0.12.0",
+                                       "file": "verl/models/mcore/util.py"}]}
+    support = _item_job(ai, "en", "ascend").support
+    title = 1
+
+    def judge(text: str) -> str | None:
+        return support.judge(Cited(text, (title,)))
+
+    assert judge("It adds `preprocess_bshd_legacy` for the bshd path.") == "contradiction"
+    assert judge("It removes `preprocess_bshd_legacy` from the bshd path.") != "contradiction"
+    assert judge("The new path needs megatron 0.11.0 for bshd.") == "contradiction"
+    assert judge("The new path needs megatron 0.12.0 for bshd.") != "contradiction"
