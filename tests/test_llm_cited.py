@@ -225,7 +225,8 @@ def test_verl_6901_keeps_the_code_s_true_whatever_the_model_says(settings, share
     said_true = "设为 `True`" if lang == "zh" else "sets it to `True`"
     row = next(line for line in text.splitlines() if line.startswith("| P1 |"))
     assert said_true in row and said_true in text.split("\n### ", 1)[1]
-    prompt = stub.requests[-1]["messages"][1]["content"]
+    prompt = next(r["messages"][1]["content"] for r in stub.requests  # the item prompt (requests run in parallel)
+                  if r["messages"][1]["content"].startswith(("条目：", "Item: ")))
     assert "pad_bshd_to_minibatch_max` = `True`" in prompt and "…" not in prompt  # the code's fact, records whole
     assert run.dropped_by["contradiction"] == 1 + 5  # the row's and each field's opt-in sentence
     for bad in BAD:
