@@ -105,7 +105,8 @@ def _start(settings: Settings, config: LlmConfig | None) -> tuple[LlmConfig | No
 def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[AnalysedItem], lang: str,
               dry_run: bool = False, *, config: LlmConfig | None = None, client: LlmClient | None = None,
               tick: Callable[[int], None] | None = None) -> LlmRunSummary:
-    """Grounded prose {ref: {summary, mechanism, why, risks}} for the items; never raises on model failure."""
+    """Cited prose {ref: {summary, mechanism, why, boundary, risks}} for the items (the kept sentences and their
+    records in `cited` and `records`); never raises on model failure."""
     config, summary = _start(settings, config)
     if config is None:
         return summary
