@@ -5,8 +5,9 @@
 
 Imports ../shared/data/git into `--home` when its store is empty (once), writes the daily radar of the
 window without and with the model, prints one line of figures (requests, cache hits, failures with their
-reasons, prose kept per P0/P1 conclusion and per deep dive, sentences dropped as ungrounded / filler /
-wrong language, tokens, wall time) and writes the rule text and the model text side by side, item by item,
+reasons, sentences proposed, kept and dropped as ungrounded / filler / contradiction / language / seam,
+malformed fields, the share of deep dives whose mechanism, why and boundary came from the model, prose kept
+per P0/P1 conclusion, tokens, wall time) and writes the rule text and the model text side by side, item by item,
 to `--out` for review. A second run answers from the cache (pass --fresh to empty it first).
 """
 
@@ -40,6 +41,19 @@ def _rows(text: str) -> dict[str, tuple[str, str]]:
 def _section(text: str, title: str) -> str:
     m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     return m.group(1) if m else ""
+
+
+def figures(run, dive_refs: set[str], dives: int) -> str:
+    """The run's figures: requests, sentences proposed, kept and dropped by reason, malformed fields, and the
+    share of the deep dives whose mechanism, why and boundary came from the model."""
+    parts = {part: sum(1 for ref in dive_refs if run.prose.get(ref, {}).get(part)) for part in
+             ("mechanism", "why", "boundary")}
+    every = sum(1 for ref in dive_refs if all(run.prose.get(ref, {}).get(p) for p in parts))
+    share = ", ".join(f"{p} {n}/{dives}" for p, n in parts.items())
+    return (f"{run.requests} request(s), {run.cached} from the cache, {run.failed} failed; "
+            f"sentences {run.proposed} proposed, {run.kept} kept, {run.dropped} dropped "
+            f"({', '.join(f'{n} {k}' for k, n in run.dropped_by.items())}), {run.malformed} malformed field(s); "
+            f"dives from the model: {share}, all three {every}/{dives}")
 
 
 def main() -> int:
@@ -88,15 +102,13 @@ def main() -> int:
     shown = {ref for ref in rule_rows if ref in shown_rows and shown_rows[ref][1] != rule_rows[ref][1]}
     conclusions = (f"{len(shown)}/{len(rule_rows)} rows show model prose ({len(kept)} lines survived grounding, "
                    f"{len(set(kept) - shown)} of them left out as a copy of the rule text or an echo of the title)")
-    deep = [ref for ref in rule_rows if ref in _section(plain, "重点机制" if args.lang == "zh" else "Deep dives")]
-    mech = sum(1 for ref in run.prose if run.prose[ref].get("mechanism"))
-    dives = len(deep) or len(run.prose) + sum(1 for k, _ in run.failures if k != "daily" and "(" not in k)
+    dive_refs = set(re.findall(r"^### \[([\w./-]+#\d+)\]", _section(report.text, "重点机制" if args.lang == "zh"
+                                                                else "Deep dives"), re.M))
+    dives = len(dive_refs) or len(run.prose) + sum(1 for k, _ in run.failures if k != "daily" and "(" not in k)
     headline = bool(run.report.get("headline"))
-    print(f"model {run.model}: {run.requests} prompt(s) answered, {run.cached} from the cache; "
-          f"prose kept: headline {'yes' if headline else 'no'}, P0/P1 conclusions {conclusions}, "
-          f"deep-dive mechanisms {mech}/{dives}; "
-          f"sentences dropped {run.dropped} ({', '.join(f'{n} {k}' for k, n in run.dropped_by.items())}); "
-          f"failed {run.failed}; tokens {run.prompt_tokens}+{run.completion_tokens}; {seconds:.0f}s")
+    print(f"model {run.model}: {figures(run, dive_refs, dives)}; "
+          f"prose kept: headline {'yes' if headline else 'no'}, P0/P1 conclusions {conclusions}; "
+          f"tokens {run.prompt_tokens}+{run.completion_tokens}; {seconds:.0f}s")
     for key, why in run.failures:
         print(f"  failed {key}: {why}")
     for note in run.notes:
@@ -111,6 +123,8 @@ def main() -> int:
                   f"- model conclusion: {kept.get(ref) or '(none survived grounding)'}",
                   f"- shown: {shown_rows[ref][1] if ref in shown else '(rule text kept)'}"]
         lines += [f"- model {k}: {v}" for k, v in prose.items()]
+        cited = run.cited.get(ref, {})
+        lines += [f"  - {k} cites {', '.join(map(str, c.records))}: {c.text}" for k, kept in cited.items() for c in kept]
         lines.append("")
     args.out.write_text("\n".join(lines), encoding="utf-8")
     print(f"side by side: {args.out}")

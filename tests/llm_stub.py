@@ -1,9 +1,10 @@
 """A stand-in for an OpenAI-compatible server on 127.0.0.1: `POST /v1/chat/completions` with scripted replies.
 
-By default it answers every prompt with valid JSON in the prompt's language, built only from what the
-prompt says (so it is grounded), plus one sentence with an invented number and one with an invented
-`#N` (so grounding has something to drop), and an unspecific filler sentence in `why`; `GET /v1/models`
-lists `models`. `script` is a queue of
+By default it answers every prompt with valid JSON in the prompt's language. An item or row prompt gets, in
+every field, sentences citing the prompt's numbered records: one supported (the title, quoted, citing the title
+record), one with an invented name and number, a filler sentence, one citing a record that does not exist and,
+when a code fact ships a setting `True`, one calling that setting opt-in; only the first may survive. Report
+prompts get grounded text plus sentences with an invented number and `#N`. `GET /v1/models` lists `models`. `script` is a queue of
 one-off behaviours consumed in order: ("invalid",) a reply that is not JSON; ("status", 429, seconds) an
 error with Retry-After; ("slow", s) an answer after s seconds; ("wrong_lang",) prose in the other
 language; ("content", text) a fixed reply; ("close",) a reply with `Connection: close`; ("drop",) a
@@ -24,23 +25,68 @@ from urllib.parse import urlsplit
 
 INVENTED_NUMBER = "987654"
 INVENTED_REF = "#9999999"
+INVENTED_NAME = "fused_invented_kernel"
+FILLER = ("至关重要", "crucial for")  # the stand-in's filler sentence, as a test finds it
+CONTRADICTION = ("opt-in", "opt-in")  # the stand-in's contradicting sentence
 
 
 def _zh(messages: list[dict[str, str]]) -> bool:
     return bool(re.search(r"[\u4e00-\u9fff]", messages[0]["content"]))
 
 
-def _item_reply(user: str, zh: bool) -> dict[str, str]:
+_RECORD = re.compile(r"^\[(\d+)\] ([^:\n]+): (.*)$", re.M)
+
+
+def _records(user: str) -> list[tuple[int, str, str]]:
+    """The numbered records of an item or row prompt: (id, label, text)."""
+    return [(int(m.group(1)), m.group(2), m.group(3)) for m in _RECORD.finditer(user)]
+
+
+def _title(user: str) -> tuple[int, str]:
+    """The title record's id and text (the first record), or a stand-in."""
+    found = _records(user)
+    return (found[0][0], found[0][2][:60]) if found else (1, "the change")
+
+
+def _contradiction(user: str, zh: bool) -> dict[str, Any] | None:
+    """A sentence saying the opposite of a code fact that ships a setting on: it calls the setting opt-in."""
+    for rid, label, text in _records(user):
+        if label in ("代码事实", "Code fact") and re.search(r"`True`|= True|\bTrue\b", text):
+            name = re.search(r"`([A-Za-z_][\w.]*)`", text)
+            if name and name.group(1) != "True":
+                return {"text": (f"`{name.group(1)}` 是一个 opt-in 开关，需要显式开启。" if zh else
+                                 f"`{name.group(1)}` is an opt-in switch, off unless set."), "records": [rid]}
+    return None
+
+
+def _mix(user: str, zh: bool) -> list[dict[str, Any]]:
+    """One field's sentences: a supported one (the title, quoted, citing the title record), an unsupported one
+    (an invented name and number on the same record), a filler one, a contradicting one when a code fact
+    allows it, and one citing a record the prompt does not have."""
+    rid, words = _title(user)
+    out = [{"text": f"改动涉及「{words}」。" if zh else f"The change covers \"{words}\".", "records": [rid]},
+           {"text": (f"它让 `{INVENTED_NAME}` 快了 {INVENTED_NUMBER} 倍。" if zh else
+                     f"It makes `{INVENTED_NAME}` {INVENTED_NUMBER} times faster."), "records": [rid]},
+           {"text": ("这对于确保 NPU 环境下的兼容性和性能至关重要。" if zh else
+                     "This is crucial for compatibility and performance on NPU."), "records": [rid]},
+           {"text": (f"另见「{words}」的 {INVENTED_REF}。" if zh else f"See {INVENTED_REF} on \"{words}\"."),
+            "records": [999]}]
+    contra = _contradiction(user, zh)
+    return out + ([contra] if contra else [])
+
+
+def _item_reply(user: str, zh: bool) -> dict[str, Any]:
+    if _records(user):
+        return {k: _mix(user, zh) for k in ("summary", "mechanism", "why", "boundary", "risks")}
+    # a prompt without records (a client test): plain strings, one grounded sentence and an invented one
     title = re.search(r"^(?:标题|Title)[:：](.*)$", user, re.M)
     words = (title.group(1).strip() if title else "the change")[:60]
     if zh:
-        return {"summary": f"该变更涉及「{words}」，对推理路径有直接影响。它把吞吐提升了 {INVENTED_NUMBER} 倍。",
-                "mechanism": f"改动调整了「{words}」的实现。详见 {INVENTED_REF}。",
-                "why": "昇腾平台需要评估是否跟进该改动。", "risks": f"需要回归测试覆盖「{words}」。"}
+        return {"summary": f"该变更涉及「{words}」。它把吞吐提升了 {INVENTED_NUMBER} 倍。",
+                "mechanism": f"改动调整了「{words}」的实现。详见 {INVENTED_REF}。"}
     return {"summary": f"This change covers \"{words}\" and touches the serving path. "
                        f"It makes throughput {INVENTED_NUMBER} times higher.",
-            "mechanism": f"The change reworks \"{words}\". See {INVENTED_REF} for details.",
-            "why": "The NPU team should check whether to follow it.", "risks": f"Regression tests should cover \"{words}\"."}
+            "mechanism": f"The change reworks \"{words}\". See {INVENTED_REF} for details."}
 
 
 def _report_reply(user: str, zh: bool) -> dict[str, Any]:
@@ -68,12 +114,15 @@ def _daily_reply(user: str, zh: bool) -> dict[str, Any]:
 
 
 def _row_reply(user: str, zh: bool) -> dict[str, Any]:
-    """The row prompt: one grounded sentence naming the item, one with an invented number."""
+    """The row prompt: a supported sentence naming the item, then the unsupported, filler and contradicting ones."""
     found = re.search(r"^(?:条目|Item) ([\w.-]+/[\w.-]+#\d+)", user, re.M)
     ref = found.group(1) if found else ""
-    if zh:
-        return {"conclusion": f"模型结论：{ref} 值得跟进。它快了 {INVENTED_NUMBER} 倍。"}
-    return {"conclusion": f"Model conclusion: {ref} is worth following. It is {INVENTED_NUMBER} times faster."}
+    files = [(rid, text.split(": ", 1)[-1].split(", ")[0]) for rid, label, text in _records(user)
+             if label in ("改动文件", "Files changed")]
+    rid, words = files[0] if files else _title(user)
+    first = {"text": (f"模型结论：{ref} 的改动落在 `{words}`。" if zh else
+                      f"Model conclusion: {ref} changes `{words}`."), "records": [rid]}
+    return {"conclusion": [first, *_mix(user, zh)[1:]]}
 
 
 def _first_sentence(text: str) -> str:
@@ -83,9 +132,11 @@ def _first_sentence(text: str) -> str:
 def _salted(data: Any, zh: bool) -> Any:
     """Every string (names and list items too, refs excepted): its first, grounded sentence, then an invented one."""
     if isinstance(data, dict):
-        return {k: v if k == "ref" else _salted(v, zh) for k, v in data.items()}
+        return {k: v if k in ("ref", "records") else _salted(v, zh) for k, v in data.items()}
     if isinstance(data, list):
         return [_salted(v, zh) for v in data]
+    if not isinstance(data, str):
+        return data
     invented = (f"它比 {INVENTED_REF} 快 {INVENTED_NUMBER} 倍。" if zh
                 else f"It is {INVENTED_NUMBER} times faster than {INVENTED_REF}.")
     return f"{_first_sentence(data)}{'' if zh else ' '}{invented}"

@@ -372,9 +372,11 @@ PROSE_MARKUP = ("[SECURITY: rotate your tokens here](https://evil/rotate) ![x](h
 def _with_markup(reply):
     """The stub's grounded reply with links, an image, raw HTML and an autolink inside each first sentence."""
     if isinstance(reply, dict):
-        return {k: v if k == "ref" else _with_markup(v) for k, v in reply.items()}
+        return {k: v if k in ("ref", "records") else _with_markup(v) for k, v in reply.items()}
     if isinstance(reply, list):
         return [_with_markup(v) for v in reply]
+    if not isinstance(reply, str):
+        return reply
     return re.sub(r"(?=[。.](?:\s|$))", f" {PROSE_MARKUP}", reply, count=1)
 
 
@@ -404,7 +406,9 @@ def test_model_prose_links_images_and_html_are_text_in_the_reports(monkeypatch, 
     for name, markdown in reports.items():
         page = viewed(markdown)
         assert not foreign(page), (name, foreign(page)[:3])
-        assert "rotate your tokens here" in page.text, name  # the model's sentence was kept, as text
+        if name != "card":  # report prose (headline, weekly) kept the sentence, as text; an item's cited
+            #                 sentence with a link its records do not hold is dropped (ungrounded)
+            assert "rotate your tokens here" in page.text, name
 
 
 # --- the same classes with other strings ------------------------------------------------------------

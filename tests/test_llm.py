@@ -198,10 +198,12 @@ def test_apply_llm_grounds_caches_and_dry_runs(tmp_path, stub):
     assert not stub.requests and "Fuse rope" in dry.prompts[0]
     run = apply_llm(settings, engine, [_item()], "en", config=config)
     prose = run.prose["acme/infer-npu#77"]
-    assert "Fuse rope" in prose["summary"] and INVENTED_NUMBER not in prose["summary"]
-    assert prose["mechanism"] == 'The change reworks "Fuse rope into attention kernel".'  # the sentence citing #9999999 went
-    assert "why" not in prose  # "The NPU team should check whether to follow it." names nothing of the item
-    assert run.dropped_by == {"ungrounded": 2, "filler": 1, "language": 0} and run.requests == 1 and run.cached == 0
+    # every field: the supported sentence only; the invented name and number, the record #999 and the filler went
+    assert prose == dict.fromkeys(("summary", "mechanism", "why", "boundary", "risks"),
+                                  'The change covers "Fuse rope into attention kernel".')
+    assert run.dropped_by == {"ungrounded": 10, "filler": 5, "contradiction": 0, "language": 0, "seam": 0}
+    assert (run.proposed, run.kept, run.requests, run.cached) == (20, 5, 1, 0)
+    assert run.cited["acme/infer-npu#77"]["why"][0].records == (1,) and run.records["acme/infer-npu#77"][0].kind == "title"
     again = apply_llm(settings, engine, [_item()], "en", config=config)
     assert len(stub.requests) == 1 and again.cached == 1 and again.prose == run.prose
 
@@ -272,7 +274,7 @@ def test_weekly_with_model_prose_is_grounded_cached_and_keyless(shared_data, tmp
     text = report.text
     assert sent > 1 and len(server.requests) == sent and again.text == text and again.llm.cached == sent
     marker = "本期合入" if lang == "zh" else "The period merged"
-    assert marker in text and ("该变更涉及" if lang == "zh" else "This change covers") in text
+    assert marker in text and ("改动涉及" if lang == "zh" else "The change covers") in text
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text and report.llm.dropped >= sent
     assert KEY not in text and KEY not in report.path.read_text() and KEY not in report.llm.line()
     listed = set(re.findall(r"#(\d+)", plain))
@@ -344,8 +346,12 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     from infra_radar.llm.stage import _daily_ctx
 
     headline = {"headline": f"Rope got faster: TTFT 512 ms. It is {INVENTED_NUMBER}x better. See #70. Start with #12."}
-    rows = {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms. It is 22.1 times faster. Compare #78.",
-            "acme/infer#12": "Throughput rose to 22.1 req/s. It pairs with acme/infer-npu#77."}
+    # each sentence cites its records (#77: 3, #12: 4, the description sentence with the figures; 1: the title)
+    rows = {"acme/infer-npu#77": [{"text": "TTFT fell from 1,048.64 ms to 512 ms.", "records": [3]},
+                                  {"text": "It is 22.1 times faster.", "records": [3]},
+                                  {"text": "Compare #78.", "records": [1]}],
+            "acme/infer#12": [{"text": "Throughput rose to 22.1 req/s.", "records": [4]},
+                              {"text": "It pairs with acme/infer-npu#77.", "records": [1]}]}
     order = [r["ref"] for r in _daily_ctx(inp, "en", None)["top"]]
     assert sorted(order) == sorted(rows)
     # one at a time, in job order: the headline prompt, then a row prompt per item in rank order
@@ -362,8 +368,8 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     assert run.report == {"headline": "Rope got faster: TTFT 512 ms. Start with #12.",
                           "conclusions": {"acme/infer-npu#77": "TTFT fell from 1,048.64 ms to 512 ms.",
                                           "acme/infer#12": "Throughput rose to 22.1 req/s."}}
-    # the headline's two, #77's two, #12's one, two sentences of each item reply
-    assert run.dropped_by["ungrounded"] == 2 + 2 + 1 + 2 * 2
+    # the headline's two, #77's two, #12's one, two sentences of each field of each item reply
+    assert run.dropped_by["ungrounded"] == 2 + 2 + 1 + 2 * 5 * 2
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
     # the model's line, then the rules' consequence for the target (its figure is the model's already)
@@ -421,10 +427,16 @@ def test_daily_radar_with_model_prose_is_grounded_cached_and_rule_only_without(m
     # the headline prompt lists the first `items_listed` items (the stub counts them)
     assert f"{headline}{'今日 P0 / P1 条目共' if lang == 'zh' else 'Today brings'} {min(len(every), per)} " in text
     assert INVENTED_NUMBER not in text and INVENTED_REF not in text
-    # every daily conclusion and the headline lost one sentence; each item reply two
-    assert report.llm.dropped_by["ungrounded"] == len(every) + 1 + 2 * deep and report.llm.failed == 0
-    mechanism = "The change reworks \"" if lang == "en" else "改动调整了「"
-    assert _section(text, "Deep dives" if lang == "en" else "重点机制").count(mechanism) == deep
+    # every daily conclusion lost two sentences (the invented name and number, the record that does not exist),
+    # the headline one, each field of each item reply two
+    assert report.llm.dropped_by["ungrounded"] == 2 * len(every) + 1 + 2 * 5 * deep and report.llm.failed == 0
+    # the dives' mechanism, why and boundary are the model's supported sentence, joined on sentence boundaries
+    dives = _section(text, "Deep dives" if lang == "en" else "重点机制")
+    for part in (("How: The change covers \"", "Why: The change covers \"") if lang == "en" else
+                 ("做法：改动涉及「", "起因：改动涉及「")):
+        assert dives.count(part) == deep, part
+    assert dives.count("The change covers \"" if lang == "en" else "改动涉及「") == 3 * deep
+    assert not re.search(r"[。.][，,。]", dives.replace("...", "")) and "至关重要" not in text and "opt-in" not in text
     assert set(re.findall(r"#(\d+)", text)) <= set(re.findall(r"#(\d+)", plain))
     assert KEY not in text and KEY not in report.llm.line()
 
@@ -552,7 +564,7 @@ def test_prompts_in_radar_home_override_and_a_missing_variable_names_the_file(tm
     packaged = (resources.files("infra_radar") / "defaults" / "prompts" / "item.toml").read_text(encoding="utf-8")
     (tmp_path / "prompts").mkdir()
     mine = tmp_path / "prompts" / "item.toml"
-    mine.write_text(packaged.replace("Body:\n{{ body }}", "Body:\n{{ body }}\nAuthor: {{ author }}"))
+    mine.write_text(packaged.replace("Records:\n{{ records }}", "Records:\n{{ records }}\nAuthor: {{ author }}"))
     assert settings_prompt(settings, "item").source == str(mine)
     with pytest.raises(ConfigError, match=re.escape(f"{mine}: [en]: 'author' is undefined")):
         apply_llm(settings, open_store(settings), [_item()], "en", config=config)

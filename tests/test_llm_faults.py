@@ -169,7 +169,8 @@ def test_json_schema_refused_once_falls_back_to_json_object_for_the_run():
 def test_max_tokens_comes_from_the_prompt_and_the_repair_says_which_field_is_wrong(tmp_path):
     with LlmStub() as stub:
         settings = Settings(home=tmp_path, db_url=f"sqlite:///{tmp_path / 'r.db'}", lang="zh")
-        english = '{"summary": "This reworks rope.", "mechanism": "融合 rope 算子。", "why": "昇腾需要。", "risks": "无。"}'
+        english = ('{"summary": "This reworks rope.", "mechanism": "融合 rope 算子。", "why": "昇腾需要。", '
+                       '"boundary": "无。", "risks": "无。"}')
         stub.script.append(("content", english))
         apply_llm(settings, open_store(settings), [_item()], "zh", config=LlmConfig(stub.base_url, "stub-model"))
     from importlib import resources

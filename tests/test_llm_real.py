@@ -29,8 +29,9 @@ FILES = ("ByteDance-Seed+VeOmni.jsonl.gz",)
 # week (one P0/P1 item and the weekly prompt): 3 prompts, a minute or two with the 0.5B on 2 cores
 DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z", "--repo", "ByteDance-Seed/VeOmni")
 WEEK = ("--repo", "ByteDance-Seed/VeOmni", "--week", "2026-W25")
-SUMMARY = re.compile(r"^llm (\S+): (\d+) request\(s\), (\d+) cached, (\d+) failed, (\d+) sentence\(s\) dropped "
-                     r"\((\d+) ungrounded, (\d+) filler, (\d+) language\)", re.M)
+SUMMARY = re.compile(r"^llm (\S+): (\d+) request\(s\), (\d+) cached, (\d+) failed, (\d+) sentence\(s\) proposed, "
+                     r"(\d+) kept, (\d+) dropped \((\d+) ungrounded, (\d+) filler, (\d+) contradiction, (\d+) language, "
+                     r"(\d+) seam\), (\d+) malformed field\(s\)", re.M)
 
 
 def _slice(src: Path, dest: Path) -> tuple[Path, str]:
@@ -60,7 +61,8 @@ def _summary(err: str) -> dict[str, int]:
     m = SUMMARY.search(err)
     assert m, f"no llm summary line on stderr:\n{err}"
     assert m.group(1) == MODEL
-    names = ("requests", "cached", "failed", "dropped", "ungrounded", "filler", "language")
+    names = ("requests", "cached", "failed", "proposed", "kept", "dropped", "ungrounded", "filler", "contradiction",
+             "language", "seam", "malformed")
     return dict(zip(names, map(int, m.groups()[1:]), strict=True))
 
 
@@ -92,7 +94,10 @@ def _check_run(args: tuple[str, ...], source: str, lang: str) -> None:
     assert first["requests"] + first["failed"] >= 1 and (first["requests"] >= 1 or replied), err
     # every prompt has a schema-valid reply or a stated fallback: one explained line per failure
     assert len(fallbacks) == first["failed"] and all(line.split(": rule text kept: ")[1] for line in fallbacks)
-    assert first["dropped"] == first["ungrounded"] + first["filler"] + first["language"]
+    # every sentence a reply proposed was kept or dropped for one reason (a small model's malformed field or
+    # reply stands as rule text, counted)
+    assert first["dropped"] == sum(first[k] for k in ("ungrounded", "filler", "contradiction", "language", "seam"))
+    assert first["proposed"] == first["kept"] + first["dropped"]
     # nothing ungrounded: every number and reference of the output is in the rule output or the imported history
     allowed = numbers(plain) | numbers(source)
     assert numbers(text) <= allowed, sorted(numbers(text) - allowed)[:10]

@@ -153,8 +153,8 @@ def show(obj: Context, ref: str, as_json: bool, evidence: bool, lang: str | None
     """The item card of OWNER/NAME#N."""
     from ..pipeline.card import show_card  # reads a ready SQLite store without SQLAlchemy (pipeline/card.py)
 
-    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, False if evidence else llm,
-                         evidence=evidence), nl=False)
+    # with --evidence a configured model's sentences are listed from the cache (nothing is sent; --no-llm: none)
+    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, llm, evidence=evidence), nl=False)
 
 
 @click.command()

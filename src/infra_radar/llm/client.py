@@ -96,7 +96,11 @@ class Budget:
 
 
 def validate(data: Any, schema: dict[str, Any], where: str = "reply") -> str | None:
-    """The first way `data` breaks the (small JSON Schema subset) `schema`, or None when it fits."""
+    """The first way `data` breaks the (small JSON Schema subset) `schema`, or None when it fits. `anyOf`: the
+    first alternative's problem when none fits."""
+    if "anyOf" in schema:
+        problems = [validate(data, alt, where) for alt in schema["anyOf"]]
+        return None if any(p is None for p in problems) else next((p for p in problems if p), f"{where} fits no form")
     kind = schema.get("type")
     types = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
     if kind and not isinstance(data, types[kind]):

@@ -261,7 +261,8 @@ def _template(source: str):
 # longer than its budget is clipped, at a space or a sentence mark when one lies near the end, else right at the
 # budget: a description with no punctuation at all costs its budget, never its length.
 BUDGETS = {"body": 6000, "excerpt": 800, "title": 400, "summary": 1200, "files": 1500, "claims": 1500,
-           "links": 1000, "decision": 600, "topics": 400}
+           "links": 1000, "decision": 600, "topics": 400,
+           "records": 7000}  # records: whole records within grounding.toml [records] budget (llm/records.py)
 DEFAULT_BUDGET = 2000
 _BREAKS = " \n\t.,;:!?)]}。，；：！？、）】"
 

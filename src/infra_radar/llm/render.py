@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ..config import Settings
+from ..render.code_view import contradiction_clause
 from ..render.escape import Md, join, plain, text
 from .prompts import use_llm
 from .stage import ITEM_FIELDS, LlmRunSummary, _weekly_ctx, apply_llm
@@ -63,11 +64,31 @@ def render_daily_llm(inp: Any, lang: str, summary: LlmRunSummary,
     t = load_strings(lang)
     ctx = daily_context(inp, t, focus_weights)
     for d in ctx["deep"]:
-        p = summary.prose.get(d["ref"], {})
-        if p.get("mechanism"):
-            d["mechanism"] = " ".join(x for x in (p["mechanism"], p.get("why", "")) if x)
-    _overlay_daily(ctx, summary.report, t["common"]["semi"], t["common"]["colon"])
+        overlay_dive(d, summary.prose.get(d["ref"], {}), t)
+    by_ref = {ai.item.ref: ai for ai in inp.items}
+    _overlay_daily(ctx, summary.report, t["common"]["semi"], t["common"]["colon"],
+                   {ref: contradiction_clause(ai, t) for ref, ai in by_ref.items()})
     return _render("daily.md.j2", ctx, t, None)
+
+
+def overlay_dive(d: dict[str, Any], prose: dict[str, str], t: dict[str, Any]) -> list[str]:
+    """The model's mechanism, why and boundary in place of the rules' in one deep dive, each where its kept
+    sentences are; the dive's first line (state, grade, decision), its figures and its code facts stay the
+    rules'. The template writes a stop after the mechanism («做法：…，改动集中在 …。») and after the why, so
+    the model's text goes in without its own. Returns the parts that came from the model."""
+    from ..render.escape import fmt
+
+    used = []
+    if prose.get("mechanism"):
+        d["mechanism"] = _unstop(text(prose["mechanism"]))
+        used.append("mechanism")
+    if prose.get("why"):
+        d["why"] = fmt(t["daily"]["dive_why"], text=_unstop(text(prose["why"])))
+        used.append("why")
+    if prose.get("boundary"):
+        d["boundary"] = text(prose["boundary"])
+        used.append("boundary")
+    return used
 
 
 def _unstop(piece: Md) -> Md:
@@ -79,9 +100,13 @@ def _unstop(piece: Md) -> Md:
     return Md(kept)
 
 
-def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；", colon: str = "：") -> None:
+def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；", colon: str = "：",
+                   code: dict[str, Md] | None = None) -> None:
     """The daily prompt's one-line conclusions over the P0/P1 rows, and its headline under the title. A line
-    that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text."""
+    that only repeats the rule text or the title (a translated title names nothing new) leaves the rule text.
+    `code`: by item, the clause where its code contradicts its description: a fact of the code, kept after
+    the model's line as the rules' row has it."""
+    code = code or {}
     from .grounding import numbers
 
     conclusions = report.get("conclusions", {})
@@ -97,7 +122,12 @@ def _overlay_daily(ctx: dict[str, Any], report: dict[str, Any], semi: str = "；
                 if len(numbers(plain(p)) & said) < min(2, len(numbers(plain(p))) or 1)]
         # the model's line is author text; the rules' pieces are Md (text when a piece is a plain str)
         joined = join([text(line.rstrip(_PUNCT)), *(_unstop(text(p)) for p in rest)], semi)
-        return Md(joined + ("。" if semi == "；" else "."))
+        stop = "。" if semi == "；" else "."
+        clause = code.get(r["ref"])
+        if clause:  # the code's fact, never the model's to drop or reword: its own sentence after the line
+            said = _unstop(clause) if stop == "。" else Md(clause[:1].upper() + _unstop(clause)[1:])
+            return Md(f"{joined}{stop}{'' if stop == '。' else ' '}{said}{stop}")
+        return Md(joined + stop)
 
     for r in ctx["top"]:
         r["summary"] = laid_over(r) or r["summary"]
@@ -152,7 +182,7 @@ def render_card_llm(inp: Any, lang: str, summary: LlmRunSummary) -> str:
     ctx = card_context(inp, t)
     p = summary.prose.get(ctx["ref"], {})
     if p:
-        ctx["summary"] = " ".join(p[k] for k in ITEM_FIELDS if p.get(k))
+        ctx["summary"] = ("" if lang == "zh" else " ").join(p[k] for k in ITEM_FIELDS if p.get(k))
     return _render("card.md.j2", ctx, t, None)
 
 

@@ -2,22 +2,18 @@
 
 Rules give the facts; this stage only adds wording. It never changes the item set, states, numbers,
 files or grades: it returns prose keyed by item ref (and report-level prose) that llm.render lays over
-the rule-based text. Every string of a reply is grounded (llm/grounding.py): a sentence holding a
-number or a `#N` the prompt's sources do not hold, one that names nothing of its item (filler) or one in
-the wrong language is dropped and counted. A reply that fails for good is cached with its reason, so a
+the rule-based text. The item and row prompts give the model the item's numbered evidence records
+(llm/records.py) and each sentence of the reply cites the records it rests on; a sentence is kept only
+when they hold it (llm/cited.py). Report prose (the weekly, the daily headline) is grounded item-wide
+(llm/grounding.py). Every dropped sentence is counted by reason; the run machinery is llm/run.py. A reply that fails for good is cached with its reason, so a
 rerun sends nothing (unless --retry-failed). No `[llm]` model configured means this stage is never entered.
 Configuration and prompts: llm/prompts.py (re-exported here); rendering: llm/render.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from itertools import chain
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -25,10 +21,9 @@ from sqlalchemy.engine import Engine
 from ..config import Settings
 from ..models import AnalysedItem
 from ..render.escape import plain, plain_line
-from ..store import llm_cache
-from ..store.llm_cache import Cached, CacheKey
-from .client import LlmClient, LlmConfig, LlmError, Reply, Request, RunFailure
-from .grounding import DROP_REASONS, Grounds, claim_numbers, field_language_ok, ground_counted
+from .cited import Support, join_sentences
+from .client import LlmClient, LlmConfig
+from .grounding import Grounds, claim_numbers
 from .prompts import (
     LlmEndpoint,
     Prompt,
@@ -41,220 +36,14 @@ from .prompts import (
     settings_prompt,
     use_llm,
 )
+from .records import Record, item_records, records_block
+from .run import FAILED, LlmRunSummary, _cited, _grounded, _Job, _run
 
-__all__ = ["LlmEndpoint", "LlmRunSummary", "apply_llm", "daily_llm", "llm_config", "llm_endpoint",
-           "load_prompt", "parse_prompt", "prompts_dir", "render_messages", "settings_prompt", "use_llm",
-           "weekly_llm"]
+__all__ = ["FAILED", "ITEM_FIELDS", "LlmEndpoint", "LlmRunSummary", "apply_llm", "daily_llm", "llm_config",
+           "llm_endpoint", "load_prompt", "parse_prompt", "prompts_dir", "render_messages", "settings_prompt",
+           "use_llm", "weekly_llm"]
 
-FAILED = "__failed__"  # a cached reply holding only this key is a failure and its reason
-ITEM_FIELDS = ("summary", "mechanism", "why", "risks")
-_LANG_NAMES = {"zh": "Simplified Chinese", "en": "English"}
-
-
-# --- the run ---------------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class LlmRunSummary:
-    """What the stage did: requests, cache hits, failures, dropped sentences, tokens; and the prose."""
-
-    model: str = ""
-    requests: int = 0
-    cached: int = 0
-    failed: int = 0
-    dropped: int = 0  # sentences removed by grounding (all reasons)
-    dropped_by: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (item ref or report, why it fell back)
-    notes: list[str] = field(default_factory=list)  # run-level events (json_schema refused)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    prose: dict[str, dict[str, str]] = field(default_factory=dict)  # item ref -> summary/mechanism/why/risks
-    report: dict[str, Any] = field(default_factory=dict)  # weekly: executive_summary, themes, recommendations;
-    #                                                        daily: headline, conclusions {ref: one line}
-    prompts: list[str] = field(default_factory=list)  # --dry-run: the rendered prompts
-    errors: list[str] = field(default_factory=list)
-
-    def line(self) -> str:
-        """One line for stderr or the run record."""
-        by = ", ".join(f"{n} {k}" for k, n in self.dropped_by.items())
-        return (f"llm {self.model}: {self.requests} request(s), {self.cached} cached, {self.failed} failed, "
-                f"{self.dropped} sentence(s) dropped ({by}), tokens {self.prompt_tokens}+{self.completion_tokens}")
-
-    def lines(self) -> list[str]:
-        """The summary line, then one line per failure (rule text used instead) and per run-level note."""
-        return [self.line(), *(f"llm: {key}: rule text kept: {why}" for key, why in self.failures),
-                *(f"llm: {note}" for note in self.notes)]
-
-    def fail(self, key: str, why: str) -> None:
-        self.failed += 1
-        self.failures.append((key, why))
-        self.errors.append(f"{key}: {why}")
-
-
-@dataclass(slots=True)
-class _Job:
-    key: str  # item ref, or "report"
-    prompt: Prompt
-    messages: list[dict[str, str]]
-    grounds: Grounds
-    lang: str
-    sha: str = ""  # sha256 of the messages, schema and max_tokens: with prompt id, version and model, the cache key
-
-    def __post_init__(self) -> None:
-        # the completion cap is part of the key: a reply cut at a lower cap says nothing of a higher one
-        payload = json.dumps([self.messages, self.prompt.schema, self.prompt.max_tokens], ensure_ascii=False,
-                             sort_keys=True)
-        self.sha = hashlib.sha256(payload.encode()).hexdigest()
-
-    def cache_key(self, model: str) -> CacheKey:
-        return CacheKey(self.prompt.id, self.prompt.version, model, self.sha)
-
-
-def _prose_text(data: Any) -> str:
-    if isinstance(data, str):
-        return data
-    if isinstance(data, dict):
-        return " ".join(_prose_text(v) for k, v in data.items() if k not in ("name", "ref"))
-    if isinstance(data, list):
-        return " ".join(_prose_text(v) for v in data)
-    return ""
-
-
-def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every prose string of a reply with its path (refs are keys, not prose)."""
-    if isinstance(data, str):
-        yield path, data
-    elif isinstance(data, dict):
-        for k, v in data.items():
-            if k != "ref":
-                yield from _strings(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            yield from _strings(v, f"{path}[{i}]")
-
-
-def _checker(lang: str) -> Callable[[dict[str, Any]], str | None]:
-    """Each field on its own must be in `lang` (one Chinese field does not carry an English one)."""
-    def check(data: dict[str, Any]) -> str | None:
-        wrong = [path for path, text in _strings(data, "") if not field_language_ok(text, lang)]
-        if not wrong:
-            return None
-        return f"{', '.join(wrong[:6])} must be written in {_LANG_NAMES[lang]}"
-    return check
-
-
-def _request(job: _Job) -> Request:
-    return Request(job.key, job.messages, job.prompt.schema, job.prompt.id, _checker(job.lang),
-                   max_tokens=job.prompt.max_tokens)
-
-
-_Finish = Callable[[_Job, dict[str, Any]], None]  # what a stage does with a reply (grounding), as it arrives
-
-
-def _pending(engine: Engine, model: str, jobs: Iterable[_Job], dry_run: bool, summary: LlmRunSummary,
-             replies: dict[str, dict[str, Any]], seen: list[_Job], finish: _Finish | None = None,
-             retry_failed: bool = False) -> Iterator[Request]:
-    """Requests for the jobs the cache cannot answer, prepared chunk by chunk while earlier ones are sent.
-    Chunks grow 4, 4, 8, 16 up to 32 jobs: the first requests go out early, later ones batch the cache lookups."""
-    chunk: list[_Job] = []
-    for job in chain(jobs, [None]):
-        if job is not None:
-            chunk.append(job)
-            if len(chunk) < min(max(len(seen), 4), 32):
-                continue
-        seen.extend(chunk)
-        cached = llm_cache.get_many(engine, [j.cache_key(model) for j in chunk])
-        for j in chunk:
-            hit = cached.get(j.cache_key(model))
-            if hit is not None and FAILED in hit.reply and not retry_failed:
-                summary.cached += 1
-                summary.fail(j.key, f"{hit.reply[FAILED]} (cached; --retry-failed resends it)")
-            elif hit is not None and FAILED not in hit.reply:
-                replies[j.key], summary.cached = hit.reply, summary.cached + 1
-                if finish is not None:
-                    finish(j, hit.reply)
-            elif dry_run:
-                summary.prompts.append(f"=== {j.prompt.id} v{j.prompt.version} {j.key} ===\n"
-                                       + "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in j.messages))
-            else:
-                yield _request(j)
-        chunk = []
-
-
-class _Arrivals:
-    """What happens in the run's thread as each request finishes, while later ones are in flight: the reply
-    is stored (in transactions of up to 32 rows or every second, so a run that is killed or fails keeps
-    the replies it already paid for, and the last write is short) and handed to the stage's `finish`."""
-
-    def __init__(self, engine: Engine, model: str, seen: list[_Job], finish: _Finish | None) -> None:
-        self.engine, self.model, self.seen, self.finish = engine, model, seen, finish
-        self.jobs: dict[str, _Job] = {}
-        self.indexed = 0  # how much of `seen` is in `jobs`
-        self.rows: list[tuple[CacheKey, Cached]] = []
-        self.last = time.monotonic()
-
-    def add(self, key: str, answer: Reply | LlmError) -> None:
-        if isinstance(answer, RunFailure):
-            return  # the server, the budget or the deadline failed, not this prompt: the next run sends it
-        if key not in self.jobs:
-            self.jobs.update((j.key, j) for j in self.seen[self.indexed:])
-            self.indexed = len(self.seen)
-        job = self.jobs[key]
-        if isinstance(answer, LlmError):  # the same prompt fails the same way at temperature 0: remember why
-            self.rows.append((job.cache_key(self.model), Cached({FAILED: str(answer)}, 0, 0)))
-        else:
-            self.rows.append((job.cache_key(self.model), Cached(answer.data, answer.prompt_tokens,
-                                                                answer.completion_tokens)))
-        if len(self.rows) >= 32 or time.monotonic() - self.last >= 1.0:
-            self.flush()
-        if self.finish is not None and not isinstance(answer, LlmError):
-            self.finish(job, answer.data)
-
-    def flush(self) -> None:
-        rows, self.rows, self.last = self.rows, [], time.monotonic()
-        llm_cache.put_many(self.engine, rows)
-
-
-def _run(engine: Engine, config: LlmConfig, jobs: Iterable[_Job], dry_run: bool, client: LlmClient | None,
-         tick: Callable[[int], None] | None, summary: LlmRunSummary, finish: _Finish | None = None
-         ) -> tuple[dict[str, dict[str, Any]], list[_Job]]:
-    """Replies by job key (from the cache, else from the model, then cached; failures counted) and the jobs.
-    `finish(job, reply)`, when given, runs in this thread for every reply as soon as it is known."""
-    replies: dict[str, dict[str, Any]] = {}
-    seen: list[_Job] = []
-    pending = _pending(engine, config.model, jobs, dry_run, summary, replies, seen, finish, config.retry_failed)
-    if dry_run:
-        list(pending)
-        return replies, seen
-    arrivals = _Arrivals(engine, config.model, seen, finish)
-    own = client is None
-    client = client or LlmClient(config)
-    try:
-        answers = client.complete_all(pending, tick, arrivals.add)
-    finally:
-        if own:
-            client.close()
-        arrivals.flush()
-    summary.notes.extend(client.notes)
-    for job in (j for j in seen if j.key in answers):
-        answer = answers[job.key]
-        if isinstance(answer, LlmError):
-            summary.fail(job.key, str(answer))
-            continue
-        summary.requests += 1
-        summary.prompt_tokens += answer.prompt_tokens
-        summary.completion_tokens += answer.completion_tokens
-        replies[job.key] = answer.data
-    return replies, seen
-
-
-def _grounded(text: Any, grounds: Grounds, summary: LlmRunSummary, filler: bool = True) -> str:
-    """`text` (any reply value: only a string is prose) without the sentences that must go, counted by reason.
-    `filler=False` for names (a theme's name is short and need not name an identifier)."""
-    kept, dropped = ground_counted(text.strip() if isinstance(text, str) else "", grounds, filler)
-    for reason, n in dropped.items():
-        summary.dropped_by[reason] += n
-        summary.dropped += n
-    return kept
+ITEM_FIELDS = ("summary", "mechanism", "why", "boundary", "risks")
 
 
 # --- items -----------------------------------------------------------------------------------------
@@ -271,17 +60,40 @@ def _item_values(ai: AnalysedItem, lang: str, target: str) -> dict[str, Any]:
             "body": item.body[:6000], "target": target}
 
 
-def _item_job(ai: AnalysedItem, lang: str, target: str, prompt: Prompt | None = None) -> _Job:
+def _item_job(ai: AnalysedItem, lang: str, target: str, prompt: Prompt | None = None,
+              records: list[Record] | None = None) -> _Job:
     values = _item_values(ai, lang, target)
+    records = item_records(ai, lang, target) if records is None else records
+    values["records"] = records_block(records, lang)
     refs = [ai.item.ref, *(lk.ref for lk in ai.analysis.links if lk.repo and lk.number is not None)]
     grounds = _item_grounds(ai, (str(v) for v in values.values()), refs, lang)
     prompt = prompt or load_prompt("item")
-    return _Job(ai.item.ref, prompt, render_messages(prompt, lang, values), grounds, lang)
+    return _Job(ai.item.ref, prompt, render_messages(prompt, lang, values), grounds, lang,
+                Support.of(records, grounds, lang, ai) if cites(prompt) else None)
 
 
-def _item_prose(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary) -> dict[str, str]:
-    prose = {k: _grounded(reply.get(k), grounds, summary) for k in ITEM_FIELDS}
-    return {k: v for k, v in prose.items() if v}
+def cites(prompt: Prompt) -> bool:
+    """Whether a prompt shows the records (the packaged item and row prompts do; a user's older copy may not:
+    its replies are then grounded item-wide, as before records)."""
+    return any("records" in text for texts in prompt.texts.values() for text in texts.values())
+
+
+def _item_prose(reply: dict[str, Any], job: _Job, summary: LlmRunSummary) -> dict[str, str]:
+    """The item reply's fields, each its kept sentences joined; the sentences and records noted in `summary`."""
+    if job.support is None:  # a user's prompt file without records: the item-wide grounding alone
+        prose = {k: _grounded(reply.get(k), job.grounds, summary) for k in ITEM_FIELDS}
+        return {k: v for k, v in prose.items() if v}
+    ref = job.key.removesuffix(" (conclusion)")
+    summary.records[ref] = list(job.support.records.values())
+    out: dict[str, str] = {}
+    for k in ITEM_FIELDS:
+        if k not in reply:
+            continue
+        kept = _cited(reply.get(k), job.support, summary)
+        if kept:
+            summary.cited.setdefault(ref, {})[k] = kept
+            out[k] = join_sentences([c.text for c in kept], job.lang)
+    return out
 
 
 def _start(settings: Settings, config: LlmConfig | None) -> tuple[LlmConfig | None, LlmRunSummary]:
@@ -293,7 +105,8 @@ def _start(settings: Settings, config: LlmConfig | None) -> tuple[LlmConfig | No
 def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[AnalysedItem], lang: str,
               dry_run: bool = False, *, config: LlmConfig | None = None, client: LlmClient | None = None,
               tick: Callable[[int], None] | None = None) -> LlmRunSummary:
-    """Grounded prose {ref: {summary, mechanism, why, risks}} for the items; never raises on model failure."""
+    """Cited prose {ref: {summary, mechanism, why, boundary, risks}} for the items (the kept sentences and their
+    records in `cited` and `records`); never raises on model failure."""
     config, summary = _start(settings, config)
     if config is None:
         return summary
@@ -302,7 +115,7 @@ def apply_llm(settings: Settings, engine: Engine, analysed_items: Iterable[Analy
     jobs = (_item_job(ai, lang, settings.target, prompt) for ai in analysed_items)
     prose: dict[str, dict[str, str]] = {}  # grounded as each reply arrives, while later requests are in flight
     _, done = _run(engine, config, jobs, dry_run, client, tick, summary,
-                   lambda job, reply: prose.__setitem__(job.key, _item_prose(reply, job.grounds, summary)))
+                   lambda job, reply: prose.__setitem__(job.key, _item_prose(reply, job, summary)))
     for job in done:
         if job.key in prose:
             summary.prose[job.key] = prose[job.key]
@@ -377,7 +190,7 @@ def weekly_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run:
         if job.key == "report" and "report" in replies:
             summary.report = _report_prose(replies["report"], job.grounds, summary)
         elif job.key in replies:
-            summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
+            summary.prose[job.key] = _item_prose(replies[job.key], job, summary)
     return summary
 
 
@@ -411,10 +224,11 @@ def _item_grounds(ai: AnalysedItem, shown: Iterable[str], refs: list[str], lang:
     return Grounds.of(source, refs, ai.item.repo, extra, names, lang, claims)
 
 
-def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
+def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str, memo: dict[str, list[Record]]
                 ) -> tuple[_Job | None, list[tuple[str, _Job]]]:
     """The headline prompt over the window's first P0/P1 items (key "daily"; None when there is none), and
-    the row prompt for each P0/P1 item with its ref (key "<ref> (conclusion)"), whose grounds are the item's."""
+    the row prompt for each P0/P1 item with its ref (key "<ref> (conclusion)"), whose grounds are the item's;
+    each item's records go into `memo` (its deep dive shows the same)."""
     by_ref = {ai.item.ref: ai for ai in inp.items}
     rows = [r for r in [*ctx["top"], *ctx["more_top"]] if r["ref"] in by_ref]
     if not rows:
@@ -424,10 +238,13 @@ def _daily_jobs(settings: Settings, inp: Any, ctx: dict[str, Any], lang: str
     row_prompt = settings_prompt(settings, "row")
     jobs = []
     for r in rows:
-        values = {"target": settings.target, **_daily_item(r, by_ref[r["ref"]])}
+        ai = by_ref[r["ref"]]
+        records = memo[ai.item.ref] = item_records(ai, lang, settings.target)
+        values = {"target": settings.target, **_daily_item(r, ai), "records": records_block(records, lang)}
         messages = render_messages(row_prompt, lang, values)
-        grounds = _item_grounds(by_ref[r["ref"]], values.values(), [r["ref"]], lang)
-        jobs.append((r["ref"], _Job(f"{r['ref']} (conclusion)", row_prompt, messages, grounds, lang)))
+        grounds = _item_grounds(ai, values.values(), [r["ref"]], lang)
+        jobs.append((r["ref"], _Job(f"{r['ref']} (conclusion)", row_prompt, messages, grounds, lang,
+                                    Support.of(records, grounds, lang, ai) if cites(row_prompt) else None)))
     return _headline_job(settings, prompt, by_ref, ctx, lang, listed), jobs
 
 
@@ -457,10 +274,25 @@ def _headline(reply: dict[str, Any], grounds: Grounds, summary: LlmRunSummary) -
     """The grounded headline; one that names no item of the day is filler."""
     headline = _grounded(reply.get("headline"), grounds, summary)
     if headline and not _NAMES_ITEM.search(headline):  # "…: today's highlights" names no change of the day
-        summary.dropped_by["filler"] += 1
-        summary.dropped += 1
+        from .grounding import sentences
+
+        n = len(sentences(headline))  # its kept sentences go after all: counted as filler, not kept
+        summary.dropped_by["filler"] += n
+        summary.dropped += n
+        summary.kept -= n
         headline = ""
     return headline
+
+
+def _conclusion(reply: dict[str, Any], ref: str, job: _Job, summary: LlmRunSummary) -> str:
+    """The row prompt's conclusion: its kept sentences (cited ones, when the prompt showed records)."""
+    if job.support is None:
+        return _grounded(reply.get("conclusion"), job.grounds, summary)
+    summary.records.setdefault(ref, list(job.support.records.values()))
+    kept = _cited(reply.get("conclusion"), job.support, summary)
+    if kept:
+        summary.cited.setdefault(ref, {})["conclusion"] = kept
+    return join_sentences([c.text for c in kept], job.lang)
 
 
 _NAMES_ITEM = re.compile(r"#\d")  # a headline must point at an item of the day (refs are grounded already)
@@ -478,15 +310,17 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
     ctx = _daily_ctx(inp, lang, settings.focus_weights)
     by_ref = {ai.item.ref: ai for ai in inp.items}
     prompt = settings_prompt(settings, "item")
-    deep = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt) for d in ctx["deep"] if d["ref"] in by_ref]
-    head, rows = _daily_jobs(settings, inp, ctx, lang)
+    memo: dict[str, list[Record]] = {}  # an item's records, built once for its row and its dive
+    head, rows = _daily_jobs(settings, inp, ctx, lang, memo)
+    deep = [_item_job(by_ref[d["ref"]], lang, settings.target, prompt, memo.get(d["ref"]))
+            for d in ctx["deep"] if d["ref"] in by_ref]
     # the headline first, then the rows in rank order: a run cut short by its deadline has the top of the day
     jobs = [*([head] if head else []), *(job for _, job in rows), *deep]
     replies, _ = _run(engine, config, jobs, dry_run, client, tick, summary)
     conclusions = {}
     for ref, job in rows:
         if job.key in replies:
-            text = _grounded(replies[job.key].get("conclusion"), job.grounds, summary)
+            text = _conclusion(replies[job.key], ref, job, summary)
             if text:
                 conclusions[ref] = text
     if head is not None and (head.key in replies or conclusions):
@@ -494,6 +328,6 @@ def daily_llm(settings: Settings, engine: Engine, inp: Any, lang: str, dry_run: 
                           if head.key in replies else "", "conclusions": conclusions}
     for job in deep:
         if job.key in replies:
-            summary.prose[job.key] = _item_prose(replies[job.key], job.grounds, summary)
+            summary.prose[job.key] = _item_prose(replies[job.key], job, summary)
     return summary
 

@@ -86,7 +86,15 @@ def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_jso
     if evidence:
         from ..render.evidence import evidence_text
 
-        return evidence_text(inp, settings.lang, as_json)
+        said = evidence_text(inp, settings.lang, as_json)
+        model = _model_evidence(settings, engine, inp, llm)
+        if not model:
+            return said
+        if as_json:  # the rules' records, then the model's sentences with the records they cite
+            return json.dumps([*json.loads(said), *model], ensure_ascii=False, indent=2) + "\n"
+        from ..llm.shown import model_evidence_lines
+
+        return said + "\n".join(model_evidence_lines(model)) + "\n"
     if as_json:
         from ..render.markdown import card_json
 
@@ -98,6 +106,25 @@ def show_card(settings: Settings, engine: Callable[[], Engine], ref: str, as_jso
     from ..llm.render import card_text
 
     return card_text(settings, engine(), inp, llm)
+
+
+def _model_evidence(settings: Settings, engine: Callable[[], Engine], inp: CardInput, llm: bool | None) -> list:
+    """The model sentences the cache holds for the card's item, as evidence records (none without a model)."""
+    if not inp.known or llm is False or not _model_set(settings):
+        return []
+    from ..llm.shown import model_evidence
+
+    return model_evidence(settings, engine(), [inp.item], settings.lang, llm).get(inp.item.item.ref, [])
+
+
+def _model_set(settings: Settings) -> bool:
+    from ..llm.prompts import llm_endpoint
+
+    try:
+        point = llm_endpoint(settings)
+    except ConfigError:
+        return False
+    return bool(point.base_url and point.model)
 
 
 def fast_card(settings: Settings, ref: str, as_json: bool, llm: bool | None) -> CardInput | None:

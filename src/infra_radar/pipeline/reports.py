@@ -219,6 +219,13 @@ def export(settings: Settings, engine: Engine, window: Window | None, repo: str 
     found = judge(settings, engine, queries.analysed_in_window(engine, window, names, state=state))
     cache = batch_cache(engine)
     back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
-    return [card_json(card_of(settings, engine, a, cache,
-                            back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
-            for a in found]
+    objects = [card_json(card_of(settings, engine, a, cache,
+                                 back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
+               for a in found]
+    from ..llm.shown import model_evidence
+
+    # a configured model's cached sentences, each with the records it cites (`source: model`); nothing is sent
+    model = model_evidence(settings, engine, [a for a in found if a.item.number is not None], settings.lang)
+    for a, obj in zip(found, objects, strict=True):
+        obj["evidence"] = [*obj["evidence"], *model.get(a.item.ref, [])]
+    return objects

@@ -278,9 +278,12 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     item_digests = []
     for ai in numbered:
         given = site.card_input(ai)
-        data = inputs.digest("item", site.digest_of([ai]), given.referenced_by, given.duplicates, given.more)
+        model = site.model_evidence(ai)  # cached model sentences: a page changes when they do
+        data = inputs.digest("item", site.digest_of([ai]), given.referenced_by, given.duplicates, given.more,
+                             [(m["statement"], m["records"]) for m in model])
         item_digests.append(data)
-        build.page(item_page(ai.item.repo, ai.item.number), data, lambda ai=ai, given=given: site.item(ai, given)[1])
+        build.page(item_page(ai.item.repo, ai.item.number), data,
+                   lambda ai=ai, given=given, model=model: site.item(ai, given, model)[1])
         progress.advance()
     progress.say(_pages("item pages", build.rendered, len(numbered)))
 

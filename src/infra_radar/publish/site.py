@@ -352,7 +352,17 @@ class Site:
         return [Link(kind="duplicate", repo=item.repo, number=n, detail=where[n][1]) for n in chosen], \
             others - len(chosen)
 
-    def item(self, ai: AnalysedItem, given: CardInput | None = None) -> tuple[str, str]:
+    def model_evidence(self, ai: AnalysedItem) -> list[dict]:
+        """The model sentences the cache holds for the item, each with the records it cites (llm/shown.py; none
+        without a configured model; nothing is sent)."""
+        if self.engine is None or ai.item.number is None:
+            return []
+        from ..llm.shown import model_evidence
+
+        return model_evidence(self.settings, self.engine, [ai], self.lang).get(ai.item.ref, [])
+
+    def item(self, ai: AnalysedItem, given: CardInput | None = None, model: list[dict] | None = None
+             ) -> tuple[str, str]:
         """(path, html) of an item page.
 
         Rendered straight from the card context with autoescaped HTML templates rather than through
@@ -371,6 +381,10 @@ class Site:
         # escaped); its source text is the author's, shown exactly as written: escaped, never read as markup
         evidence = [{**e.json(), "statement": Md(e.statement), "text": author_text(e.text)}
                     for e in item_evidence(ai, self.lang, self.settings.target)] if item.number is not None else []
+        # the model's sentences, marked as the model's: its words are escaped text, like the author's
+        model = self.model_evidence(ai) if model is None else model
+        evidence += [{**m, "statement": author_text(m["statement"]), "text": author_text(m["text"]),
+                      "records": ", ".join(map(str, m["records"]))} for m in model]
         return rel, self.render("item.html.j2", rel, c=card, repo=item.repo, body=body, evidence=evidence,
                                 repo_link=root_of(rel) + repo_page(item.repo))
 
