@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .live_code import LiveCode, Syntax, syntaxes
+
 FACT_KINDS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests", "casts")
 _LIST_CAP = 40  # facts kept per kind and change: what is stored stays linear in the history
 _FILE_CAP = 8  # facts kept per kind and file, so one big file cannot crowd out the others
@@ -70,6 +72,7 @@ class CodeRules:
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
+    live: dict[str, Syntax] = field(default_factory=dict)  # how each file kind writes comments and strings
 
     def gate_for(self, kind: str) -> tuple[re.Pattern[str] | None, dict[str, list[tuple[str, _Rule]]]]:
         """One regex finding the gates of the rules of `kind`, and the rules each gate it finds lets through
@@ -159,6 +162,7 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
         pathspecs=pathspecs(data),
         ignore_values=frozenset(data.get("no_defaults", {}).get("ignore_values", [])),
         ignore_prefixes=tuple(data.get("no_defaults", {}).get("ignore_prefixes", [])),
+        live=syntaxes(data.get("live_code", {})),
     )
 
 
@@ -208,6 +212,7 @@ class _File:
     classes: dict[str, int | None] = field(default_factory=dict)  # indent of the class the +/- lines are in
     excluded: frozenset[int] = frozenset()  # ids of the rules whose paths this file is not on
     no_defaults: bool = False  # a path whose key = value lines are not the project's defaults (CI, docs)
+    live: LiveCode | None = None  # the live code of its lines (comments, docstrings cut); None: read as is
 
 
 class ChangeFacts:
@@ -260,8 +265,10 @@ class ChangeFacts:
         gate, gate_rules = self.rules.gate_for(kind)
         rules = self.rules.rules_for(kind)
         excluded = frozenset(id(r) for _, r in rules if r.paths is not None and not _glob_match(r.paths, path))
+        syntax = self.rules.live.get(kind)
         self.current = _File(path, kind, rules=rules, gate=gate, gate_rules=gate_rules, excluded=excluded,
-                             no_defaults=_glob_match(self.rules.no_defaults, path))
+                             no_defaults=_glob_match(self.rules.no_defaults, path),
+                             live=LiveCode(syntax, gate) if syntax is not None else None)
         return True
 
     def binary(self) -> None:
@@ -293,6 +300,8 @@ class ChangeFacts:
         self.lines_read += 1
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
+        if f.live is not None and not (text := f.live.line(sign, text)):
+            return True  # a comment, a docstring's line: no live code
         if f.pending:
             pending = f.pending.pop(sign, "")
             if pending:
@@ -302,6 +311,16 @@ class ChangeFacts:
         if f.gate is None or f.gate.search(text) is not None:  # most lines hold no rule's gate: done here
             self._apply(f, sign, text)
         return True
+
+    def context(self, text: str) -> None:
+        """An unchanged line of the current file: it may open or close a docstring or a block comment."""
+        if self.current is not None and self.current.live is not None:
+            self.current.live.context(text)
+
+    def hunk(self) -> None:
+        """A hunk of the current file starts (outside any docstring or comment: what lies before is not shown)."""
+        if self.current is not None and self.current.live is not None:
+            self.current.live.reset()
 
     def _apply(self, f: _File, sign: str, text: str) -> None:
         if f.gate is None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analyse.code_facts import ChangeFacts, CodeRules
+from ..analyse.live_code import MULTI_LINE_BYTES
 
 _MARK = b"\x1eradar-diff\x1e"
 _FORMAT = "--format=%x1eradar-diff%x1e%H"
@@ -67,11 +68,13 @@ class PatchReader:
     def feed(self, line: str) -> None:
         """One line of a diff (with or without its newline)."""
         head = line[:1]
-        if self.in_hunk and head in "+-":  # in a hunk: a changed line, never a header
+        if self.in_hunk and head in ("+", "-"):  # in a hunk: a changed line, never a header
             if self.reading:
                 self.reading = self.facts.line(head, line[1:].rstrip("\r\n"))
             return
-        if self.in_hunk and head in " \\":
+        if self.in_hunk and head in (" ", "\\"):
+            if head == " " and self.reading:
+                self.facts.context(line[1:])
             return
         if line.startswith("diff --git "):
             self.finish()
@@ -85,6 +88,7 @@ class PatchReader:
         elif line.startswith("@@"):
             self.finish()
             self.in_hunk = True
+            self.facts.hunk()
         elif line.startswith("deleted file mode"):
             self.finish()
             self.status = "removed"
@@ -116,9 +120,13 @@ def feed_patch(facts: ChangeFacts, path: str, patch: str | None, status: str = "
         return False
     for line in patch.splitlines():
         head = line[:1]
-        if head in "+-" and line[:3] not in ("+++", "---"):
+        if head in ("+", "-") and line[:3] not in ("+++", "---"):
             if not facts.line(head, line[1:]):
                 return False
+        elif head == " ":
+            facts.context(line[1:])
+        elif head == "@":
+            facts.hunk()
     return True
 
 
@@ -176,7 +184,8 @@ class DiffLog:
         # the hot loop keeps the reader's state in locals (in a hunk, reading the file) and hands it back to the
         # reader only on a header line: most lines are a changed or context line of a hunk
         in_hunk = reading = False
-        line = None
+        line = context = None
+        multi_line = MULTI_LINE_BYTES.search
         plus, minus, space, mark, newline = b"+", b"-", b" ", _MARK, b"\n"
         # a line is read at most _CHUNK bytes at a time and only its first chunk kept (the rules see its first
         # `line_chars` characters): a 50 MB one-line file never sits in memory whole
@@ -193,14 +202,16 @@ class DiffLog:
                             reading = line("+" if head == plus else "-", raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
                         continue
                     if head == space:
-                        continue  # context: never decoded
+                        if reading and multi_line(raw) is not None:  # it may open or close a docstring
+                            context(raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
+                        continue  # context: most never decoded
                 if raw.startswith(mark):
                     if sha:
                         reader.finish()
                         yield sha, self._done(sha, facts)
                     sha = raw[len(mark):].strip().decode("ascii", "replace")
                     facts = ChangeFacts(self.rules)
-                    reader, line = PatchReader(facts), facts.line
+                    reader, line, context = PatchReader(facts), facts.line, facts.context
                     in_hunk = reading = False
                     continue
                 if reader is None:
