@@ -133,3 +133,20 @@ def test_live_code_is_linear_on_hostile_lines():
     cost(1000)
     small, big = cost(4000), cost(32000)
     assert big < 24 * small, (small, big)  # linear: ~8x; a quadratic scan: ~64x
+
+
+def test_a_hunk_starting_inside_a_docstring_reads_the_code_after_it():
+    # the hunk opens on a docstring's last lines: its closing quote is no opening one
+    gumbel = ('@@ -60,7 +62,9 @@ def apply_temperature(\n         temperature: one value per request.\n     """\n'
+              "     num_tokens = 1\n-    BLOCK = 44032\n+    # 32768 fits the UB limit since vllm_version_is(\"0.26.0\")\n"
+              '+    if vllm_version_is("0.26.0"):\n+        BLOCK = 32768\n')
+    assert [g["after"] for g in _patch("acme/gumbel.py", gumbel)["version_gates"]] == ["0.26.0"]
+    lone = ('@@ -39,6 +39,9 @@ from x import y\n class Runner:\n+    """\n+    Example: if vllm_version_is("0.1.0"): ...\n'
+            '+    """\n+    fast: bool = False\n')
+    out = _patch("acme/runner.py", lone)
+    assert out["version_gates"] == [] and [d["name"] for d in out["defaults"]] == ["fast"]
+    # a module's docstring after its licence header, the hunk starting in the header
+    header = ('@@ -5,9 +5,3 @@\n # You may obtain a copy of the License at\n-# limitations under the License.\n-"""\n'
+              '-Usage: is_310p() picks the path.\n-"""\n-def run():\n-    pass\n')
+    out = _patch("acme/tool.py", header)
+    assert out["device_checks"] == [] and [r["name"] for r in out["removed"]] == ["run"]

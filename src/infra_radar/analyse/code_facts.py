@@ -300,15 +300,17 @@ class ChangeFacts:
         self.lines_read += 1
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
-        if f.live is not None and not (text := f.live.line(sign, text)):
-            return True  # a comment, a docstring's line: no live code
         if f.pending:
             pending = f.pending.pop(sign, "")
             if pending:
                 text = pending + text.strip()
         if f.kind == "python" and text.endswith("(") and len(text) < 200:
             f.pending[sign] = text
-        if f.gate is None or f.gate.search(text) is not None:  # most lines hold no rule's gate: done here
+        hit = f.gate is None or f.gate.search(text) is not None  # most lines hold no rule's gate
+        if f.live is not None and (hit or f.live.marks(text)):  # read as live code (analyse/live_code.py)
+            if not (text := f.live.line(sign, text)) or not hit:
+                return True  # a comment, a docstring's line; or a line that only opens or closes one
+        if hit:
             self._apply(f, sign, text)
         return True
 
@@ -317,10 +319,10 @@ class ChangeFacts:
         if self.current is not None and self.current.live is not None:
             self.current.live.context(text)
 
-    def hunk(self) -> None:
-        """A hunk of the current file starts (outside any docstring or comment: what lies before is not shown)."""
+    def hunk(self, header: str = "") -> None:
+        """A hunk of the current file starts (`header`: its "@@" line; see live_code.LiveCode.reset)."""
         if self.current is not None and self.current.live is not None:
-            self.current.live.reset()
+            self.current.live.reset(header)
 
     def _apply(self, f: _File, sign: str, text: str) -> None:
         if f.gate is None:

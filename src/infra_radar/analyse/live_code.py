@@ -19,7 +19,7 @@ from typing import Any
 
 # a context line that can open or close a docstring or a block comment (the others never change the state)
 MULTI_LINE = re.compile(r'"""|\x27\x27\x27|/\*|\*/')
-MULTI_LINE_BYTES = re.compile(rb'"""|\x27\x27\x27|/\*|\*/')
+_HUNK = re.compile(r"@@ -(\d{1,12})(?:,\d{1,12})? \+(\d{1,12})")
 _CODE_LIKE = re.compile(r"[\s(]")  # a literal holding a space or a parenthesis may read as code
 
 
@@ -32,7 +32,9 @@ class Syntax:
     slash: bool = False  # `//` line comments and `/* */` blocks (C, C++)
     triple: bool = False  # triple-quoted strings span lines (Python, TOML)
     mask: bool = False  # string literals reading as code are blanked (Python, C)
-    special: re.Pattern[str] | None = None  # the characters the scan stops at
+    special: re.Pattern[str] = re.compile("[\"'\\\\]")  # the characters the scan stops at
+    marks: re.Pattern[str] | None = None  # what opens or closes a string or comment across lines
+    comment: tuple[str, ...] = ()  # what a line that is only a comment starts with
 
 
 def syntaxes(table: dict[str, Any]) -> dict[str, Syntax]:
@@ -45,44 +47,101 @@ def syntaxes(table: dict[str, Any]) -> dict[str, Syntax]:
         slash = kind in kinds("slash")
         hashes = kind in kinds("hash") or kind in kinds("hash_word")
         marks = "\"'\\" + ("#" if hashes else "") + ("/" if slash else "")
+        multi = ([r'"""', r"\x27\x27\x27"] if kind in kinds("triple") else []) + ([r"/\*", r"\*/"] if slash else [])
         found[kind] = Syntax(hashes, kind in kinds("hash_word"), slash, kind in kinds("triple"), kind in kinds("mask"),
-                             re.compile(f"[{re.escape(marks)}]"))
+                             re.compile(f"[{re.escape(marks)}]"), re.compile("|".join(multi)) if multi else None,
+                             (("#",) if hashes else ()) + (("//",) if slash else ()))
     return found
 
 
 class LiveCode:
     """The live code of one file's changed lines, line by line (see the module's docstring)."""
 
-    __slots__ = ("syntax", "gate", "state")
+    __slots__ = ("syntax", "gate", "state", "last", "marks")
 
     def __init__(self, syntax: Syntax, gate: re.Pattern[str] | None) -> None:
         self.syntax, self.gate = syntax, gate
-        self.state = {"+": "", "-": ""}  # the open triple quote or "/*" of each side ("" outside)
+        # whether a line may open or close a docstring or a block comment (one without such a mark and without
+        # a rule's gate needs no reading: it changes no state and no rule would match it)
+        self.marks = _marks(syntax)
+        # the open triple quote or "/*" of each side; "" outside; "?" not known (a hunk's start, until its first
+        # triple quote or block mark says which side of it the lines before were); "~" not known after a lone
+        # triple quote first in a hunk (the lines after it are read as code until the next one says)
+        self.state = {"+": "", "-": ""}
+        # the last character of each side's last line of live code in the hunk ("#": only comments so far)
+        self.last = {"+": "", "-": ""}
 
-    def reset(self) -> None:
-        """A hunk starts: what lies before it is not shown, so it starts outside any string or comment."""
-        self.state["+"] = self.state["-"] = ""
+    def reset(self, header: str = "") -> None:
+        """A hunk starts (`header`: its "@@ -a,b +c,d @@" line): a side starting at its file's first line starts
+        outside any string; otherwise what lies before is not shown, so whether it starts inside one is not known."""
+        found = _HUNK.match(header)
+        self.state["-"] = "" if found and int(found.group(1)) <= 1 else "?"
+        self.state["+"] = "" if found and int(found.group(2)) <= 1 else "?"
+        self.last["+"] = self.last["-"] = ""
 
     def context(self, text: str) -> None:
         """An unchanged line: it moves both sides' state (only one holding a triple quote or a block mark can)."""
         if MULTI_LINE.search(text) is not None:
             for sign in ("+", "-"):
                 self.line(sign, text)
+        elif end := text.rstrip()[-1:]:
+            if not text.lstrip().startswith(self.syntax.comment):
+                self.last["+"] = self.last["-"] = end
+            else:
+                for sign in ("+", "-"):
+                    self.last[sign] = self.last[sign] or "#"
 
     def line(self, sign: str, text: str) -> str:
         """The live code of a changed line ("" when none): comments cut, strings reading as code blanked."""
+        state = self.state[sign]
+        if self.syntax.special.search(text) is None:  # most lines: no quote, no comment mark, no state change
+            if state and state not in ("?", "~"):
+                return ""  # inside a docstring or a block comment
+            if end := text.rstrip()[-1:]:
+                self.last[sign] = end
+            return text
+        if state == "?" or state == "~":
+            text = self._known(sign, text)
+        live = self._live(sign, text)
+        if end := live[-1:]:
+            self.last[sign] = end
+        elif not self.last[sign] and text.strip():
+            self.last[sign] = "#"  # only comments so far in the hunk
+        return live
+
+    def _known(self, sign: str, text: str) -> str:
+        """A line of a hunk whose start state is not known: unchanged until its first triple quote or block mark
+        says it. A closing one (text before it, a `*/` before any `/*`, a lone one not after a line ending in
+        `:`, `=`, `(` or `,` or only comments) shows the lines before were inside: the line is read from after it. Unknown stays
+        read as code: a wrong guess reads a docstring's line, never skips a line of code."""
+        if self.syntax.marks is None or (found := self.syntax.marks.search(text)) is None:
+            return text
+        mark, at = found.group(), found.start()
+        closing = mark == "*/"
+        if mark not in ("/*", "*/") and self.syntax.triple:
+            before, after = text[:at].strip(), text[at + 3:].strip()
+            if before:
+                closing = not before.endswith(("=", "(", ",", "[", "{", ":", "return", "yield"))
+            elif after:
+                closing = not (after[0].isalnum() or after.startswith(mark))
+            elif not self.last[sign]:
+                self.state[sign] = "~"  # a lone one first in the hunk: opening or closing, the next one says
+                return ""
+            else:  # after a line opening a block or an expression (or only comments: a module's docstring)
+                closing = self.last[sign] not in (":", "=", "(", ",", "#")
+        self.state[sign] = ""
+        return text[found.end():] if closing else text
+
+    def _live(self, sign: str, text: str) -> str:
         syntax, state = self.syntax, self.state[sign]
         start = 0
-        if state:
+        if state and state not in ("?", "~"):
             close = "*/" if state == "/*" else state
             end = text.find(close)
             if end < 0:
                 return ""
             start, self.state[sign] = end + len(close), ""
         special = syntax.special
-        assert special is not None
-        if start == 0 and special.search(text) is None:
-            return text  # most lines: nothing to cut
         out: list[str] = []
         at, n = start, len(text)
         while at < n:
@@ -120,20 +179,38 @@ class LiveCode:
                 if end < 0:
                     self.state[sign] = c * 3  # a docstring or long string runs on: the rest is no code
                     break
-                out.append(self._literal(c, text[i + 3:end]))
+                out.append(self._literal(c, text[i + 3:end], _formatted(text, i)))
                 at = end + 3
             else:
                 end = _closing(text, c, i + 1)
-                out.append(self._literal(c, text[i + 1:end]))
+                out.append(self._literal(c, text[i + 1:end], _formatted(text, i)))
                 at = end + 1
         return "".join(out).rstrip()
 
-    def _literal(self, quote: str, body: str) -> str:
-        """A string literal as the rules see it: kept, or blanked when its text reads as code."""
-        if self.syntax.mask and _CODE_LIKE.search(body) is not None and (self.gate is None or
+    def _literal(self, quote: str, body: str, formatted: bool) -> str:
+        """A string literal as the rules see it: kept, or blanked when its text reads as code (an f-string is
+        kept: its braces hold live code)."""
+        if self.syntax.mask and not formatted and _CODE_LIKE.search(body) is not None and (self.gate is None or
                                                                           self.gate.search(body) is not None):
             return quote + quote
         return quote + body + quote
+
+
+def _marks(syntax: Syntax):
+    """A test of a line for the marks that carry a state across lines (substring tests: cheaper than a regex)."""
+    if syntax.triple and syntax.slash:
+        return lambda t: '"""' in t or "\'\'\'" in t or "/*" in t or "*/" in t
+    if syntax.triple:
+        return lambda t: '"""' in t or "\'\'\'" in t
+    if syntax.slash:
+        return lambda t: "/*" in t or "*/" in t
+    return lambda _t: False
+
+
+def _formatted(text: str, at: int) -> bool:
+    """Whether the string whose quote is at `at` is a Python f-string (f"", rf"", fr"", any case)."""
+    prefix = text[max(0, at - 2):at].lower()
+    return prefix[-1:] == "f" or prefix in ("fr", "rf")
 
 
 def _closing(text: str, quote: str, at: int) -> int:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..analyse.code_facts import ChangeFacts, CodeRules
-from ..analyse.live_code import MULTI_LINE_BYTES
 
 _MARK = b"\x1eradar-diff\x1e"
 _FORMAT = "--format=%x1eradar-diff%x1e%H"
@@ -88,7 +87,7 @@ class PatchReader:
         elif line.startswith("@@"):
             self.finish()
             self.in_hunk = True
-            self.facts.hunk()
+            self.facts.hunk(line)
         elif line.startswith("deleted file mode"):
             self.finish()
             self.status = "removed"
@@ -126,7 +125,7 @@ def feed_patch(facts: ChangeFacts, path: str, patch: str | None, status: str = "
         elif head == " ":
             facts.context(line[1:])
         elif head == "@":
-            facts.hunk()
+            facts.hunk(line)
     return True
 
 
@@ -185,7 +184,6 @@ class DiffLog:
         # reader only on a header line: most lines are a changed or context line of a hunk
         in_hunk = reading = False
         line = context = None
-        multi_line = MULTI_LINE_BYTES.search
         plus, minus, space, mark, newline = b"+", b"-", b" ", _MARK, b"\n"
         # a line is read at most _CHUNK bytes at a time and only its first chunk kept (the rules see its first
         # `line_chars` characters): a 50 MB one-line file never sits in memory whole
@@ -202,7 +200,8 @@ class DiffLog:
                             reading = line("+" if head == plus else "-", raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
                         continue
                     if head == space:
-                        if reading and multi_line(raw) is not None:  # it may open or close a docstring
+                        if reading and (b'"""' in raw or b"\'\'\'" in raw or b"/*" in raw or b"*/" in raw):
+                            # it may open or close a docstring or a block comment
                             context(raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
                         continue  # context: most never decoded
                 if raw.startswith(mark):
