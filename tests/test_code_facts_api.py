@@ -146,3 +146,20 @@ def test_a_malformed_file_entry_drops_that_entry_not_the_pull_request():
     out = facts.facts("api")
     assert out["complete"] is False
     assert {"check": "is_310p", "change": "added", "file": "acme/ok.py"} in out["device_checks"]
+
+
+def test_a_renamed_file_is_no_removed_file_and_says_only_its_changed_lines():
+    rows = [{"filename": "acme/settings.py", "previous_filename": "acme/config.py", "status": "renamed",
+             "additions": 0, "deletions": 0, "changes": 0},
+            {"filename": "acme/cfg2.py", "previous_filename": "acme/cfg.py", "status": "renamed", "additions": 1,
+             "deletions": 1, "patch": "@@ -3 +3 @@\n-    fast: bool = True\n+    fast: bool = False"}]
+    from .hostile_stub import Hostile
+
+    with Hostile() as server:
+        server.reply = lambda _seen: (200, {"content-type": "application/json"}, json.dumps(rows).encode())
+        facts = ChangeFacts(load_code_rules())
+        with GitHubClient(Endpoints(server.url, server.url + "/graphql", TOKEN), wait=lambda *_: None) as client:
+            rest_files(client, "acme/diffs", 13, facts)
+    out = facts.facts("api")
+    assert out["removed"] == [] and out["switches"] == [] and out["complete"] is True
+    assert out["defaults"] == [{"name": "fast", "value": "False", "previous": "True", "file": "acme/cfg2.py"}]
