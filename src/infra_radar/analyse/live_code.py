@@ -67,7 +67,7 @@ class LiveCode:
         # the open triple quote or "/*" of each side; "" outside; "?" not known (a hunk's start, until its first
         # triple quote or block mark says which side of it the lines before were); "~" not known after a lone
         # triple quote first in a hunk (the lines after it are read as code until the next one says)
-        self.state = {"+": "", "-": ""}
+        self.state = {"+": "?", "-": "?"}  # lines fed without a hunk header (a page's review hunk): not known
         # the last character of each side's last line of live code in the hunk ("#": only comments so far)
         self.last = {"+": "", "-": ""}
 
