@@ -6,8 +6,12 @@ A commented-out `os.getenv("X", "1")`, a version check in a docstring's example 
 are cut, `/* */` blocks and triple-quoted strings are followed across lines (a line inside one has no live
 code), and a string literal whose text reads as code (a rule's gate word with a space or a parenthesis, e.g.
 "call os.getenv(...) first") is blanked; a short literal (a name, a value, a version, a device) stays, as the
-rules read those. Each side of the diff (+ and -) keeps its own state; context lines move both; a hunk starts
-outside any string (what lies before it is not shown). One pass over the line, jumping from one quote or
+rules read those. Each side of the diff (+ and -) keeps its own state; context lines move both. A hunk starting
+at a file's first line starts outside any string; one starting further down does not know, until its first
+triple quote or block mark says which side of it its lines were (a closing quote has text before it, or
+follows a line that opens nothing); until then its lines are read as code, so a wrong guess reads a
+docstring's line and never skips a line of code. Only a line holding a rule's gate or such a mark is read
+(code_facts.ChangeFacts.line): the others change nothing. One pass over the line, jumping from one quote or
 comment mark to the next: linear in the line.
 """
 
@@ -112,8 +116,8 @@ class LiveCode:
     def _known(self, sign: str, text: str) -> str:
         """A line of a hunk whose start state is not known: unchanged until its first triple quote or block mark
         says it. A closing one (text before it, a `*/` before any `/*`, a lone one not after a line ending in
-        `:`, `=`, `(` or `,` or only comments) shows the lines before were inside: the line is read from after it. Unknown stays
-        read as code: a wrong guess reads a docstring's line, never skips a line of code."""
+        `:`, `=`, `(` or `,` nor after only comments) shows the lines before were inside: the line is read from
+        after it. A lone one first in the hunk leaves it unknown ("~") until the next one."""
         if self.syntax.marks is None or (found := self.syntax.marks.search(text)) is None:
             return text
         mark, at = found.group(), found.start()
@@ -199,9 +203,9 @@ class LiveCode:
 def _marks(syntax: Syntax):
     """A test of a line for the marks that carry a state across lines (substring tests: cheaper than a regex)."""
     if syntax.triple and syntax.slash:
-        return lambda t: '"""' in t or "\'\'\'" in t or "/*" in t or "*/" in t
+        return lambda t: '"""' in t or "\x27\x27\x27" in t or "/*" in t or "*/" in t
     if syntax.triple:
-        return lambda t: '"""' in t or "\'\'\'" in t
+        return lambda t: '"""' in t or "\x27\x27\x27" in t
     if syntax.slash:
         return lambda t: "/*" in t or "*/" in t
     return lambda _t: False

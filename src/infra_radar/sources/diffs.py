@@ -200,7 +200,7 @@ class DiffLog:
                             reading = line("+" if head == plus else "-", raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
                         continue
                     if head == space:
-                        if reading and (b'"""' in raw or b"\'\'\'" in raw or b"/*" in raw or b"*/" in raw):
+                        if reading and (b'"""' in raw or b"\x27\x27\x27" in raw or b"/*" in raw or b"*/" in raw):
                             # it may open or close a docstring or a block comment
                             context(raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
                         continue  # context: most never decoded
