@@ -307,9 +307,12 @@ class ChangeFacts:
         if f.kind == "python" and text.endswith("(") and len(text) < 200:
             f.pending[sign] = text
         hit = f.gate is None or f.gate.search(text) is not None  # most lines hold no rule's gate
-        if f.live is not None and (hit or f.live.marks(text)):  # read as live code (analyse/live_code.py)
-            if not (text := f.live.line(sign, text)) or not hit:
-                return True  # a comment, a docstring's line; or a line that only opens or closes one
+        if f.live is not None:  # read as live code (analyse/live_code.py)
+            if hit or f.live.marks(text):
+                if not (text := f.live.line(sign, text)) or not hit:
+                    return True  # a comment, a docstring's line; or a line that only opens or closes one
+            elif text:
+                f.live.prev[sign] = text
         if hit:
             self._apply(f, sign, text)
         return True

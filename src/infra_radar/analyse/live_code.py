@@ -61,7 +61,7 @@ def syntaxes(table: dict[str, Any]) -> dict[str, Syntax]:
 class LiveCode:
     """The live code of one file's changed lines, line by line (see the module's docstring)."""
 
-    __slots__ = ("syntax", "gate", "state", "last", "marks")
+    __slots__ = ("syntax", "gate", "state", "prev", "marks")
 
     def __init__(self, syntax: Syntax, gate: re.Pattern[str] | None) -> None:
         self.syntax, self.gate = syntax, gate
@@ -72,8 +72,9 @@ class LiveCode:
         # triple quote or block mark says which side of it the lines before were); "~" not known after a lone
         # triple quote first in a hunk (the lines after it are read as code until the next one says)
         self.state = {"+": "?", "-": "?"}  # lines fed without a hunk header (a page's review hunk): not known
-        # the last character of each side's last line of live code in the hunk ("#": only comments so far)
-        self.last = {"+": "", "-": ""}
+        # each side's last line in the hunk that was not empty (ChangeFacts.line sets it for the lines it does
+        # not give to `line`): what a lone triple quote follows
+        self.prev = {"+": "", "-": ""}
 
     def reset(self, header: str = "") -> None:
         """A hunk starts (`header`: its "@@ -a,b +c,d @@" line): a side starting at its file's first line starts
@@ -81,36 +82,26 @@ class LiveCode:
         found = _HUNK.match(header)
         self.state["-"] = "" if found and int(found.group(1)) <= 1 else "?"
         self.state["+"] = "" if found and int(found.group(2)) <= 1 else "?"
-        self.last["+"] = self.last["-"] = ""
+        self.prev["+"] = self.prev["-"] = ""
 
     def context(self, text: str) -> None:
         """An unchanged line: it moves both sides' state (only one holding a triple quote or a block mark can)."""
         if MULTI_LINE.search(text) is not None:
             for sign in ("+", "-"):
                 self.line(sign, text)
-        elif end := text.rstrip()[-1:]:
-            if not text.lstrip().startswith(self.syntax.comment):
-                self.last["+"] = self.last["-"] = end
-            else:
-                for sign in ("+", "-"):
-                    self.last[sign] = self.last[sign] or "#"
+        elif text:
+            self.prev["+"] = self.prev["-"] = text
 
     def line(self, sign: str, text: str) -> str:
         """The live code of a changed line ("" when none): comments cut, strings reading as code blanked."""
         state = self.state[sign]
         if self.syntax.special.search(text) is None:  # most lines: no quote, no comment mark, no state change
-            if state and state not in ("?", "~"):
-                return ""  # inside a docstring or a block comment
-            if end := text.rstrip()[-1:]:
-                self.last[sign] = end
-            return text
-        if state == "?" or state == "~":
-            text = self._known(sign, text)
-        live = self._live(sign, text)
-        if end := live[-1:]:
-            self.last[sign] = end
-        elif not self.last[sign] and text.strip():
-            self.last[sign] = "#"  # only comments so far in the hunk
+            if text:
+                self.prev[sign] = text
+            return "" if state and state not in ("?", "~") else text  # "": inside a docstring or block comment
+        live = self._live(sign, self._known(sign, text) if state == "?" or state == "~" else text)
+        if text:
+            self.prev[sign] = text
         return live
 
     def _known(self, sign: str, text: str) -> str:
@@ -128,13 +119,23 @@ class LiveCode:
                 closing = not before.endswith(("=", "(", ",", "[", "{", ":", "return", "yield"))
             elif after:
                 closing = not (after[0].isalnum() or after.startswith(mark))
-            elif not self.last[sign]:
+            elif not (last := self._ending(self.prev[sign])):
                 self.state[sign] = "~"  # a lone one first in the hunk: opening or closing, the next one says
                 return ""
-            else:  # after a line opening a block or an expression (or only comments: a module's docstring)
-                closing = self.last[sign] not in (":", "=", "(", ",", "#")
+            else:  # after a line opening a block or an expression (or a comment: a module's docstring)
+                closing = last not in (":", "=", "(", ",", "#")
         self.state[sign] = ""
         return text[found.end():] if closing else text
+
+    def _ending(self, line: str) -> str:
+        """How a line ends, for what a lone triple quote after it is: its last character before a comment,
+        "#" for a comment line, "" for a blank one."""
+        line = line.strip()
+        if not line or line.startswith(self.syntax.comment):
+            return "#" if line else ""
+        if self.syntax.hash and " #" in line:
+            line = line.partition(" #")[0].rstrip()
+        return line[-1:]
 
     def _live(self, sign: str, text: str) -> str:
         syntax, state = self.syntax, self.state[sign]
