@@ -163,3 +163,10 @@ def test_a_renamed_file_is_no_removed_file_and_says_only_its_changed_lines():
     out = facts.facts("api")
     assert out["removed"] == [] and out["switches"] == [] and out["complete"] is True
     assert out["defaults"] == [{"name": "fast", "value": "False", "previous": "True", "file": "acme/cfg2.py"}]
+
+
+def test_a_malformed_graphql_file_node_drops_that_file_not_the_pull_request():
+    from infra_radar.sources.github import pr_item
+
+    node = _node(14, [_file("acme/ok.py", None, 1), {"additions": 3}, None, {"path": 5, "additions": 1}])
+    assert [f.path for f in pr_item("acme/diffs", node).files] == ["acme/ok.py"]

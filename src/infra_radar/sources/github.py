@@ -90,8 +90,10 @@ def pr_item(repo: str, node: Mapping[str, Any], is_bot: IsBot = default_is_bot) 
     """A GraphQL PullRequest node as an Item (files: its first page; see `files_need_rest`)."""
     author, _ = _bot(node.get("author"), is_bot)
     state = {"MERGED": MERGED, "CLOSED": CLOSED}.get(node.get("state", ""), OPEN)
-    files = [FileChange(f["path"], f.get("additions"), f.get("deletions"), _CHANGE.get(f.get("changeType", ""), None))
-             for f in (node.get("files") or {}).get("nodes") or []]
+    files = [FileChange(f["path"], _count(f.get("additions")), _count(f.get("deletions")),
+                        _CHANGE.get(f.get("changeType") or "", None))  # a malformed file node: dropped, not the PR
+             for f in (node.get("files") or {}).get("nodes") or [] if isinstance(f, Mapping) and
+             isinstance(f.get("path"), str) and f["path"]]
     merge = (node.get("mergeCommit") or {}).get("oid") if state == MERGED else None
     return Item(repo=repo, kind=PR, key=str(node["number"]), number=node["number"], title=node.get("title") or "",
                 body=node.get("body") or "", author=author, state=state, draft=bool(node.get("isDraft")),
