@@ -101,3 +101,72 @@ def test_graphql_source_reads_patches_when_asked():
         read = GraphQLSource(_client(stub), rules=load_code_rules()).page("acme/diffs", {"pulls": PageRequest(since)})
     code = read["pulls"].items[0].code
     assert code["source"] == "api" and {"file": "acme/ops.py", "kind": "triton"} in code["kernels"]
+
+
+def test_a_file_list_whose_next_page_never_ends_stops_at_the_api_bound():
+    """A server whose every page of `pulls/{n}/files` links a next one (empty pages, then full ones): the
+    reading stops at the pages 3,000 files fill, the change marked incomplete."""
+    from .hostile_stub import Hostile
+
+    def endless(seen):
+        if len(server.seen) > 200:  # code that never stops would run for ever: this ends it, failing
+            return 200, {"content-type": "application/json"}, b"{}"
+        page = int(seen.path.rpartition("page=")[2]) if "page=" in seen.path else 1
+        rows = [] if page % 2 else [{"filename": f"acme/p{page}_{i}.py", "status": "modified", "additions": 1,
+                                     "deletions": 0, "patch": f"@@ -0,0 +1 @@\n+x{i} = {i}"} for i in range(100)]
+        link = f'<{server.url}/repos/acme/diffs/pulls/11/files?per_page=100&page={page + 1}>; rel="next"'
+        return 200, {"link": link, "content-type": "application/json"}, json.dumps(rows).encode()
+
+    with Hostile() as server:
+        server.reply = endless
+        facts = ChangeFacts(load_code_rules())
+        client = GitHubClient(Endpoints(server.url, server.url + "/graphql", TOKEN), wait=lambda *_: None,
+                              total_timeout=60.0)
+        with client:
+            found = rest_files(client, "acme/diffs", 11, facts)
+        asked = len(server.seen)
+    assert asked == API_MAX_FILES // 100  # 30 pages, then it stops
+    assert len(found) == 15 * 100 and facts.facts("api")["complete"] is False
+
+
+def test_a_malformed_file_entry_drops_that_entry_not_the_pull_request():
+    rows = [{"filename": "acme/ok.py", "status": "modified", "additions": 1, "deletions": 0,
+             "patch": "@@ -0,0 +1 @@\n+if is_310p():"},
+            {"status": "modified", "additions": 1},  # no file name
+            "acme/not-an-object.py", None, {"filename": 7}, {"filename": ""},
+            {"filename": "acme/two.py", "status": 3, "additions": "many", "deletions": None, "patch": None}]
+    from .hostile_stub import Hostile
+
+    with Hostile() as server:
+        server.reply = lambda _seen: (200, {"content-type": "application/json"}, json.dumps(rows).encode())
+        facts = ChangeFacts(load_code_rules())
+        with GitHubClient(Endpoints(server.url, server.url + "/graphql", TOKEN), wait=lambda *_: None) as client:
+            found = rest_files(client, "acme/diffs", 12, facts)
+    assert [f.path for f in found] == ["acme/ok.py", "acme/two.py"]
+    out = facts.facts("api")
+    assert out["complete"] is False
+    assert {"check": "is_310p", "change": "added", "file": "acme/ok.py"} in out["device_checks"]
+
+
+def test_a_renamed_file_is_no_removed_file_and_says_only_its_changed_lines():
+    rows = [{"filename": "acme/settings.py", "previous_filename": "acme/config.py", "status": "renamed",
+             "additions": 0, "deletions": 0, "changes": 0},
+            {"filename": "acme/cfg2.py", "previous_filename": "acme/cfg.py", "status": "renamed", "additions": 1,
+             "deletions": 1, "patch": "@@ -3 +3 @@\n-    fast: bool = True\n+    fast: bool = False"}]
+    from .hostile_stub import Hostile
+
+    with Hostile() as server:
+        server.reply = lambda _seen: (200, {"content-type": "application/json"}, json.dumps(rows).encode())
+        facts = ChangeFacts(load_code_rules())
+        with GitHubClient(Endpoints(server.url, server.url + "/graphql", TOKEN), wait=lambda *_: None) as client:
+            rest_files(client, "acme/diffs", 13, facts)
+    out = facts.facts("api")
+    assert out["removed"] == [] and out["switches"] == [] and out["complete"] is True
+    assert out["defaults"] == [{"name": "fast", "value": "False", "previous": "True", "file": "acme/cfg2.py"}]
+
+
+def test_a_malformed_graphql_file_node_drops_that_file_not_the_pull_request():
+    from infra_radar.sources.github import pr_item
+
+    node = _node(14, [_file("acme/ok.py", None, 1), {"additions": 3}, None, {"path": 5, "additions": 1}])
+    assert [f.path for f in pr_item("acme/diffs", node).files] == ["acme/ok.py"]

@@ -167,3 +167,35 @@ def test_a_recheck_marks_the_newest_state_as_the_table_does():
                      False, [], origin_day="2026-07-02", reasons=["deep"], last_day="2026-07-02", later_state="closed")
     shown = " ".join(str(v) for view in recheck_views([w], t) for v in view.values())
     assert "页面保存时已关闭" in shown
+
+
+@pytest.mark.no_store
+def test_a_huge_description_gives_bounded_records_of_sentences():
+    from infra_radar.config import rule_data
+
+    bounds = rule_data("dives").get("evidence", {"records": 60, "figures": 12, "text_chars": 320})
+    unit = ("The worker hangs when the queue is full. Throughput 1200 tok/s vs 1000 tok/s baseline on 8 GPUs. "
+            "Set `VLLM_FAST=1` to enable; the default is now on. ")
+    sizes = {}
+    for n in (100, 2000):  # 15 KB and 300 KB, one line
+        records = item_evidence(_item("Speed up decode", unit * n, ("new-default",)), "en", "ascend")
+        sizes[n] = (len(records), sum(len(r.text) for r in records))
+        assert len(records) <= bounds["records"]
+        assert sum(r.rule.startswith(("claims", "claims_figures")) for r in records) <= bounds["figures"]
+        for r in records:
+            assert len(r.text) <= bounds["text_chars"] and not r.text.endswith(("…", "..."))
+        figure = next(r for r in records if r.rule.startswith("claims_figures"))
+        assert figure.text == "Throughput 1200 tok/s vs 1000 tok/s baseline on 8 GPUs."
+        assert figure.field == "body (excerpt)"
+    assert sizes[100] == sizes[2000]  # what is kept does not grow with the description
+
+
+@pytest.mark.no_store
+def test_an_excerpt_of_one_long_sentence_is_cut_at_words_around_what_it_rests_on():
+    from infra_radar.render.evidence import excerpt
+
+    text = "word " * 5000 + "speedup 1.8x vs baseline " + "more " * 5000
+    cut, marked = excerpt(text, "1.8x vs baseline", 120)
+    assert marked and "1.8x vs baseline" in cut and len(cut) <= 120
+    assert not cut.startswith("ord") and set(cut.split()) <= {"word", "speedup", "1.8x", "vs", "baseline", "more"}
+    assert excerpt("Short sentence.", "x", 120) == ("Short sentence.", False)

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .live_code import LiveCode, Syntax, syntaxes
+
 FACT_KINDS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests", "casts")
 _LIST_CAP = 40  # facts kept per kind and change: what is stored stays linear in the history
 _FILE_CAP = 8  # facts kept per kind and file, so one big file cannot crowd out the others
@@ -71,6 +73,7 @@ class CodeRules:
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
+    live: dict[str, Syntax] = field(default_factory=dict)  # how each file kind writes comments and strings
 
     def gate_for(self, kind: str) -> tuple[re.Pattern[str] | None, dict[str, list[tuple[str, _Rule]]]]:
         """One regex finding the gates of the rules of `kind`, and the rules each gate it finds lets through
@@ -160,6 +163,7 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
         pathspecs=pathspecs(data),
         ignore_values=frozenset(data.get("no_defaults", {}).get("ignore_values", [])),
         ignore_prefixes=tuple(data.get("no_defaults", {}).get("ignore_prefixes", [])),
+        live=syntaxes(data.get("live_code", {})),
     )
 
 
@@ -215,6 +219,7 @@ class _File:
     classes: dict[str, int | None] = field(default_factory=dict)  # indent of the class the +/- lines are in
     excluded: frozenset[int] = frozenset()  # ids of the rules whose paths this file is not on
     no_defaults: bool = False  # a path whose key = value lines are not the project's defaults (CI, docs)
+    live: LiveCode | None = None  # the live code of its lines (comments, docstrings cut); None: read as is
 
 
 class ChangeFacts:
@@ -267,8 +272,10 @@ class ChangeFacts:
         gate, gate_rules = self.rules.gate_for(kind)
         rules = self.rules.rules_for(kind)
         excluded = frozenset(id(r) for _, r in rules if r.paths is not None and not _glob_match(r.paths, path))
+        syntax = self.rules.live.get(kind)
         self.current = _File(path, kind, rules=rules, gate=gate, gate_rules=gate_rules, excluded=excluded,
-                             no_defaults=_glob_match(self.rules.no_defaults, path))
+                             no_defaults=_glob_match(self.rules.no_defaults, path),
+                             live=LiveCode(syntax, gate) if syntax is not None else None)
         return True
 
     def binary(self) -> None:
@@ -306,9 +313,26 @@ class ChangeFacts:
                 text = pending + text.strip()
         if f.kind == "python" and text.endswith("(") and len(text) < 200:
             f.pending[sign] = text
-        if f.gate is None or f.gate.search(text) is not None:  # most lines hold no rule's gate: done here
+        hit = f.gate is None or f.gate.search(text) is not None  # most lines hold no rule's gate
+        if f.live is not None:  # read as live code (analyse/live_code.py)
+            if hit or f.live.marks(text):
+                if not (text := f.live.line(sign, text)) or not hit:
+                    return True  # a comment, a docstring's line; or a line that only opens or closes one
+            elif text:
+                f.live.prev[sign] = text
+        if hit:
             self._apply(f, sign, text)
         return True
+
+    def context(self, text: str) -> None:
+        """An unchanged line of the current file: it may open or close a docstring or a block comment."""
+        if self.current is not None and self.current.live is not None:
+            self.current.live.context(text)
+
+    def hunk(self, header: str = "") -> None:
+        """A hunk of the current file starts (`header`: its "@@" line; see live_code.LiveCode.reset)."""
+        if self.current is not None and self.current.live is not None:
+            self.current.live.reset(header)
 
     def _apply(self, f: _File, sign: str, text: str) -> None:
         if f.gate is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -55,6 +56,21 @@ JSON = click.option("--json", "as_json", is_flag=True, help="Print a JSON array 
 def out_dir_of(obj: Context, out_dir: Path | None) -> Path | None:
     """The directory --out names; `--out` given without a value is the settings' out_dir."""
     return obj.settings().out_dir if out_dir is OUT_CONFIGURED else out_dir
+
+
+# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts colour and title
+# sequences, BEL rings, CR overwrites), DEL, C1 controls (CSI, OSC as single characters), the line and paragraph
+# separators and lone surrogates (they stop a print)
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` for a terminal: each control character shown as its escape (ESC as "\\u001b"), so author text
+    from a diff or a description can neither colour, retitle nor rewrite the screen. Inside the strings of
+    JSON output the escape is JSON's own, so the JSON still reads back to the same text. Linear."""
+    if _TERMINAL_CONTROL.search(text) is None:
+        return text
+    return _TERMINAL_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def emit_rows(rows: list[dict], columns: list[str], as_json: bool) -> None:

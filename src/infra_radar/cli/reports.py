@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import LANG, LLM, NO_RECORD, OUT, Context, _progress, out_dir_of, pass_ctx
+from .common import LANG, LLM, NO_RECORD, OUT, Context, _progress, out_dir_of, pass_ctx, terminal_safe
 
 
 def _emit(report) -> None:
@@ -154,7 +154,8 @@ def show(obj: Context, ref: str, as_json: bool, evidence: bool, lang: str | None
     from ..pipeline.card import show_card  # reads a ready SQLite store without SQLAlchemy (pipeline/card.py)
 
     # with --evidence a configured model's sentences are listed from the cache (nothing is sent; --no-llm: none)
-    click.echo(show_card(obj.settings(lang), obj.engine, ref, as_json, llm, evidence=evidence), nl=False)
+    click.echo(terminal_safe(show_card(obj.settings(lang), obj.engine, ref, as_json, llm, evidence=evidence)),
+               nl=False)
 
 
 @click.command()

@@ -11,9 +11,12 @@ are the ones the deep dive, the weekly risks and the checklist read, so a statem
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
+from ..config import rule_data, rules_cache
 from ..models import AnalysedItem
 from .evidence_risks import Evidence, _source, risk_evidence, stated_risks
 
@@ -30,12 +33,13 @@ def figure_evidence(ai: AnalysedItem, t: dict[str, Any]) -> list[Evidence]:
     from .escape import plain
 
     item, src = ai.item, _source(ai)
+    most = _bounds()["figures"]
     out = [Evidence(plain(claim_text(c, t)), src, "body", c.source, "claims.toml")
-           for c in ai.analysis.perf_claims]
+           for c in ai.analysis.perf_claims[:most]]
     out += [Evidence(f.text, src, "body", f.line, f"claims_figures.toml:{f.shape}")
-            for f in extract_figures(item.body, taken=[c.span for c in ai.analysis.perf_claims])]
+            for f in extract_figures(item.body, taken=[c.span for c in ai.analysis.perf_claims])[:most - len(out)]]
     if out:
-        return out
+        return [_quoted(e) for e in out]
     d = t["daily"]
     if description_cut(item.body):
         tail = item.body.rstrip().rsplit("\n", 1)[-1].strip()
@@ -116,7 +120,56 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
                             f"checklists.toml:{rule}"))
     if ai.later_state:
         out.append(Evidence(ai.later_state, src, "state", ai.later_state, "page: state learnt after the window"))
-    return out
+    return [_quoted(e) for e in out[:_bounds()["records"]]]
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+@rules_cache
+def _bounds() -> dict[str, int]:
+    """dives.toml [evidence]: figure records, records in all and characters quoted per record."""
+    data = rule_data("dives").get("evidence", {})
+    return {"figures": int(data.get("figures", 12)), "records": int(data.get("records", 60)),
+            "text_chars": int(data.get("text_chars", 320))}
+
+
+_SENTENCE_END = re.compile(r"[.!?;。！？；](?=\s)|[。！？；]|\n")
+_EXCERPT = " (excerpt)"
+
+
+def _quoted(e: Evidence) -> Evidence:
+    """A record quoting at most `text_chars` characters of its source (see `excerpt`)."""
+    if e.field.endswith(_EXCERPT):
+        return e
+    text, cut = excerpt(e.text, e.statement if isinstance(e.statement, str) else "", _bounds()["text_chars"])
+    return replace(e, text=text, field=e.field + _EXCERPT) if cut else e
+
+
+def excerpt(text: str, anchor: str, limit: int) -> tuple[str, bool]:
+    """`text` itself when it has at most `limit` characters; else (the excerpt, True): the sentence holding
+    `anchor` (its start when the anchor is not in it), and when that sentence is longer than `limit`, its
+    `limit` characters around the anchor cut at spaces (at characters for a text without any). Never an "…".
+    Reads at most 2 x `limit` characters around the anchor: linear in the text."""
+    if len(text) <= limit:
+        return text, False
+    at = text.find(anchor) if anchor and len(anchor) <= limit else -1
+    at, size = (at, len(anchor)) if at >= 0 else (0, 0)
+    low = max(0, at - limit)
+    start = low
+    for m in _SENTENCE_END.finditer(text, low, at):
+        start = m.end()
+    found = _SENTENCE_END.search(text, at + size, min(len(text), at + size + limit))
+    end = found.end() if found else min(len(text), at + size + limit)
+    if end - start > limit:
+        start = max(start, at - (limit - size) // 2)
+        if start > 0 and not text[start - 1].isspace() and (space := text.find(" ", start, at)) >= 0:
+            start = space + 1
+        stop = min(end, start + limit)
+        if stop < len(text) and not text[stop].isspace() and (space := text.rfind(" ", at + size, stop)) > start:
+            stop = space
+        end = stop
+    return text[start:end].strip().rstrip("…").rstrip(), True
 
 
 def evidence_text(inp: Any, lang: str, as_json: bool = False) -> str:

@@ -15,6 +15,7 @@ from ..analyse.code_facts import ChangeFacts, CodeRules
 
 _MARK = b"\x1eradar-diff\x1e"
 _FORMAT = "--format=%x1eradar-diff%x1e%H"
+_CHUNK = 1 << 15  # bytes of a diff line read at once: a header line (two paths) fits, a minified line does not
 
 
 def _unquote(path: str) -> str:
@@ -25,13 +26,22 @@ def _unquote(path: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _header_path(line: str) -> str:
-    """The new path of a `diff --git a/X b/Y` line (Y; a path holding " b/" is taken from its last one)."""
-    rest = line[len("diff --git "):].rstrip("\n")
+def _header_path(line: str) -> tuple[str, bool]:
+    """The new path of a `diff --git a/X b/Y` line, and whether it is sure: a file that is not renamed names
+    the same path twice ("a/X b/X", so X is read from the line's length whatever it holds, " b/" included);
+    a renamed one is named by its `rename to` line (or its `+++` line), the guess here only a fallback."""
+    rest = line[len("diff --git "):].rstrip("\r\n")
     if rest.endswith('"'):
         start = rest.rfind(' "')
-        return _unquote(rest[start + 1:]).removeprefix("b/")
-    return rest.rpartition(" b/")[2]
+        new = _unquote(rest[start + 1:]).removeprefix("b/")
+        return new, _unquote(rest[:start]).removeprefix("a/") == new
+    half = (len(rest) - 5) // 2
+    if rest.startswith("a/") and rest[2 + half:5 + half] == " b/" and rest[2:2 + half] == rest[5 + half:]:
+        return rest[5 + half:], True
+    return rest.rpartition(" b/")[2], False
+
+
+_SYMLINK = " 120000"  # git's mode of a symbolic link: its "content" is the target path, never code
 
 
 class PatchReader:
@@ -43,33 +53,57 @@ class PatchReader:
         self.in_hunk = False
         self.path = ""
         self.status = "modified"
+        self.pending = ""  # a header whose path is not sure yet (a rename): started at `rename to` or `+++`
 
     def _start(self, path: str, status: str = "modified") -> None:
-        self.path, self.status, self.in_hunk = path, status, False
+        self.path, self.status, self.in_hunk, self.pending = path, status, False, ""
         self.reading = self.facts.file(path, status)
+
+    def finish(self) -> None:
+        """The diff ended: a header still waiting for its path is started with its guess."""
+        if self.pending:
+            self._start(self.pending)
 
     def feed(self, line: str) -> None:
         """One line of a diff (with or without its newline)."""
         head = line[:1]
-        if self.in_hunk and head in "+-":  # in a hunk: a changed line, never a header
+        if self.in_hunk and head in ("+", "-"):  # in a hunk: a changed line, never a header
             if self.reading:
                 self.reading = self.facts.line(head, line[1:].rstrip("\r\n"))
             return
-        if self.in_hunk and head in " \\":
+        if self.in_hunk and head in (" ", "\\"):
+            if head == " " and self.reading:
+                self.facts.context(line[1:])
             return
         if line.startswith("diff --git "):
-            self._start(_header_path(line))
+            self.finish()
+            path, sure = _header_path(line)
+            if sure:
+                self._start(path)
+            else:
+                self.pending, self.in_hunk, self.reading = path, False, False
+        elif line.startswith("rename to ") and self.pending:
+            self._start(_unquote(line[len("rename to "):].rstrip("\r\n")), "renamed")
         elif line.startswith("@@"):
+            self.finish()
             self.in_hunk = True
+            self.facts.hunk(line)
         elif line.startswith("deleted file mode"):
+            self.finish()
             self.status = "removed"
             self.facts.removed_files.append(self.path)
+            self.reading = self.reading and not line.rstrip("\r\n").endswith(_SYMLINK)
+        elif line.startswith(("new file mode", "new mode", "index ")):
+            self.finish()
+            if line.rstrip("\r\n").endswith(_SYMLINK):
+                self.reading = False  # a symbolic link: its target is no line of code
         elif line.startswith("Binary files ") or line.startswith("GIT binary patch"):
+            self.finish()
             self.facts.binary()
             self.reading = False
         elif line.startswith("+++ ") and not line.startswith("+++ /dev/null"):
-            path = _unquote(line[4:].rstrip("\r\n")).removeprefix("b/")
-            if path != self.path:  # a bare patch without a diff --git header
+            path = _unquote(line[4:].rstrip("\r\n").removesuffix("\t")).removeprefix("b/")  # "\t": a path with a space
+            if self.pending or path != self.path:  # a renamed file, or a bare patch without a diff --git header
                 self._start(path)
 
 
@@ -85,9 +119,13 @@ def feed_patch(facts: ChangeFacts, path: str, patch: str | None, status: str = "
         return False
     for line in patch.splitlines():
         head = line[:1]
-        if head in "+-" and line[:3] not in ("+++", "---"):
+        if head in ("+", "-") and line[:3] not in ("+++", "---"):
             if not facts.line(head, line[1:]):
                 return False
+        elif head == " ":
+            facts.context(line[1:])
+        elif head == "@":
+            facts.hunk(line)
     return True
 
 
@@ -97,6 +135,7 @@ def facts_of_diff(rules: CodeRules, lines: Iterable[str], source: str) -> dict[s
     reader = PatchReader(facts)
     for line in lines:
         reader.feed(line)
+    reader.finish()
     return facts.facts(source)
 
 
@@ -127,8 +166,8 @@ class DiffLog:
         args = ["git", "-C", str(path)]
         if self.boundary:  # a boundary commit shows as a root: its whole tree would be "added"
             args += ["-c", "log.showRoot=false"]
-        args += ["log", "-p", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--no-color",
-                 "--no-ext-diff", "--no-textconv", _FORMAT]
+        args += ["log", "-p", "--first-parent", "--diff-merges=first-parent", "--find-renames",
+                 "--no-color", "--no-ext-diff", "--no-textconv", _FORMAT]
         if since:
             args.append(f"--since={since.isoformat()}")
         if until:
@@ -144,24 +183,34 @@ class DiffLog:
         # the hot loop keeps the reader's state in locals (in a hunk, reading the file) and hands it back to the
         # reader only on a header line: most lines are a changed or context line of a hunk
         in_hunk = reading = False
-        line = None
-        plus, minus, space, mark = b"+", b"-", b" ", _MARK
+        line = context = None
+        plus, minus, space, mark, newline = b"+", b"-", b" ", _MARK, b"\n"
+        # a line is read at most _CHUNK bytes at a time and only its first chunk kept (the rules see its first
+        # `line_chars` characters): a 50 MB one-line file never sits in memory whole
+        readline, keep = stream.readline, 4 * self.rules.caps["line_chars"] + 1
         try:
-            for raw in stream:
+            while raw := readline(_CHUNK):
+                if raw[-1:] != newline:
+                    while (rest := readline(_CHUNK)) and rest[-1:] != newline:
+                        pass  # the rest of an overlong line: dropped as it comes
                 head = raw[:1]
                 if in_hunk:
                     if head == plus or head == minus:  # in a hunk: a changed line, never a header
                         if reading:
-                            reading = line("+" if head == plus else "-", raw[1:].decode("utf-8", "replace").rstrip("\r\n"))
+                            reading = line("+" if head == plus else "-", raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
                         continue
                     if head == space:
-                        continue  # context: never decoded
+                        if reading and (b'"""' in raw or b"\x27\x27\x27" in raw or b"/*" in raw or b"*/" in raw):
+                            # it may open or close a docstring or a block comment
+                            context(raw[1:keep].decode("utf-8", "replace").rstrip("\r\n"))
+                        continue  # context: most never decoded
                 if raw.startswith(mark):
                     if sha:
+                        reader.finish()
                         yield sha, self._done(sha, facts)
                     sha = raw[len(mark):].strip().decode("ascii", "replace")
                     facts = ChangeFacts(self.rules)
-                    reader, line = PatchReader(facts), facts.line
+                    reader, line, context = PatchReader(facts), facts.line, facts.context
                     in_hunk = reading = False
                     continue
                 if reader is None:
@@ -170,6 +219,7 @@ class DiffLog:
                 reader.feed(raw.decode("utf-8", "replace"))
                 in_hunk, reading = reader.in_hunk, reader.reading
             if sha:
+                reader.finish()
                 yield sha, self._done(sha, facts)
         finally:
             self.close()

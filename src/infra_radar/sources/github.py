@@ -90,8 +90,10 @@ def pr_item(repo: str, node: Mapping[str, Any], is_bot: IsBot = default_is_bot) 
     """A GraphQL PullRequest node as an Item (files: its first page; see `files_need_rest`)."""
     author, _ = _bot(node.get("author"), is_bot)
     state = {"MERGED": MERGED, "CLOSED": CLOSED}.get(node.get("state", ""), OPEN)
-    files = [FileChange(f["path"], f.get("additions"), f.get("deletions"), _CHANGE.get(f.get("changeType", ""), None))
-             for f in (node.get("files") or {}).get("nodes") or []]
+    files = [FileChange(f["path"], _count(f.get("additions")), _count(f.get("deletions")),
+                        _CHANGE.get(f.get("changeType") or "", None))  # a malformed file node: dropped, not the PR
+             for f in (node.get("files") or {}).get("nodes") or [] if isinstance(f, Mapping) and
+             isinstance(f.get("path"), str) and f["path"]]
     merge = (node.get("mergeCommit") or {}).get("oid") if state == MERGED else None
     return Item(repo=repo, kind=PR, key=str(node["number"]), number=node["number"], title=node.get("title") or "",
                 body=node.get("body") or "", author=author, state=state, draft=bool(node.get("isDraft")),
@@ -152,28 +154,46 @@ def release_item(repo: str, obj: Mapping[str, Any]) -> Item:
 
 
 API_MAX_FILES = 3000  # pulls/{n}/files lists at most this many files of a pull request
+_MAX_FILE_PAGES = -(-API_MAX_FILES // FILES_PAGE)  # the pages 3,000 files fill: no more are asked for
 
 
 def rest_files(client: GitHubClient, repo: str, number: int, facts=None) -> list[FileChange]:
     """Every changed file of a PR from REST `pulls/{n}/files` (Link-paginated, 100 a page). With `facts` (an
     analyse.code_facts.ChangeFacts), each file's patch is read into it page by page and never kept: a patch
-    the API leaves out (a big or binary file) or cuts, and a PR past the API's 3,000 files, make it incomplete."""
+    the API leaves out (a big or binary file) or cuts, and a PR past the API's 3,000 files, make it incomplete.
+
+    The API lists at most 3,000 files, so at most that many are read and 30 pages asked for, whatever the
+    pages' next links say (a list whose next page never ends stops there, the change incomplete). A file entry
+    that is not one (no file name) is dropped, the change incomplete; the pull request keeps its other files."""
     found: list[FileChange] = []
     url: str | None = client.rest_url(f"repos/{repo}/pulls/{number}/files?per_page={FILES_PAGE}")
-    while url:
+    pages, dropped = 0, False
+    while url and pages < _MAX_FILE_PAGES and len(found) < API_MAX_FILES:
         page = client.rest(url)
+        pages += 1
         if not isinstance(page.data, list):
             raise PageError(f"{repo}#{number}: file list is not a JSON array")
-        found += [FileChange(f["filename"], f.get("additions"), f.get("deletions"), f.get("status"))
-                  for f in page.data]
+        entries = [f for f in page.data[:API_MAX_FILES - len(found)] if _file_entry(f)]
+        dropped = dropped or len(entries) < min(len(page.data), API_MAX_FILES - len(found))
+        found += [FileChange(f["filename"], _count(f.get("additions")), _count(f.get("deletions")),
+                             f.get("status") if isinstance(f.get("status"), str) else None) for f in entries]
         if facts is not None:
-            for f in page.data:
+            for f in entries:
                 _read_patch(facts, f)
         killpoint.reached("github.files")  # between a PR's file pages: nothing of the page saved yet
         url = page.next_url
-    if facts is not None and len(found) >= API_MAX_FILES:
-        facts.incomplete()  # the API lists no more: the rest of the change is not known
+    if facts is not None and (len(found) >= API_MAX_FILES or url or dropped):
+        facts.incomplete()  # the API lists no more, its list did not end, or an entry was unreadable
     return found
+
+
+def _file_entry(f: Any) -> bool:
+    """A REST file entry the radar can read: an object with a non-empty file name."""
+    return isinstance(f, Mapping) and isinstance(f.get("filename"), str) and bool(f["filename"])
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _read_patch(facts, f: Mapping[str, Any]) -> None:
@@ -181,14 +201,15 @@ def _read_patch(facts, f: Mapping[str, Any]) -> None:
     from .diffs import feed_patch
 
     patch = f.get("patch")
-    status = f.get("status") or "modified"
-    changes = (f.get("additions") or 0) + (f.get("deletions") or 0)
+    status = f.get("status") if isinstance(f.get("status"), str) else "modified"
+    changes = (_count(f.get("additions")) or 0) + (_count(f.get("deletions")) or 0)
     if not isinstance(patch, str):
-        # no patch: a binary file (nothing counted in lines), a rename or mode change, or one too big to show
+        # no patch: a binary file (nothing counted in lines), a rename or mode change (its path only: no
+        # line and no removed file), or one too big to show
         binary = changes == 0 and status not in ("renamed", "removed")
-        feed_patch(facts, str(f.get("filename", "")), None if changes else "", status, binary=binary)
+        feed_patch(facts, f["filename"], None if changes else "", status, binary=binary)
         return
-    if feed_patch(facts, str(f.get("filename", "")), patch, status):
+    if feed_patch(facts, f["filename"], patch, status):
         shown = sum(1 for line in patch.splitlines() if line[:1] in ("+", "-"))
         if shown < changes:  # the API cut the patch
             facts.incomplete()
