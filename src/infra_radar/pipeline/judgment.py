@@ -14,7 +14,7 @@ of the process) when the store holds an older one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..analyse.judge import Judge, tables_of
@@ -23,7 +23,7 @@ from ..config import Settings, load_rule_file
 from ..models import AnalysedItem
 from ..store import labels as stored
 
-__all__ = ["calibration", "examples", "judge", "judging_tables", "keyed_examples", "refit", "store_examples"]
+__all__ = ["calibration", "examples", "judge", "judging", "judging_tables", "keyed_examples", "refit", "store_examples"]
 
 _FITTED: dict[str, tuple[Calibration, dict[str, Any]]] = {}  # digest -> (calibration, tables), for the process
 _KEEP = 4  # digests kept (a long-running `radar serve` sees the labels change)
@@ -33,17 +33,26 @@ def judge(settings: Settings, store, found: Sequence[AnalysedItem]) -> Sequence[
     """`found` with the team's labels and the calibration laid over their analyses (in place); returned."""
     if not found:
         return found
+    return judging(settings, store)(found)
+
+
+def judging(settings: Settings, store) -> Callable[[Sequence[AnalysedItem]], Sequence[AnalysedItem]]:
+    """`judge` for many batches of one store: the labels and the calibration read once, laid over each batch
+    given to the returned function (in place; the batch returned)."""
     team = stored.all_labels(store)
     if not team:
-        return found
+        return lambda found: found
     model, tables = _calibration(settings, store, team)
     judge_ = Judge(tables, settings.focus_weights, settings.focus)
     by_key = {label.key: label for label in team}
-    for ai in found:
-        item = ai.item
-        label = by_key.get((item.repo.lower(), item.number)) if item.kind in ("pr", "issue") else None
-        judge_.overlay(ai.analysis, label.shown() if label is not None else None, model)
-    return found
+
+    def overlay(found: Sequence[AnalysedItem]) -> Sequence[AnalysedItem]:
+        for ai in found:
+            item = ai.item
+            label = by_key.get((item.repo.lower(), item.number)) if item.kind in ("pr", "issue") else None
+            judge_.overlay(ai.analysis, label.shown() if label is not None else None, model)
+        return found
+    return overlay
 
 
 def _digest(store, team: list[stored.TeamLabel]) -> tuple[str, dict[str, dict[str, Any]]]:
