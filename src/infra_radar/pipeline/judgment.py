@@ -15,13 +15,14 @@ of the process) when the store holds an older one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analyse.judge import Judge, tables_of
-from ..analyse.learn import Calibration, Example, digest, fit, limits_of
 from ..config import Settings, load_rule_file
 from ..models import AnalysedItem
 from ..store import labels as stored
+
+if TYPE_CHECKING:  # the judge and the calibration are imported where labels exist (a card of a store without any
+    from ..analyse.learn import Calibration, Example  # never loads them)
 
 __all__ = ["calibration", "examples", "judge", "judging", "judging_tables", "keyed_examples", "refit", "store_examples"]
 
@@ -42,6 +43,8 @@ def judging(settings: Settings, store) -> Callable[[Sequence[AnalysedItem]], Seq
     team = stored.all_labels(store)
     if not team:
         return lambda found: found
+    from ..analyse.judge import Judge
+
     model, tables = _calibration(settings, store, team)
     judge_ = Judge(tables, settings.focus_weights, settings.focus)
     by_key = {label.key: label for label in team}
@@ -58,6 +61,8 @@ def judging(settings: Settings, store) -> Callable[[Sequence[AnalysedItem]], Seq
 def _digest(store, team: list[stored.TeamLabel]) -> tuple[str, dict[str, dict[str, Any]]]:
     """(digest, windows) of what the calibration is fitted on: every label and window, and the version and
     content of the labelled items' analyses (read without the analyses themselves)."""
+    from ..analyse.learn import digest
+
     windows = stored.label_windows(store)
     key = digest([
         [(lab.repo.lower(), lab.number, lab.priority, lab.grade) for lab in team],
@@ -72,6 +77,8 @@ def keyed_examples(store, team: list[stored.TeamLabel],
                    windows: dict[str, dict[str, Any]]) -> dict[str, Example]:
     """The labelled items as examples, and the merged PRs of each labelled window the team did not list, by
     `owner/name#n` (lower-case)."""
+    from ..analyse.learn import Example
+
     by_key = {label.key: label for label in team}
     out: dict[str, Example] = {}
     for repo, number, data in stored.labelled_analyses(store):
@@ -107,6 +114,8 @@ def judging_tables(settings: Settings) -> dict[str, Any]:
 
 
 def _tables(settings: Settings) -> dict[str, Any]:
+    from ..analyse.judge import tables_of
+
     return tables_of(load_rule_file("priority", settings), load_rule_file("grades", settings))
 
 
@@ -117,6 +126,8 @@ def _usable(data: Any) -> bool:
 def _calibration(settings: Settings, store, team: list[stored.TeamLabel]) -> tuple[Calibration, dict[str, Any]]:
     """(calibration, judging tables) of the store's labels: cached in this process, else stored under the current
     digest, else fitted here."""
+    from ..analyse.learn import Calibration, fit, limits_of
+
     key, windows = _digest(store, team)
     if key not in _FITTED:
         while len(_FITTED) >= _KEEP:
