@@ -138,8 +138,7 @@ def real_store(tmp_path_factory) -> str:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(tmp_path_factory.mktemp("real-home")))
         cli("--db", url, "import-jsonl", *(str(SHARED / "git" / f"{n}.jsonl.gz") for n in names))
-        for page in sorted((SHARED / "pages").rglob("*.txt")):
-            cli("--db", url, "import-page", str(page))
+        cli("--db", url, "import-page", *(str(page) for page in sorted((SHARED / "pages").rglob("*.txt"))))
         cli("--db", url, "analyze")
     return url
 
