@@ -62,8 +62,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, (cmd, e) in variants.items():
                 runs[name].append(export(cmd, e, work / f"{name.replace(' ', '_')}.out"))
-        items = subprocess.run([*radar_cmd(), "export", "--format", "jsonl"], env=env, capture_output=True,
-                               check=True).stdout.count(b"\n")
+        with (work / "jsonl.out").open("rb") as lines:
+            items = sum(1 for _ in lines)
         print(f"{items} items, medians of {args.rounds}; load average {os.getloadavg()[0]:.1f}")
         for name, rs in runs.items():
             wall, cpu = statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)
