@@ -38,3 +38,45 @@ def import_shared(radar: list[str], env: dict[str, str]) -> None:
     print("building the store from ../shared/data ...", file=sys.stderr, flush=True)
     run([*radar, "import-jsonl", *map(str, sorted((DATA / "git").glob("*.jsonl.gz")))], env)
     run([*radar, "import-page", *map(str, sorted((DATA / "pages").rglob("*.txt")))], env)  # one process
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the command and the children it waited for, peak RSS in MB) of one
+    command, from os.wait4; a failure ends the benchmark with the end of its stderr."""
+    import os
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{err[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
+
+
+def extract_clone(name: str, into: Path) -> Path:
+    """The bare clone ../shared/data/clones/NAME.git.tar extracted under `into`: its folder."""
+    import tarfile
+
+    archive = DATA / "clones" / f"{name}.git.tar"
+    if not archive.is_file():
+        sys.exit(f"{archive} is not available: give --clone")
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into / f"{name}.git"
+
+
+def radar_cmd() -> list[str]:
+    """The `radar` command of this interpreter (its console script, else `python -m infra_radar`)."""
+    script = Path(sys.executable).with_name("radar")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "infra_radar"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without RADAR_* settings and with compiled modules cached (as installed), plus `extra`."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra)
+    return env

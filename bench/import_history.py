@@ -1,79 +1,91 @@
-"""Benchmark: import + analyse a whole history against `git log --numstat` of the same clone.
+"""Benchmark: `radar import-git --no-diffs` of the real vllm-ascend clone against `git log --numstat` of the same
+branches, alternated in one run, wall and CPU time (the command and the processes it waits for) as medians and
+their ratio (issue 45: ≤ 2×). Each import goes into a fresh store and analyses as it goes, as `radar import-git`
+does. With --profile FILE, one more import is profiled (cProfile): the reading alone, then the analysis in this
+process (one worker), and the costliest functions of each are printed.
 
-Builds the vllm-ascend replica from ../shared/data (or uses --replica), then alternates, in one run,
-`git log -z --numstat` over the whole history (the baseline) with `radar import-git` + `radar analyze`
-into a fresh store. Prints both medians, their ratio and the radar commands' peak memory.
+The clone is ../shared/data/clones/vllm-project+vllm-ascend.git.tar, extracted to a temporary folder (or give
+--clone). bench/import_diffs.py measures the import with diffs against `git log -p`.
 
-usage: python bench/import_history.py [--rounds 3] [--replica DIR] [--export FILE]
+usage: python bench/import_history.py [--rounds 3] [--clone DIR] [--profile FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-EXPORT = SHARED / "data" / "git" / "vllm-project+vllm-ascend.jsonl.gz"
-RADAR = [sys.executable, "-m", "infra_radar"]
+from benchlib import clean_env, extract_clone, radar_cmd, timed
+
+REPO = "vllm-project/vllm-ascend"
+BRANCHES = ("main", "releases/v0.23.0")
 
 
-def run(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
-    """Seconds and peak RSS (MB) of one command, measured on that child alone (os.wait4)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{proc.stderr.read().decode()}")
-    return elapsed, usage.ru_maxrss // 1024
+def git_log_numstat(clone: Path) -> list[list[str]]:
+    """The `git log --numstat` commands reading what import-git --no-diffs reads: main's first-parent history,
+    then the release branch's commits not on main."""
+    base = ["git", "-C", str(clone), "log", "-z", "--numstat", "--first-parent", "--no-renames",
+            "--format=%H%x1f%s%x1f%b"]
+    return [[*base, BRANCHES[0]], [*base, BRANCHES[1], f"^{BRANCHES[0]}"]]
+
+
+def profile(clone: Path, home: Path, out: Path) -> None:
+    """cProfile of one import without the analysis alongside, then of the analysis in one process."""
+    import pstats
+
+    env = clean_env(RADAR_HOME=str(home), RADAR_ANALYSE_ON_IMPORT="0")
+    subprocess.run([sys.executable, "-m", "cProfile", "-o", f"{out}.import", "-m", "infra_radar", "import-git",
+                    str(clone), "--repo", REPO, "--branches", ",".join(BRANCHES), "--no-diffs"], env=env,
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = ("import cProfile; from infra_radar.config import load_settings; "
+            "from infra_radar.pipeline.home import open_store; from infra_radar.pipeline.analysis import analyze; "
+            "s = load_settings(); e = open_store(s); "
+            f"cProfile.run('analyze(s, e, workers=1)', {str(out) + '.analysis'!r})")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    for part in ("import", "analysis"):
+        print(f"\n--- {part}: {out}.{part}, the 15 costliest functions by own time")
+        pstats.Stats(f"{out}.{part}").sort_stats("tottime").print_stats(15)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--replica", type=Path, help="an existing clone to use instead of building the replica")
-    ap.add_argument("--export", type=Path, default=EXPORT, help="history export the replica is built from")
-    ap.add_argument("--repo", default="vllm-project/vllm-ascend")
+    ap.add_argument("--clone", type=Path, help="an extracted clone instead of the shared archive")
+    ap.add_argument("--profile", type=Path, help="also profile one import and its analysis into FILE.*")
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="radar-bench-"))
-    try:
-        replica = args.replica
-        if replica is None:
-            replica = work / "replica"
-            print(f"building replica of {args.export.name} ...", flush=True)
-            subprocess.run([sys.executable, str(SHARED / "tools" / "replica_repo.py"), str(args.export),
-                            str(replica)], check=True, stdout=subprocess.DEVNULL)
-        commits = subprocess.run(["git", "-C", str(replica), "rev-list", "--count", "HEAD"], check=True,
-                                 capture_output=True, text=True).stdout.strip()
-        baseline, radar, peaks = [], [], []
-        for i in range(args.rounds):
-            log = ["git", "-C", str(replica), "log", "-z", "--numstat", "--first-parent", "--format=%H%x1f%s%x1f%b"]
-            baseline.append(run(log)[0])
-            home = work / f"home{i}"
-            env = {**os.environ, "RADAR_HOME": str(home)}
-            # against git log --numstat: reading the diffs is bench/import_diffs.py's measure
-            t1, m1 = run([*RADAR, "import-git", str(replica), "--repo", args.repo, "--branches", "main",
-                          "--no-diffs"], env)
-            t2, m2 = run([*RADAR, "analyze"], env)
-            radar.append(t1 + t2)
-            peaks.append(max(m1, m2))
-            print(f"round {i + 1}: git log {baseline[-1]:.2f}s | import {t1:.2f}s + analyze {t2:.2f}s "
-                  f"= {t1 + t2:.2f}s | peak {max(m1, m2)} MB", flush=True)
-        b, r = statistics.median(baseline), statistics.median(radar)
-        print(f"\ncommits: {commits}")
-        print(f"git log --numstat median:        {b:.2f} s")
-        print(f"radar import-git + analyze median: {r:.2f} s")
-        print(f"ratio: {r / b:.2f}x   peak memory: {max(peaks)} MB")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="radar-bench-import-") as tmp:
+        work = Path(tmp)
+        clone = args.clone or extract_clone("vllm-project+vllm-ascend", work)
+        runs: dict[str, list[tuple[float, float, int]]] = {"git log --numstat": [], "import-git --no-diffs": []}
+        for i in range(args.rounds):  # alternated, so a busy moment hits both alike
+            parts = [timed(cmd) for cmd in git_log_numstat(clone)]
+            runs["git log --numstat"].append((sum(p[0] for p in parts), sum(p[1] for p in parts), 0))
+            home = work / f"home-{i}"
+            home.mkdir()
+            runs["import-git --no-diffs"].append(timed(
+                [*radar_cmd(), "import-git", str(clone), "--repo", REPO, "--branches", ",".join(BRANCHES),
+                 "--no-diffs"], clean_env(RADAR_HOME=str(home))))
+            print(f"round {i + 1}: " + " | ".join(f"{k} {v[-1][0]:.2f} s wall, {v[-1][1]:.2f} s CPU"
+                                                 for k, v in runs.items()), flush=True)
+        med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v), max(r[2] for r in v))
+               for k, v in runs.items()}
+        commits = subprocess.run(["git", "-C", str(clone), "rev-list", "--first-parent", "--count", BRANCHES[0]],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        print(f"\n{REPO}: {commits} first-parent commits on {BRANCHES[0]} (+ {BRANCHES[1]}), {args.rounds} "
+              f"rounds, medians; load average {os.getloadavg()[0]:.1f}")
+        for k, (wall, cpu, peak) in med.items():
+            print(f"  {k:<22} wall {wall:6.2f} s   cpu {cpu:6.2f} s" + (f"   peak {peak} MB" if peak else ""))
+        (gw, gc, _), (iw, ic, _) = med["git log --numstat"], med["import-git --no-diffs"]
+        print(f"  import-git --no-diffs / git log --numstat: wall {iw / gw:5.2f}x   cpu {ic / gc:5.2f}x   (goal ≤ 2x)")
+        if args.profile:
+            home = work / "home-profile"
+            home.mkdir()
+            profile(clone, home, args.profile)
 
 
 if __name__ == "__main__":

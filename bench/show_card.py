@@ -1,6 +1,6 @@
-"""Benchmark: `radar show REF` wall time on the stdlib sqlite3 path (pipeline/card.py) against the SQLAlchemy path
-(RADAR_SHOW_SQLALCHEMY=1, what `show` did before), both measured in the same run, with the bare interpreter
-start as a floor.
+"""Benchmark: `radar show REF` wall time against `radar --version` (issue 45: ≤ 2.5×) and on the stdlib sqlite3
+path (pipeline/card.py) against the SQLAlchemy path (RADAR_SHOW_SQLALCHEMY=1, what `show` did before), all
+measured in the same run, with the bare interpreter start as a floor.
 
 The store is a copy, so nothing given is written or even opened as a database: --home's radar.db (and its
 -wal, if any) copied file by file (give a store nobody is writing), or one built from ../shared/data (every
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchlib import copy_store, import_shared, run
+from benchlib import copy_store, import_shared, run, timed
 
 DEFAULT_REFS = ["vllm-project/vllm#47352", "vllm-project/vllm-ascend#7756"]
 
@@ -54,15 +54,20 @@ def main() -> None:
             show = [*radar_cmd(), "show", ref]
             if run(show, old)[1] != run(show, env)[1]:  # warm-up (the SQLAlchemy path analyses what is pending)
                 sys.exit(f"{ref}: the two paths print different cards")
-            times: dict[str, list[float]] = {"start": [], "stdlib": [], "sqlalchemy": []}
+            times: dict[str, list[tuple]] = {"start": [], "version": [], "stdlib": [], "sqlalchemy": []}
             for _ in range(opts.runs):  # interleaved, so a busy moment hits every kind alike
-                times["start"].append(run([sys.executable, "-c", "pass"], env)[0])
-                times["stdlib"].append(run(show, env)[0])
-                times["sqlalchemy"].append(run(show, old)[0])
-            fast, slow, start = (statistics.median(times[k]) for k in ("stdlib", "sqlalchemy", "start"))
-            print(f"radar show {ref}: stdlib sqlite3 {fast:.3f} s | SQLAlchemy path {slow:.3f} s "
-                  f"({slow / fast:.1f}x) | python start {start:.3f} s  (medians of {opts.runs}; "
-                  f"stdlib runs {', '.join(f'{t:.3f}' for t in times['stdlib'])})")
+                times["start"].append(timed([sys.executable, "-c", "pass"], env))
+                times["version"].append(timed([*radar_cmd(), "--version"], env))
+                times["stdlib"].append(timed(show, env))
+                times["sqlalchemy"].append(timed(show, old))
+            (fast, slow, start, version), (fast_cpu, _, _, version_cpu) = (
+                [statistics.median(t[i] for t in times[k]) for k in ("stdlib", "sqlalchemy", "start", "version")]
+                for i in (0, 1))
+            print(f"radar show {ref}: {fast:.3f} s against radar --version {version:.3f} s: "
+                  f"{fast / version:.2f}x wall, {fast_cpu / version_cpu:.2f}x CPU ({fast_cpu:.3f} s against "
+                  f"{version_cpu:.3f} s; goal ≤ 2.5x) | SQLAlchemy path {slow:.3f} s ({slow / fast:.1f}x) | "
+                  f"python start {start:.3f} s  (medians of {opts.runs}; show runs "
+                  f"{', '.join(f'{t[0]:.3f}' for t in times['stdlib'])}; load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

@@ -121,8 +121,9 @@ def full_store(tmp_path_factory) -> tuple[Path, str]:
         mp.setenv("RADAR_HOME", str(home))
         mp.delenv("RADAR_DB_URL", raising=False)
         runner = CliRunner()
+        # every page in one import-page (one store opened, not one per page)
         for args in (["import-jsonl", *sorted(str(p) for p in (SHARED / "git").glob("*.jsonl.gz"))],
-                     *(["import-page", str(page)] for page in sorted((SHARED / "pages").rglob("*.txt"))),
+                     ["import-page", *(str(page) for page in sorted((SHARED / "pages").rglob("*.txt")))],
                      ["analyze"]):
             result = runner.invoke(main, ["--db", url, *args])
             assert result.exit_code == 0, result.output

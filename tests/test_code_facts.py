@@ -304,7 +304,7 @@ def test_code_facts_round_trip_through_the_store(make_repo):
     assert "0 new, 0 updated, 2 unchanged" in done.output
     out = runner.invoke(main, ["export", "--format", "json"])
     assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+    data = json.loads(out.stdout)
     items = {i["number"]: i for i in (data["items"] if isinstance(data, dict) else data)}
     assert items[2]["code"]["defaults"] == [{"name": "use_overlap", "value": "True", "previous": "False",
                                              "file": "acme/cfg.py"}]

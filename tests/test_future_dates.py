@@ -64,7 +64,7 @@ def test_a_record_dated_later_than_now_is_kept_and_flagged_with_file_and_line(im
     for line, year in ((5, "2026-07-03"), (6, "2099-06-01"), (7, "2199-01-01")):
         assert f"h.jsonl:{line} ({year}" in notes[0]
     assert "h.jsonl:4" not in notes[0]  # within the skew: now
-    exported = json.loads(run(["export"]).output)
+    exported = json.loads(run(["export"]).stdout)
     assert len(exported) == 6  # kept
 
 

@@ -138,8 +138,7 @@ def real_store(tmp_path_factory) -> str:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(tmp_path_factory.mktemp("real-home")))
         cli("--db", url, "import-jsonl", *(str(SHARED / "git" / f"{n}.jsonl.gz") for n in names))
-        for page in sorted((SHARED / "pages").rglob("*.txt")):
-            cli("--db", url, "import-page", str(page))
+        cli("--db", url, "import-page", *(str(page) for page in sorted((SHARED / "pages").rglob("*.txt"))))
         cli("--db", url, "analyze")
     return url
 
@@ -163,6 +162,52 @@ def test_show_on_a_ready_store_never_imports_sqlalchemy_and_prints_the_same(samp
     assert err == "error: nobody/nothing#1 is not in the store (import its repository first)"
     code, _, err, imported = probe("--db", sample_store, "show", "acme/infer#x")
     assert code == 1 and "invalid item reference" in err and not imported
+
+
+# `radar ARGS` in a fresh interpreter that says, on its last stderr line, the modules it imported, the rule files
+# it read and whether it compiled the claim rules (JSON)
+COUNT = """
+import json, sys
+import infra_radar.config as config
+from infra_radar.analyse import claim_rules
+read, compiled = [], []
+real_read, real_compile = config.load_rules_in, claim_rules.compile_claim_rules
+config.load_rules_in = lambda name, d: read.append(name) or real_read(name, d)
+claim_rules.compile_claim_rules = lambda data: compiled.append(1) or real_compile(data)
+from infra_radar.cli import main
+try:
+    main(sys.argv[1:], prog_name="radar")
+finally:
+    mods = sorted(m for m in sys.modules if m.startswith("infra_radar."))
+    print(json.dumps({"modules": mods, "read": read, "claims": len(compiled)}), file=sys.stderr)
+"""
+
+# what a card never needs: the daily's and the weekly's renderers, the judge and the calibration (no labels),
+# the model client, the site, the evaluation and the analysis rules (the store is analysed)
+NOT_FOR_A_CARD = ("infra_radar.render.daily", "infra_radar.render.weekly", "infra_radar.render.weekly_story",
+                  "infra_radar.render.clusters", "infra_radar.render.recheck", "infra_radar.analyse.judge",
+                  "infra_radar.analyse.learn", "infra_radar.analyse.stories", "infra_radar.llm.client",
+                  "infra_radar.llm.stage", "infra_radar.publish.site", "infra_radar.evaluate.score",
+                  "infra_radar.analyse.rules")
+
+
+@sqlite_only
+def test_a_card_imports_and_compiles_only_what_it_shows(sample_store):
+    """Counted, not timed: `radar show` on a ready store imports none of the modules a card does not use, reads
+    no rule file twice but the two the readiness check also reads, and compiles no claim rule (it extracts no
+    figures: the flat-phrase test compiles its one pattern)."""
+    import json as json_
+
+    for args in (["show", "acme/infer-npu#814"], ["show", "--lang", "en", "acme/infer#1849"]):
+        run = subprocess.run([sys.executable, "-c", COUNT, "--db", sample_store, *args], capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0 and run.stdout.strip(), run.stderr
+        seen = json_.loads(run.stderr.splitlines()[-1])
+        assert not [m for m in NOT_FOR_A_CARD if m in seen["modules"]], seen["modules"]
+        assert seen["claims"] == 0
+        twice = sorted({name for name in seen["read"] if seen["read"].count(name) > 1})
+        assert twice in ([], ["links"]), seen["read"]  # links: the relation scan's version, then the card's links
+        assert not {"kinds", "topics", "priority", "bots"} & set(seen["read"])  # the analysis' rules: none
 
 
 def test_a_missing_store_or_one_at_a_directory_is_the_sqlalchemy_paths_one_line(tmp_path):

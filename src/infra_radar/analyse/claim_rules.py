@@ -186,6 +186,14 @@ def default_claim_rules() -> ClaimRules:
     return compile_claim_rules(rule_data("claims"))
 
 
+@rules_cache
+def flat_phrases_re() -> re.Pattern[str] | None:
+    """claims.toml [meaning] flat_phrases alone ("almost identical"), compiled without the other claim rules (a
+    card asks whether its figure is called unchanged; it extracts no claims)."""
+    phrases = rule_data("claims").get("meaning", {}).get("flat_phrases")
+    return _wre(phrases) if phrases else None
+
+
 _LABEL_STOP = {"from", "to", "is", "was", "are", "were", "goes", "went", "reduced", "reduces", "dropped",
                "drops", "decreased", "increased", "improved", "improves", "changed", "the", "of", "and",
                "by", "in", "on", "at", "result", "results", "e.g", "eg", "i.e", "ie", "about", "approx",

@@ -188,14 +188,20 @@ def _asserted_hits(e: PortingEntry, body: str, own: tuple[str, ...]) -> list[str
 
 
 @rules_cache
+def _profiles() -> dict[str, Any]:
+    """grades.toml [profiles], read once for the names and the topics."""
+    return rule_data("grades").get("profiles", {})
+
+
+@rules_cache
 def _profile_names() -> dict[str, Text]:
-    return {k: v.get("name", {"en": k}) for k, v in rule_data("grades").get("profiles", {}).items()}
+    return {k: v.get("name", {"en": k}) for k, v in _profiles().items()}
 
 
 @rules_cache
 def profile_topics() -> dict[str, str]:
     """The topic of each target profile (grades.toml [profiles.*] topic): "ascend" -> "npu", "rocm" -> "rocm"."""
-    return {k: v["topic"] for k, v in rule_data("grades").get("profiles", {}).items() if v.get("topic")}
+    return {k: v["topic"] for k, v in _profiles().items() if v.get("topic")}
 
 
 def target_name(profile: str, lang: str) -> str:

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..models import PerfClaim, Text
-from .claims import claim_meaning, default_claim_rules, format_number
+from .claim_rules import flat_phrases_re
+from .claims import claim_meaning, format_number
 from .matching import words
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -66,7 +67,7 @@ def no_gain(claims: Sequence[PerfClaim], text: str = "", big: float = 1.2) -> bo
 
 def calls_flat(text: str) -> bool:
     """Whether an author calls the measured result unchanged ("almost identical": claims.toml flat_phrases)."""
-    flat = default_claim_rules().flat_re
+    flat = flat_phrases_re()
     return bool(flat is not None and text and flat.search(text[:20000]))
 
 

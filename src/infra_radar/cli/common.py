@@ -161,20 +161,26 @@ def _err(message: str) -> None:
     click.echo(f"error: {message}", err=True)
 
 
+PROGRESS_EVERY = 5.0  # seconds between progress lines off a terminal
+
+
 @contextmanager
-def _progress(label: str, total: int | None = None, unit: str = "item"):
+def _progress(label: str, total: int | None = None, unit: str = "item", quiet_start: bool = False):
     """Progress on stderr; yields an advance(n) callback (with .total(n) once the length is known). On a terminal
-    a rich bar (with its total when known); elsewhere (cron, CI, a pipe) a line per stage: one when its total is
-    known (or its first step is made), one when it ends, as `label: ...`."""
+    a rich bar (with its total when known); elsewhere (cron, CI, a pipe) lines as `label: ...`: one when its
+    total is known (or its first step is made), one every PROGRESS_EVERY seconds with what is done of the total,
+    one when it ends. With `quiet_start` (a command whose stdout is its output), a stage shorter than
+    PROGRESS_EVERY says nothing at all."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        lines = _Lines(label, unit, total)
+        lines = _Lines(label, unit, total, quiet_start=quiet_start)
         yield _Ticker(lines.advance, lines.set_total)
         lines.end()
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
@@ -183,33 +189,43 @@ def _progress(label: str, total: int | None = None, unit: str = "item"):
 
 class _Lines:
     """A stage's progress as lines (not on a terminal): one when its first step is done (with its total when
-    known), one when it ends; a stage whose first step is its last says only the end, and a stage that fails
-    before its first step says nothing (its error stays the one line)."""
+    known), one every `every` seconds while it runs (done, of the total when known), one when it ends; a stage
+    whose first step is its last says only the end, and a stage that fails before its first step says nothing
+    (its error stays the one line). With `quiet_start`, the first line waits until `every` seconds have passed,
+    and a stage that said nothing ends silently. `clock` is time.monotonic (a test passes its own)."""
 
-    def __init__(self, label: str, unit: str, total: int | None) -> None:
+    def __init__(self, label: str, unit: str, total: int | None, clock: Callable[[], float] | None = None,
+                 every: float = PROGRESS_EVERY, quiet_start: bool = False) -> None:
         import time
 
         self.label, self.unit, self.total, self.done, self.said = label, unit, total, 0, False
-        self.start = time.monotonic()
+        self.clock, self.every, self.quiet_start = clock or time.monotonic, every, quiet_start
+        self.start = self.last = self.clock()
 
     def _say(self, text: str) -> None:
         click.echo(f"{self.label}: {text}", err=True)
         self.said = True
+        self.last = self.clock()
+
+    def _so_far(self) -> str:
+        of = f" of {self.total:,}" if self.total else ""
+        return f"{self.done:,}{of} {self.unit}(s) done"
 
     def set_total(self, n: int) -> None:
         self.total = n
 
     def advance(self, n: int) -> None:
         self.done += n
-        if not self.said and not (self.total and self.done >= self.total):
+        finished = bool(self.total and self.done >= self.total)
+        if not self.said and not self.quiet_start and not finished:
             self._say(f"{self.total:,} {self.unit}(s) to do" if self.total else "started")
+        elif not finished and self.clock() - self.last >= self.every:
+            self._say(self._so_far())
 
     def end(self) -> None:
-        import time
-
-        if self.done:
+        if self.done and (self.said or not self.quiet_start):
             of = f" of {self.total:,}" if self.total and self.total != self.done else ""
-            self._say(f"{self.done:,}{of} {self.unit}(s) done in {time.monotonic() - self.start:.1f}s")
+            self._say(f"{self.done:,}{of} {self.unit}(s) done in {self.clock() - self.start:.1f}s")
 
 
 @dataclass(frozen=True, slots=True)

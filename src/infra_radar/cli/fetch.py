@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from .common import Context, Seconds, _err, pass_ctx
+from .common import Context, Seconds, _err, _Lines, pass_ctx
 
 
 def _countdown(seconds: float, reason: str) -> None:
@@ -56,8 +56,11 @@ def fetch(obj: Context, repos: tuple[str, ...], since: str | None, max_wait: flo
     with open_client(max_wait, _countdown) as client:
         if client.anonymous:
             click.echo(f"note: {ANONYMOUS_NOTE}", err=True)
+        # lines, never a bar (a rate-limit wait shows its own): one at the first page, one every few seconds
+        pages = _Lines("fetching", "page", None)
         result = run_fetch(settings, engine, client, list(repos) or None, parse_when(since) if since else None,
-                           diffs=diffs)
+                           on_page=lambda _done: pages.advance(1), diffs=diffs)
+        pages.end()
     for r in result.repos:
         s = r.stats
         click.echo(f"{r.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged (github)")

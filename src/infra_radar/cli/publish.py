@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .common import NO_RECORD, Context, pass_ctx
+from .common import NO_RECORD, Context, _Lines, pass_ctx
 
 SITE_URL_ENV = "RADAR_SITE_URL"
 # `radar serve`'s port: not 8000, where `mkdocs serve` (the docs) and vLLM (a model server) listen by default
@@ -62,6 +62,7 @@ def _site_progress():
     with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as bar:
         class Shown(SiteProgress):
             task = None
+            lines = None  # off a terminal: a line every few seconds with the stage's pages done
 
             def stage(self, label: str, total: int | None = None) -> None:
                 if self.task is not None:
@@ -69,9 +70,12 @@ def _site_progress():
                 self.task = bar.add_task(label, total=total)
                 if not console.is_terminal:
                     self.say(label if total is None else f"{label}: {total} to do")
+                    self.lines = _Lines(f"site: {label}", "page", total, quiet_start=True)
 
             def advance(self, n: int = 1) -> None:
                 bar.advance(self.task, n)
+                if self.lines is not None:
+                    self.lines.advance(n)
 
             def say(self, line: str) -> None:
                 console.print(f"site: {line}", markup=False, highlight=False, soft_wrap=True)

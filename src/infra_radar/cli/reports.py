@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -159,8 +158,8 @@ def show(obj: Context, ref: str, as_json: bool, evidence: bool, lang: str | None
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["json"]), default="json", show_default=True,
-              help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "csv"]), default="json", show_default=True,
+              help="json: one array; jsonl: one object a line; csv: a row an item, the table's columns.")
 @click.option("--repo", help="Only this repository.")
 @click.option("--since", help="Window start, inclusive (date or ISO time).")
 @click.option("--until", help="Window end, exclusive.")
@@ -168,17 +167,24 @@ def show(obj: Context, ref: str, as_json: bool, evidence: bool, lang: str | None
               help="Only items in this state.")
 @pass_ctx
 def export(obj: Context, fmt: str, repo: str | None, since: str | None, until: str | None, state: str) -> None:
-    """Print analysed items as a JSON array (the export contract)."""
+    """Print analysed items as a JSON array (the export contract), JSON Lines or CSV, streamed from the store
+    (progress on stderr)."""
+    import sys
     from datetime import UTC, datetime
 
-    from ..pipeline.reports import export as run_export
+    from ..pipeline.export import WRITERS, export_objects
+    from ..pipeline.reports import report_repos
     from ..windows import make_window, parse_when
 
     window = None if not since and not until else make_window(
         parse_when(since) if since else datetime(1970, 1, 1, tzinfo=UTC),
         parse_when(until) if until else datetime(2200, 1, 1, tzinfo=UTC))  # no window: every item
-    data = run_export(obj.settings(), obj.engine(), window, repo, state)
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    settings, engine = obj.settings(), obj.engine()
+    names = report_repos(settings, engine, [repo]) if repo else None  # an unknown one: one error line, no output
+    with _progress("exporting", quiet_start=True) as tick:
+        objects = export_objects(settings, engine, window, names, state, total=tick.total)
+        WRITERS[fmt](objects, sys.stdout, tick)
+        sys.stdout.flush()
 
 
 @click.command()

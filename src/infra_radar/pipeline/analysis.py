@@ -57,6 +57,7 @@ class _State:
 
 
 _STATE: _State | None = None
+_READER = None  # a forked worker's read-only stdlib sqlite3 view of a SQLite store (no SQLAlchemy per batch)
 
 
 def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]:
@@ -65,7 +66,7 @@ def _analyse_batch(ids: list[int]) -> tuple[list[tuple[int, str, object]], list]
 
     state = _STATE
     assert state is not None
-    batch = queries.items_by_id(state.engine, ids)
+    batch = queries.items_by_id(_READER or state.engine, ids)
     # scanned before analysing: the scan sees the stored values, as update_relations reads them
     scans = [state.scan.of_item(item, digest) for item, digest in batch
              if state.to_scan is None or item.id in state.to_scan]
@@ -231,6 +232,23 @@ def _worker_start(parent: int, nice: int) -> None:
             os.nice(nice)
         except OSError:
             pass
+    _open_reader()
+
+
+def _open_reader() -> None:
+    """In a worker, on a SQLite store: read the batches through a read-only stdlib sqlite3 connection (each
+    read sees what the writer committed before it handed the ids over); else through the engine."""
+    import sqlite3
+
+    from ..store.reader import open_sqlite
+
+    global _READER
+    url = _STATE.engine.url if _STATE is not None else None
+    path = url.database if url is not None and url.get_backend_name() == "sqlite" else None
+    try:
+        _READER = open_sqlite(path) if path and path != ":memory:" and not url.query else None
+    except sqlite3.Error:
+        _READER = None
 
 
 @contextmanager

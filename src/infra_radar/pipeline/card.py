@@ -25,7 +25,7 @@ from ..store import queries
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from ..render.context import CardInput
+    from ..render.inputs import CardInput
     from ..store.reader import Reader
 
 FORCE_SQLALCHEMY = "RADAR_SHOW_SQLALCHEMY"  # "1": `radar show` always takes the SQLAlchemy path
@@ -33,7 +33,7 @@ FORCE_SQLALCHEMY = "RADAR_SHOW_SQLALCHEMY"  # "1": `radar show` always takes the
 
 def read_card(settings: Settings, db: Engine | Reader, repo: str, number: int) -> CardInput:
     """Everything the card of repo#number shows, from a store that needs no analysis."""
-    from ..render.context import CardInput
+    from ..render.inputs import CardInput
     from ..store.ledger import adapted_in
     from .judgment import judge
     from .relations import upstream_stub
@@ -61,7 +61,7 @@ def card_of(settings: Settings, db: Engine | Reader, found, cache: dict, referen
     """One stored item with every relation its card and export object show (`cache`: shared by a batch): of
     each kind the `max_per_kind` nearest (links.toml [related]), with the count of the rest."""
     from ..analyse.related import cap_links
-    from ..render.context import CardInput
+    from ..render.inputs import CardInput
     from .relations import related_of
 
     item = found.item

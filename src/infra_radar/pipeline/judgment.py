@@ -14,16 +14,17 @@ of the process) when the store holds an older one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..analyse.judge import Judge, tables_of
-from ..analyse.learn import Calibration, Example, digest, fit, limits_of
 from ..config import Settings, load_rule_file
 from ..models import AnalysedItem
 from ..store import labels as stored
 
-__all__ = ["calibration", "examples", "judge", "judging_tables", "keyed_examples", "refit", "store_examples"]
+if TYPE_CHECKING:  # the judge and the calibration are imported where labels exist (a card of a store without any
+    from ..analyse.learn import Calibration, Example  # never loads them)
+
+__all__ = ["calibration", "examples", "judge", "judging", "judging_tables", "keyed_examples", "refit", "store_examples"]
 
 _FITTED: dict[str, tuple[Calibration, dict[str, Any]]] = {}  # digest -> (calibration, tables), for the process
 _KEEP = 4  # digests kept (a long-running `radar serve` sees the labels change)
@@ -33,22 +34,35 @@ def judge(settings: Settings, store, found: Sequence[AnalysedItem]) -> Sequence[
     """`found` with the team's labels and the calibration laid over their analyses (in place); returned."""
     if not found:
         return found
+    return judging(settings, store)(found)
+
+
+def judging(settings: Settings, store) -> Callable[[Sequence[AnalysedItem]], Sequence[AnalysedItem]]:
+    """`judge` for many batches of one store: the labels and the calibration read once, laid over each batch
+    given to the returned function (in place; the batch returned)."""
     team = stored.all_labels(store)
     if not team:
-        return found
+        return lambda found: found
+    from ..analyse.judge import Judge
+
     model, tables = _calibration(settings, store, team)
     judge_ = Judge(tables, settings.focus_weights, settings.focus)
     by_key = {label.key: label for label in team}
-    for ai in found:
-        item = ai.item
-        label = by_key.get((item.repo.lower(), item.number)) if item.kind in ("pr", "issue") else None
-        judge_.overlay(ai.analysis, label.shown() if label is not None else None, model)
-    return found
+
+    def overlay(found: Sequence[AnalysedItem]) -> Sequence[AnalysedItem]:
+        for ai in found:
+            item = ai.item
+            label = by_key.get((item.repo.lower(), item.number)) if item.kind in ("pr", "issue") else None
+            judge_.overlay(ai.analysis, label.shown() if label is not None else None, model)
+        return found
+    return overlay
 
 
 def _digest(store, team: list[stored.TeamLabel]) -> tuple[str, dict[str, dict[str, Any]]]:
     """(digest, windows) of what the calibration is fitted on: every label and window, and the version and
     content of the labelled items' analyses (read without the analyses themselves)."""
+    from ..analyse.learn import digest
+
     windows = stored.label_windows(store)
     key = digest([
         [(lab.repo.lower(), lab.number, lab.priority, lab.grade) for lab in team],
@@ -63,6 +77,8 @@ def keyed_examples(store, team: list[stored.TeamLabel],
                    windows: dict[str, dict[str, Any]]) -> dict[str, Example]:
     """The labelled items as examples, and the merged PRs of each labelled window the team did not list, by
     `owner/name#n` (lower-case)."""
+    from ..analyse.learn import Example
+
     by_key = {label.key: label for label in team}
     out: dict[str, Example] = {}
     for repo, number, data in stored.labelled_analyses(store):
@@ -98,6 +114,8 @@ def judging_tables(settings: Settings) -> dict[str, Any]:
 
 
 def _tables(settings: Settings) -> dict[str, Any]:
+    from ..analyse.judge import tables_of
+
     return tables_of(load_rule_file("priority", settings), load_rule_file("grades", settings))
 
 
@@ -108,6 +126,8 @@ def _usable(data: Any) -> bool:
 def _calibration(settings: Settings, store, team: list[stored.TeamLabel]) -> tuple[Calibration, dict[str, Any]]:
     """(calibration, judging tables) of the store's labels: cached in this process, else stored under the current
     digest, else fitted here."""
+    from ..analyse.learn import Calibration, fit, limits_of
+
     key, windows = _digest(store, team)
     if key not in _FITTED:
         while len(_FITTED) >= _KEEP:

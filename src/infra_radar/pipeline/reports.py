@@ -206,26 +206,10 @@ def weekly(settings: Settings, engine: Engine, repo: str, window: Window, out_di
 
 def export(settings: Settings, engine: Engine, window: Window | None, repo: str | None = None,
            state: str = "all") -> list[dict]:
-    """The export contract: one JSON object per analysed item in the window, with the same links as its card
-    (references, items referencing it, duplicates, chain parts, same-mechanism items, adaptations)."""
-    from ..render.markdown import card_json
-    from .card import card_of
-    from .relations import batch_cache
+    """The export contract as one list: one JSON object per analysed item in the window, with the same links as
+    its card (references, items referencing it, duplicates, chain parts, same-mechanism items, adaptations).
+    `radar export` streams the same objects (pipeline/export.py)."""
+    from .export import export_objects
 
     names = _check_repos(engine, [repo], settings) if repo else None
-    analyze(settings, engine)
-    from .judgment import judge
-
-    found = judge(settings, engine, queries.analysed_in_window(engine, window, names, state=state))
-    cache = batch_cache(engine)
-    back = queries.referenced_by_many(engine, [(a.item.repo, a.item.number) for a in found if a.item.number])
-    objects = [card_json(card_of(settings, engine, a, cache,
-                                 back.get((a.item.repo.lower(), a.item.number), []) if a.item.number else []))
-               for a in found]
-    from ..llm.shown import model_evidence
-
-    # a configured model's cached sentences, each with the records it cites (`source: model`); nothing is sent
-    model = model_evidence(settings, engine, [a for a in found if a.item.number is not None], settings.lang)
-    for a, obj in zip(found, objects, strict=True):
-        obj["evidence"] = [*obj["evidence"], *model.get(a.item.ref, [])]
-    return objects
+    return list(export_objects(settings, engine, window, names, state))

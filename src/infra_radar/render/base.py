@@ -10,6 +10,7 @@ import os
 import tomllib
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,17 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+@lru_cache(maxsize=1)
+def _packaged_strings() -> dict[str, Any]:
+    """The packaged i18n.toml, parsed once a process (a card reads its strings twice; nothing changes them)."""
+    return tomllib.loads((resources.files("infra_radar") / "defaults" / "i18n.toml").read_text(encoding="utf-8"))
+
+
 def load_strings(lang: str, template_dir: Path | None = None) -> dict[str, Any]:
     """The fixed strings of language `lang`, with a template directory's i18n.toml merged over them."""
     if lang not in LANGS:
         raise ConfigError(f"report language must be one of {', '.join(LANGS)}, not {lang!r}")
-    text = (resources.files("infra_radar") / "defaults" / "i18n.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = _packaged_strings()
     user = template_dir / "i18n.toml" if template_dir else None
     if user is not None and os.path.lexists(user):
         from ..safe_read import RULES_BYTES, read_toml

@@ -50,16 +50,30 @@ def _phrase_re(phrase: str) -> str:
 
 
 @rules_cache
-def _risk_patterns() -> dict[str, tuple[Any, ...]]:
-    """Per word risk: (title pattern, description pattern, not-this pattern) from risks.toml."""
-    data = rule_data("risks")
-    out = {}
-    for rid, entry in data.get("words", {}).items():
+def _risk_words() -> dict[str, dict[str, Any]]:
+    """risks.toml [words]: each word risk's title, body and not-this phrases."""
+    return dict(rule_data("risks").get("words", {}))
+
+
+@rules_cache
+def _compiled_risks() -> dict[str, tuple[Any, ...] | None]:
+    """The word risks compiled so far (a memo, emptied when the rules change)."""
+    return {}
+
+
+def _risk_patterns(rid: str) -> tuple[Any, ...] | None:
+    """(title pattern, description pattern, not-this pattern, extra, not-this-unless pattern) of word risk `rid`,
+    compiled the first time an item carries it (a card compiles its own labels' only); None for an engine check."""
+    memo = _compiled_risks()
+    if rid not in memo:
+        entry = _risk_words().get(rid)
+
         def comp(words: list[str]) -> re.Pattern[str] | None:
             return re.compile("|".join(_phrase_re(w) for w in words), re.I) if words else None
-        out[rid] = (comp(entry.get("title", [])), comp(entry.get("body", [])), comp(entry.get("not_this", [])),
-                    entry.get("extra"), comp(entry.get("not_this_unless", [])))
-    return out
+        memo[rid] = None if entry is None else (
+            comp(entry.get("title", [])), comp(entry.get("body", [])), comp(entry.get("not_this", [])),
+            entry.get("extra"), comp(entry.get("not_this_unless", [])))
+    return memo[rid]
 
 
 def risk_evidence(ai: AnalysedItem, rid: str, t: dict[str, Any] | None = None) -> Evidence | None:
@@ -78,7 +92,7 @@ def risk_evidence(ai: AnalysedItem, rid: str, t: dict[str, Any] | None = None) -
         return Evidence(statement, src, "files", f"{len(item.files)} files, {lines} lines: {', '.join(paths)}", rule)
     if rid == "draft":
         return Evidence(statement, src, "state", "draft" if item.draft else item.title, rule)
-    patterns = _risk_patterns().get(rid)
+    patterns = _risk_patterns(rid)
     if patterns is None:  # an engine check (platform paths, external references): the analysis' own flags
         flags = [f for f in ai.analysis.features if rid in f or f.startswith("risk:")]
         return Evidence(statement, src, "analysis", ", ".join(flags) or rid, rule)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import (
     ChoiceLoader,
@@ -22,21 +22,16 @@ from jinja2 import (
 )
 
 from ..models import PerfClaim
-from .context import (
-    CardInput,
-    DailyInput,
-    WeeklyInput,
-    card_context,
-    daily_context,
-    iso,
-    link_url,
-    load_strings,
-    pick,
-    weekly_context,
-)
+
+# the card's own modules only: `radar show` never imports the daily's and the weekly's (read where they render)
+from .base import iso, link_url, load_strings, pick
+from .card import card_context
 from .escape import Md, cell, code, fill, join, link, plain
 from .escape import text as inline
 from .template_cache import bytecode_cache, fingerprint
+
+if TYPE_CHECKING:
+    from .inputs import CardInput, DailyInput, WeeklyInput
 
 __all__ = ["card_json", "render_card", "render_daily", "render_weekly"]
 
@@ -92,6 +87,8 @@ def _render(name: str, ctx: dict[str, Any], t: dict[str, Any], template_dir: Pat
 def render_daily(inp: DailyInput, lang: str, *, template_dir: Path | None = None,
                  focus_weights: dict[str, float] | None = None) -> str:
     """The daily radar in `lang` (zh or en): scope, P0/P1, deep dives, recheck, short table, checks, links."""
+    from .daily import daily_context
+
     t = load_strings(lang, template_dir)
     return _render("daily.md.j2", daily_context(inp, t, focus_weights), t, template_dir)
 
@@ -99,6 +96,8 @@ def render_daily(inp: DailyInput, lang: str, *, template_dir: Path | None = None
 def render_weekly(inp: WeeklyInput, lang: str, *, template_dir: Path | None = None,
                   focus_weights: dict[str, float] | None = None) -> str:
     """The weekly report of one repository in `lang`."""
+    from .weekly import weekly_context
+
     t = load_strings(lang, template_dir)
     return _render("weekly.md.j2", weekly_context(inp, t, focus_weights), t, template_dir)
 

@@ -158,13 +158,9 @@ def _analysed(db: Reader, sql: str, params: dict[str, Any]) -> list[AnalysedItem
     return [AnalysedItem(item, data_analysis(db.json(rest[0]))) for item, _, rest in _items(db, sql, params)]
 
 
-def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
-                       state: str = "all", kinds: list[str] | None = None, opened: bool = False,
-                       first_day: bool = True) -> list[AnalysedItem]:
-    """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
-    window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
-    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches), the window's first
-    day only with `first_day` (no earlier window held its start)."""
+def _window_where(window: Window | None, repos_filter: list[str] | None, state: str, kinds: list[str] | None,
+                  opened: bool) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause (with its leading keyword, or empty) and parameters of `analysed_in_window`."""
     where, params = [], {}
     if window is not None and opened:
         # touched: merged, closed or last updated in the window, opened in it, or commented on in it (a saved page
@@ -186,15 +182,51 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     if kinds:
         where.append("items.kind IN :kinds")
         params["kinds"] = list(kinds)
-    with reading(store) as db:
-        found = _analysed(db, _ANALYSED + ("WHERE " + " AND ".join(where) if where else ""), params)
-    if window is not None and opened:
-        found = [a for a in found if touched(a.item, window, first_day)]
+    return ("WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _order(when: datetime | None, repo: str, kind: str, key: str) -> tuple:
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
-    found.sort(key=lambda a: (a.item.when is None, a.item.when or _EPOCH, a.item.repo, a.item.kind, a.item.key))
+    return (when is None, when or _EPOCH, repo, kind, key)
+
+
+def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
+                       state: str = "all", kinds: list[str] | None = None, opened: bool = False,
+                       first_day: bool = True) -> list[AnalysedItem]:
+    """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
+    window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
+    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches), the window's first
+    day only with `first_day` (no earlier window held its start)."""
+    where, params = _window_where(window, repos_filter, state, kinds, opened)
+    with reading(store) as db:
+        found = _analysed(db, _ANALYSED + where, params)
+    if window is not None and opened:
+        found = [a for a in found if touched(a.item, window, first_day)]
+    found.sort(key=lambda a: _order(a.item.when, a.item.repo, a.item.kind, a.item.key))
     return found
+
+
+def analysed_ids_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
+                           state: str = "all") -> list[int]:
+    """The ids of the items `analysed_in_window(store, window, repos_filter, state)` gives, in its order, read
+    without the items themselves (a streamed export reads them a page at a time: `analysed_by_ids`)."""
+    where, params = _window_where(window, repos_filter, state, None, False)
+    with reading(store) as db:
+        rows = db.rows('SELECT items.id, items.when_at, repos.name, items.kind, items."key" FROM items '
+                       "JOIN repos ON repos.id = items.repo_id JOIN analyses ON analyses.item_id = items.id "
+                       + where, params)
+        keyed = [(_order(db.time(when), repo, kind, key), id_) for id_, when, repo, kind, key in rows]
+    keyed.sort()
+    return [id_ for _, id_ in keyed]
+
+
+def analysed_by_ids(store, ids: list[int]) -> list[AnalysedItem]:
+    """The analysed items of these ids (at most 900: one IN list), in the order of `ids`."""
+    with reading(store) as db:
+        found = {a.item.id: a for a in _analysed(db, _ANALYSED + "WHERE items.id IN :ids", {"ids": list(ids)})}
+    return [found[id_] for id_ in ids if id_ in found]
 
 
 def touched(item: Item, window: Window, first_day: bool = True) -> bool:
