@@ -23,7 +23,9 @@ from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules
 from .metrics import metric_name
-from .saying import say
+from .saying import say, say_zh_or_none
+from .titles import title_head
+from .zh_words import spliced
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
@@ -242,6 +244,14 @@ def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods
     actions, chinese = read_as if read_as is not None else title_actions(ai)
     if chinese:
         clause = Md(text(chinese))
+    elif lang == "zh" and actions:
+        # every object of the title survives: a Chinese clause keeps its phrases whole (a shorter sentence
+        # drops modifiers, a second action, names, never a phrase's words); a clause the rules cannot build
+        # in Chinese is not built, the title is given as a title
+        whole = say_zh_or_none(actions, mods, count)
+        if whole is None:
+            return titled(ai)
+        clause = whole
     else:
         clause = say(actions, lang, most, mods, count) if actions else Md("")
     if not clause:
@@ -257,6 +267,17 @@ def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods
     if frame:
         clause = Md(frame[lang].replace("{x}", clause))
     return Md(tidy(clause) if lang == "zh" else clause)
+
+
+class Titled(Md):
+    """The item's English title given as a title, where the rules cannot say it as a Chinese clause."""
+
+
+def titled(ai: AnalysedItem) -> Titled:
+    """The item's title, its tags and conventional prefix dropped, as a title (never inside a Chinese clause)."""
+    from .mechanism import clean_title
+
+    return Titled(text(clean_title(ai.item.title)[0] or ai.item.title.strip()))
 
 
 def _models_and_hardware(ai: AnalysedItem) -> list[str]:
@@ -396,11 +417,15 @@ def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
-                     target: str = "ascend", compact: bool = False) -> tuple[list[Md], list[Md]]:
+                     target: str = "ascend", compact: bool = False,
+                     title_shown: bool = False) -> tuple[list[Md], list[Md]]:
     """The conclusion's parts: ([what changes], [the figure if any, the consequence]). Model prose may say
     the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence);
     `compact`: a short note held to `compact_width` (the short table lists every P1 item, one compact line each).
-    The richest variant that fits the width (and, in zh, keeps Chinese the main language) is taken."""
+    The richest variant that fits the width (and, in zh, keeps Chinese the main language and carries no
+    English grammar word, adjective or participle outside the title) is taken. Where the title cannot be said
+    in Chinese it is given as a title (`Titled`); `title_shown`: the row shows the whole title beside the
+    conclusion, which then opens with the kind of change and the item's own names instead."""
     from .explain import code_module
 
     lang = t["lang"]
@@ -421,6 +446,9 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     for v in _variants(short):
         what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
                      lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
+        title = str(what) if isinstance(what, Titled) else ""
+        if title and title_shown and title_head(ai.item.title) == plain(what):
+            what, title = Md(text(name(t, "kinds", ai.analysis.item_kind))), ""
         ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
         what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
         figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
@@ -430,7 +458,8 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
         last = ([what], rest)
         sentence = join_sentence(last, t)
         wide = width(sentence)
-        if wide <= wider and (lang != "zh" or chinese_main(sentence, 1.2)):
+        said_zh = sentence.replace(title, " ", 1) if title else sentence  # the title is the author's, as written
+        if wide <= wider and (lang != "zh" or (chinese_main(said_zh, 1.0) and not spliced(said_zh))):
             own = beyond_title(sentence, ai.item.title)
             if own >= 3 and wide <= limit:
                 return last
