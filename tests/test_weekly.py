@@ -321,3 +321,25 @@ def test_trend_lines_say_what_the_counts_mean() -> None:
     assert "about last week's (20%)" in same, same
     alone = str(quality_line(Found(core=4, core_untested=1), Found(), zh, False))
     assert alone.endswith("其中 1 个没有测试改动"), alone  # 25%, no week before: nothing to read into it
+
+
+@pytest.mark.parametrize("repo,week", SHAPED)
+def test_every_key_pr_has_its_line_and_the_summary_says_what_the_week_was_for_the_target(reports, repo, week):
+    """The headline's key PRs are the ones the key-PR list shows, one line each (a backport named in its
+    original's line counts with it): none is left as "另有 N 个重点 PR". The summary says how much of the week
+    was work for the target (verl's week 27: about half its merges) and what grew."""
+    for lang, key, more in (("zh", r"重点 PR：(\d+)", "另有"), ("en", r"key PRs: (\d+)", "more key PRs")):
+        text = reports[(repo, week, lang)]
+        quick = _section(text, "重点 PR 速览" if lang == "zh" else "Key PRs")
+        lines = re.findall(r"^\d+\. \[#\d+\].*$", quick, re.M)
+        folded = sum(len(re.findall(r"#\d+", x.split("另见" if lang == "zh" else "also in ", 1)[1].split("；")[0]
+                                    .split(";")[0])) for x in lines if ("另见" if lang == "zh" else "also in ") in x)
+        assert int(re.search(key, text)[1]) == len(lines) + folded, (len(lines), folded, quick)
+        assert more not in quick, quick
+        summary = _section(text, "执行摘要" if lang == "zh" else "Executive summary").split("\n- ", 1)[0]
+        if lang == "zh":
+            assert re.search(r"其中 \d+ 个（\d+%）是面向 NPU 的工作|这是 NPU 自己的仓库", summary), summary
+            assert "增长最多的是" in summary, summary
+    if repo == "verl-project/verl":
+        share = re.search(r"其中 (\d+) 个（(\d+)%）是面向 NPU", reports[(repo, week, "zh")])
+        assert share and 15 <= int(share[1]) <= 18, share  # the team counts 16 of its 33 merges
