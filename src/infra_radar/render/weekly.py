@@ -401,7 +401,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     trends = [mix_line(changes, before, t) if changes else None, areas_line(changes, before, t),
               quality_line(found, found_before, t, bool(before)), people_line(changes, shown, is_bot, t)]
     ctx["trends"] = [x for x in trends if x][: shape.trends]
-    ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit)
+    ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit, inp.rules_dir)
     ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     # the PRs the lines after the shown ones stand for: a backport named in its original's line counts too
