@@ -67,3 +67,15 @@ def test_a_change_saying_it_breaks_something_is_a_risk_with_its_sentence_in_the_
     assert len(lines) == 1 and "描述自称的破坏" in lines[0] and "FP8/MXFP 量化" in lines[0], lines
     records = [e for e in item_evidence(ai, "zh", "ascend") if e.rule.startswith("weekly.toml [risks] breaks")]
     assert records and records[0].text == said
+
+
+def test_a_class_kept_as_an_alias_is_no_removal():
+    from infra_radar.render.weekly_risks import removed
+
+    patch = "@@ -1,3 +1,1 @@\n-class OldRunner:\n-    pass\n-\n+OldRunner = NewRunner\n"
+    alias = _ai("Rename OldRunner to NewRunner", "refactor", patch=patch, added=1, deleted=3,
+                body="`OldRunner` is kept as an alias of `NewRunner` for backward compatibility.")
+    gone = _ai("Rename OldRunner to NewRunner", "refactor", patch=patch, added=1, deleted=3,
+               body="Renames the runner.")
+    assert removed(alias) is None
+    assert str(removed(gone)) == "`OldRunner`"

@@ -50,6 +50,7 @@ class _Rules:
     new_file_lines: int = 100
     breaks: re.Pattern[str] | None = None  # "will break X": a change whose description says it breaks something
     breaks_not_kinds: frozenset[str] = frozenset()
+    alias: re.Pattern[str] | None = None  # "`Old` is kept as an alias of `New`": a name that stays
 
 
 def _alternation(words: list[str]) -> re.Pattern[str]:
@@ -70,7 +71,8 @@ def _rules(rules_dir: Path | None) -> _Rules:
                   cue_pattern(r.get("silent_words", [])) if r.get("silent_words") else None,
                   int(r.get("new_file_lines", 100)),
                   cue_pattern(r.get("breaks_words", [])) if r.get("breaks_words") else None,
-                  frozenset(r.get("breaks_not_kinds", [])))
+                  frozenset(r.get("breaks_not_kinds", [])),
+                  cue_pattern(r.get("alias_words", [])) if r.get("alias_words") else None)
 
 
 def _code(ai: AnalysedItem) -> list:
@@ -99,6 +101,8 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
     if facts and facts.get("complete"):  # the diff was read whole: what it removes, not what the title says
         gone = [x["name"] for x in facts.get("removed", []) if (x.get("kind") in ("env", "config") or (
             x.get("kind") in ("function", "class") and x.get("top") and not x["name"].startswith("_")))]
+        kept = _kept_as_alias(ai, r)
+        gone = [name for name in gone if name not in kept]
         return (Md("、".join(code(name) for name in gone[:2])), 4) if gone else None
     title = bare_title(ai.item.title[:_TITLE])
     for verb in re.finditer(r"[\w-]+", title):
@@ -129,6 +133,18 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
             r.sentences.search(s) for _, b in said.mechanism + said.motivation for s in sentences(b)):
         return (text(title) if len(title) <= 80 else code(_top(ai))), 0
     return None
+
+
+def _kept_as_alias(ai: AnalysedItem, r: _Rules) -> str:
+    """The description's sentences asserting a name is kept as an alias (or re-exported), joined: a removed
+    definition they name is no removal; "" when none says so."""
+    if r.alias is None:
+        return ""
+    said = []
+    for s in sentences(ai.item.body[:20000]):
+        if r.alias.search(s) and asserted_sentence(s, r.alias, own_names(ai.item.repo)):
+            said.append(s)
+    return " ".join(said)
 
 
 _SWITCH = {"true", "false", "on", "off", "0", "1", "yes", "no"}
