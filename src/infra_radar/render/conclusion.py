@@ -447,10 +447,15 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
         what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
                      lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
         title = str(what) if isinstance(what, Titled) else ""
-        if title and title_shown and title_head(ai.item.title) == plain(what):
-            what, title = Md(text(name(t, "kinds", ai.analysis.item_kind))), ""
+        beside = bool(title) and title_shown and title_head(ai.item.title) == plain(what)
+        if beside:  # the row shows the title: the conclusion opens with what the change touches
+            what, title = Md(""), ""
         ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
         what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
+        if beside:
+            inner = what[1:-1] if what.startswith(t["common"]["paren"].format("")[:1]) else what
+            what = Md(t["figure"]["touches"].format(names=inner) if inner else
+                      text(name(t, "kinds", ai.analysis.item_kind)))
         figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
         rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
                                                lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))

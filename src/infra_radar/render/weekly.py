@@ -260,7 +260,8 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
         "has_previous": bool(inp.previous), "merged_before": merged_before,
         "key_before": sum(1 for ai in before if ai.analysis.priority in TOP),
         "merged_delta": delta(merged, merged_before),
-        **target_facts([ai for ai in changes if ai.item.kind == PR], [ai for ai in before if ai.item.kind == PR]),
+        **target_facts([ai for ai in changes if ai.item.kind == PR], [ai for ai in before if ai.item.kind == PR],
+                       inp.target),
         "target_name": target_name(inp.target, t["lang"]) if inp.target else "",
     }
     topics = {}

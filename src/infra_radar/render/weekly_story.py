@@ -86,7 +86,10 @@ def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int,
         if rest:
             listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
         return Md(w["theme_groups"].format(count=head, groups=listing))
-    listing = c["semi"].join(f"{ref(ai)} {gist(ai, t, size)}" for ai in th.members[:named])
+    said: dict[str, list[AnalysedItem]] = {}  # PRs saying the same (a change and its backport) share a gist
+    for ai in th.members[:named]:
+        said.setdefault(str(gist(ai, t, size)), []).append(ai)
+    listing = c["semi"].join(f"{c['sep'].join(ref(ai) for ai in prs)} {what}" for what, prs in said.items())
     rest = th.members[named:]
     if rest:
         listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
@@ -224,12 +227,20 @@ def summary_head(ctx: dict[str, Any], t: dict[str, Any]) -> Md:
     return Md(head)
 
 
-def target_facts(prs: list[AnalysedItem], before: list[AnalysedItem]) -> dict[str, Any]:
-    """What the week's merged PRs were for the target: how many were written for it (this week and the one
-    before), their kinds and grades, and whether every PR was (the target's own repository)."""
-    mine = [ai for ai in prs if ai.analysis.native]
-    return {"target_n": len(mine), "target_all": bool(prs) and len(mine) == len(prs),
-            "target_before": sum(1 for ai in before if ai.analysis.native),
+def target_facts(prs: list[AnalysedItem], before: list[AnalysedItem], target: str = "") -> dict[str, Any]:
+    """What the week's merged PRs were for the target: how many were written for it or are about it (its
+    profile's topic, grades.toml) this week and the one before, their kinds and grades, and whether every PR
+    was (the target's own repository)."""
+    from ..analyse.porting import profile_topics
+
+    topic = profile_topics().get(target, "")
+
+    def for_target(ai: AnalysedItem) -> bool:
+        return ai.analysis.native or bool(topic and topic in ai.analysis.topics)
+
+    mine = [ai for ai in prs if for_target(ai)]
+    return {"target_n": len(mine), "target_all": bool(prs) and all(ai.analysis.native for ai in prs),
+            "target_before": sum(1 for ai in before if for_target(ai)),
             "target_kinds": Counter(ai.analysis.item_kind for ai in mine).most_common(3),
             "target_grades": Counter(ai.analysis.grade for ai in mine)}
 
