@@ -438,39 +438,53 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     module = code_module(ai.item.files) if ai.item.files else ""
     fitting: list[tuple[list[Md], list[Md]]] = []
     # within `wider`: (names of its own beyond the title, within `limit`, -order) -> parts; the best is taken
-    said: dict[tuple[int, bool, int], tuple[list[Md], list[Md]]] = {}
+    said: dict[tuple[int, bool, bool, int], tuple[list[Md], list[Md]]] = {}
     last: tuple[list[Md], list[Md]] | None = None
     # the variants share most of their parts: each is worked out once per item
     memo: dict[Any, Any] = {}
     read_as = title_actions(ai)
-    for v in _variants(short):
-        what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
-                     lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
-        title = str(what) if isinstance(what, Titled) else ""
-        beside = bool(title) and title_shown and title_head(ai.item.title) == plain(what)
-        if beside:  # the row shows the title: the conclusion opens with what the change touches
-            what, title = Md(""), ""
-        ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
-        what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
-        if beside:
-            inner = what[1:-1] if what.startswith(t["common"]["paren"].format("")[:1]) else what
-            what = Md(t["figure"]["touches"].format(names=inner) if inner else
-                      text(name(t, "kinds", ai.analysis.item_kind)))
-        figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
-        rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
-                                               lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))
-                if p]
-        last = ([what], rest)
-        sentence = join_sentence(last, t)
-        wide = width(sentence)
-        said_zh = sentence.replace(title, " ", 1) if title else sentence  # the title is the author's, as written
-        if wide <= wider and (lang != "zh" or (chinese_main(said_zh, 1.0) and not spliced(said_zh))):
-            own = beyond_title(sentence, ai.item.title)
-            if own >= 3 and wide <= limit:
-                return last
-            said[(min(own, 3), wide <= limit, -len(said))] = last
-            if wide <= limit:
-                fitting.append(last)
+    # the title said in Chinese first (whole phrases: fewer modifiers, actions and names, never fewer words of
+    # an object); then, where no such sentence is Chinese enough, the title as a title (`Titled`) or, where the
+    # row shows it beside, what the change touches
+    passes = [False, True] if lang == "zh" else [False]
+    for other in passes:
+        for v in _variants(short):
+            what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
+                         lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
+            if other and not isinstance(what, Titled):
+                what = titled(ai)
+            elif not other and isinstance(what, Titled) and lang == "zh":
+                continue  # said in the second pass
+            title = str(what) if isinstance(what, Titled) else ""
+            beside = bool(title) and title_shown and title_head(ai.item.title) == plain(what)
+            if beside:  # the row shows the title: the conclusion opens with what the change touches
+                what, title = Md(""), ""
+            ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
+            what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
+            if beside:
+                inner = what[1:-1] if what.startswith(t["common"]["paren"].format("")[:1]) else what
+                what = Md(t["figure"]["touches"].format(names=inner) if inner else
+                          text(name(t, "kinds", ai.analysis.item_kind)))
+            figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] \
+                else Md("")
+            rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
+                                                   lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))
+                    if p]
+            last = ([what], rest)
+            sentence = join_sentence(last, t)
+            wide = width(sentence)
+            said_zh = sentence.replace(title, " ", 1) if title else sentence  # the title is the author's, as written
+            # the gate reads our clause; a figure's metric is the author's name for it ("Loading model weights")
+            clause = str(what).replace(title, " ", 1) if title else str(what)
+            if wide <= wider and (lang != "zh" or (chinese_main(said_zh, 1.2) and not spliced(clause))):
+                own = beyond_title(sentence, ai.item.title)
+                if own >= 3 and wide <= limit and not (other and any(k[0] >= 3 and k[1] for k in said)):
+                    return last
+                said[(min(own, 3), not other, wide <= limit, -len(said))] = last  # the title said in Chinese first
+                if wide <= limit:
+                    fitting.append(last)
+        if fitting and not (title_shown and lang == "zh"):
+            break  # beside its title a row may still say three names of its own in the second pass
     assert last is not None
     # none within the width names three things of its own beyond the title (the title stands beside it): a
     # compact note takes the one its wider width allows that names the most (the compact one at a tie), else

@@ -78,6 +78,8 @@ def phrase(words: list[str], most: int, lang: str) -> Md:
     words = _trim(words, most)
     if lang == "zh":
         words = [w for w in words if _low(w) not in ("a", "an", "the")]  # said as nothing: no joint to "of"
+        if len(words) > 1 and _low(words[-1]) == "support":  # "for decoding support": for decoding
+            words = words[:-1]
         of = next((i for i, w in enumerate(words) if _low(w) == "of"), -1)
         if 0 < of < len(words) - 1 and of <= 3 and not any(joint(words, k)[0] for k in range(of + 1, len(words))):
             words = [*words[of + 1:], "的", *words[:of]]

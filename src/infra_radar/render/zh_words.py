@@ -110,6 +110,8 @@ def spliced(md: str) -> list[str]:
         low = word.lower()
         if not word or (len(word) > 1 and word.isupper()):
             continue
+        if any(ch.isupper() for ch in word[1:]):  # a CamelCase name ("MindSpeed", "vLLM")
+            continue
         if low in w.function:
             out.append(word)
             continue
