@@ -133,8 +133,6 @@ def test_no_zh_row_note_or_step_of_the_last_30_days_says_an_english_grammar_word
     # no adjective, participle, determiner or plain verb either, but for a few (issue 43: at most 2%)
     spliced_ = [(ref, said, spliced(said)) for ref, said in month_rows if spliced(said)]
     print(f"{len(spliced_)} carry an English adjective, participle or plain verb")
-    for x in spliced_:
-        print(x)
     assert len(spliced_) <= 0.02 * len(month_rows), spliced_[:5]
 
 
