@@ -325,13 +325,13 @@ def test_docs_describe_the_reading() -> None:
 
 
 @pytest.mark.parametrize("title,zh,en", [
-    ("Replace the Python sampler with a fused Triton kernel", "用 fused Triton 内核替换 Python sampler",
+    ("Replace the Python sampler with a fused Triton kernel", "用 fused Triton kernel 替换 Python sampler",
      "replaces Python sampler with fused Triton kernel"),
     ("[Core] Move block table construction into the scheduler", "把 block table construction 移进调度器",
      "moves block table construction into scheduler"),
     ("perf: cache rope cos/sin tables across steps", "跨 steps 缓存 rope cos/sin tables",
      "caches rope cos/sin tables across steps"),
-    ("Fuse add and rmsnorm into one kernel", "把 add 与 rmsnorm 融合进 one 内核", "fuses add and rmsnorm into one kernel"),
+    ("Fuse add and rmsnorm into one kernel", "把 add 与 rmsnorm 融合进一个 kernel", "fuses add and rmsnorm into one kernel"),
     ("Overlap weight all-gather with the forward pass", "让权重 all-gather 与 forward pass 重叠执行",
      "overlaps weight all-gather with forward pass"),
     ("Skip the logits copy when no sampler needs it", "跳过 logits copy", "skips logits copy"),
@@ -339,7 +339,7 @@ def test_docs_describe_the_reading() -> None:
      "gates fused MoE path by `torch_npu` version"),
     ("[BugFix] Fix crash in prefix caching when the batch is empty", "修复 prefix caching 中的崩溃",
      "fixes crash in prefix caching"),
-    ("Add a FlashComm backend for MoE all-to-all", "为 MoE all-to-all 新增 FlashComm 后端",
+    ("Add a FlashComm backend for MoE all-to-all", "为 MoE all-to-all 新增 FlashComm backend",
      "adds FlashComm backend for MoE all-to-all"),
     ("[RFC]: Scheduler metrics for multi-stage serving", "RFC 提议为 multi-stage serving 新增调度器指标",
      "RFC: adds Scheduler metrics for multi-stage serving"),

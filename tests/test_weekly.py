@@ -321,3 +321,55 @@ def test_trend_lines_say_what_the_counts_mean() -> None:
     assert "about last week's (20%)" in same, same
     alone = str(quality_line(Found(core=4, core_untested=1), Found(), zh, False))
     assert alone.endswith("其中 1 个没有测试改动"), alone  # 25%, no week before: nothing to read into it
+
+
+@pytest.mark.parametrize("repo,week", SHAPED)
+def test_every_key_pr_has_its_line_and_the_summary_says_what_the_week_was_for_the_target(reports, repo, week):
+    """The headline's key PRs are the ones the key-PR list shows, one line each (a backport named in its
+    original's line counts with it): none is left as "另有 N 个重点 PR". The summary says how much of the week
+    was work for the target (verl's week 27: about half its merges) and what grew."""
+    for lang, key, more in (("zh", r"重点 PR：(\d+)", "另有"), ("en", r"key PRs: (\d+)", "more key PRs")):
+        text = reports[(repo, week, lang)]
+        quick = _section(text, "重点 PR 速览" if lang == "zh" else "Key PRs")
+        lines = re.findall(r"^\d+\. \[#\d+\].*$", quick, re.M)
+        folded = sum(len(re.findall(r"#\d+", x.split("另见" if lang == "zh" else "also in ", 1)[1].split("；")[0]
+                                    .split(";")[0])) for x in lines if ("另见" if lang == "zh" else "also in ") in x)
+        assert int(re.search(key, text)[1]) == len(lines) + folded, (len(lines), folded, quick)
+        assert more not in quick, quick
+        summary = _section(text, "执行摘要" if lang == "zh" else "Executive summary").split("\n- ", 1)[0]
+        if lang == "zh":
+            assert re.search(r"其中 \d+ 个（\d+%）是面向 NPU 的工作|这是 NPU 自己的仓库", summary), summary
+            assert "增长最多的是" in summary, summary
+    if repo == "verl-project/verl":
+        share = re.search(r"其中 (\d+) 个（(\d+)%）是面向 NPU", reports[(repo, week, "zh")])
+        assert share and 15 <= int(share[1]) <= 18, share  # the team counts 16 of its 33 merges
+
+
+# a risk line's category and the evidence rule that must back each PR it names (radar show --evidence)
+RISK_RECORDS = {"删除的接口": ("removal",), "静默精度": ("silent-accuracy",), "默认值变更": ("defaults", "new-default"),
+                "描述自称的破坏": ("breaks_words",), "依赖与工具链": ("external-dependency", "files"),
+                "无测试的大改动": ("no-test", "large-change", "core-path")}
+
+
+@pytest.mark.parametrize("repo,week", SHAPED)
+def test_risks_are_the_codes_and_the_descriptions_own(reports, store, repo, week) -> None:
+    """Each risk names PRs with a code fact or an asserting sentence behind it (`radar show --evidence`): a
+    default set in code the change adds or moves (a new model file, a refactor) is no default change, a fix
+    of a crash no silent-accuracy one, and a change whose description says it breaks something is a risk."""
+    from infra_radar.render.evidence import item_evidence
+
+    _, engine = store
+    risks = _section(reports[(repo, week, "zh")], "风险观察")
+    for line in risks.splitlines():
+        label = next((k for k in RISK_RECORDS if k in line), None)
+        if label is None:
+            continue
+        for n in dict.fromkeys(int(x) for x in re.findall(r"#(\d+)", line.split("。")[0])):
+            ai = queries.analysed_item(engine, repo, n)
+            rules = " ".join(e.rule for e in item_evidence(ai, "zh", "ascend"))
+            assert any(r in rules for r in RISK_RECORDS[label]), (label, n, rules)
+    if week == "2026-W33":
+        assert re.search(r"\*\*描述自称的破坏\*\*：\[?#13641", risks) and "FP8/MXFP 量化" in risks, risks
+        assert "#13888 代码把" not in risks  # its `use_bf16=True` line moved from one file to another
+    if week == "2026-W31":
+        assert "#13009 代码把" not in risks  # a default of the new MiniMax M3 model's own files

@@ -228,7 +228,24 @@ def _score(key: str, free: list[int], bags: list[Carried], items: list[AnalysedI
                 for s, i in zip(sources, free, strict=True))
     if key.startswith("d:"):  # a shallow directory ("pkg/worker/") says less than a deep one
         total *= min(1.0, (key.count("/") - 1) / max(depth - 1, 1))
+    if key.startswith("w:") and _model_word(key[2:]):  # a model's name says whose, not what changed
+        total *= _MODEL_FACTOR[0]
     return total
+
+
+_MODEL_FACTOR = [1.0]
+_MODELS: set[str] = set()
+
+
+def _model_word(word: str) -> bool:
+    """Whether a theme term is a model family's name or a numbered member of one ("qwen", "qwen3", "minimax")
+    (checklists.toml model_families)."""
+    if not _MODELS:
+        from ..config import rule_data
+
+        _MODELS.update(f.lower() for f in rule_data("checklists").get("model_families", []))
+    base = re.sub(r"[\d.\-_]+.*$", "", word)
+    return word in _MODELS or base in _MODELS
 
 
 def _label(key: str, members: list[int], bags: list[Carried]) -> str:
@@ -250,6 +267,7 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
     rules = weekly_rules(rules_dir).get("themes", {})
     share, least = float(rules.get("max_share", 0.4)), int(rules.get("min_size", 2))
     weights = {k: float(v) for k, v in rules.get("weights", {}).items()}
+    _MODEL_FACTOR[0] = float(rules.get("model_factor", 1.0))
     named = float(rules.get("named_share", 0.5))
     depth = int(rules.get("module_depth", 3))
     floor = float(rules.get("min_score", 5.0))

@@ -23,7 +23,9 @@ from .escape import Md, code, fmt, plain, start, text
 from .explain import doing_sentence, explain_body, identifiers
 from .mechanism import is_identifier, read, rules
 from .metrics import metric_name
-from .saying import say
+from .saying import say, say_zh_or_none
+from .titles import title_head
+from .zh_words import spliced
 
 _WORD = re.compile(r"[a-z0-9]+")
 _ENV = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}")
@@ -242,6 +244,14 @@ def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods
     actions, chinese = read_as if read_as is not None else title_actions(ai)
     if chinese:
         clause = Md(text(chinese))
+    elif lang == "zh" and actions:
+        # every object of the title survives: a Chinese clause keeps its phrases whole (a shorter sentence
+        # drops modifiers, a second action, names, never a phrase's words); a clause the rules cannot build
+        # in Chinese is not built, the title is given as a title
+        whole = say_zh_or_none(actions, mods, count)
+        if whole is None:
+            return titled(ai)
+        clause = whole
     else:
         clause = say(actions, lang, most, mods, count) if actions else Md("")
     if not clause:
@@ -257,6 +267,17 @@ def mechanism(ai: AnalysedItem, t: dict[str, Any], most: int | None = None, mods
     if frame:
         clause = Md(frame[lang].replace("{x}", clause))
     return Md(tidy(clause) if lang == "zh" else clause)
+
+
+class Titled(Md):
+    """The item's English title given as a title, where the rules cannot say it as a Chinese clause."""
+
+
+def titled(ai: AnalysedItem) -> Titled:
+    """The item's title, its tags and conventional prefix dropped, as a title (never inside a Chinese clause)."""
+    from .mechanism import clean_title
+
+    return Titled(text(clean_title(ai.item.title)[0] or ai.item.title.strip()))
 
 
 def _models_and_hardware(ai: AnalysedItem) -> list[str]:
@@ -396,11 +417,15 @@ def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
 
 
 def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], short: bool = False,
-                     target: str = "ascend", compact: bool = False) -> tuple[list[Md], list[Md]]:
+                     target: str = "ascend", compact: bool = False,
+                     title_shown: bool = False) -> tuple[list[Md], list[Md]]:
     """The conclusion's parts: ([what changes], [the figure if any, the consequence]). Model prose may say
     the first better; the rest are the rules' facts. `short`: the short table's note (the short consequence);
     `compact`: a short note held to `compact_width` (the short table lists every P1 item, one compact line each).
-    The richest variant that fits the width (and, in zh, keeps Chinese the main language) is taken."""
+    The richest variant that fits the width (and, in zh, keeps Chinese the main language and carries no
+    English grammar word, adjective or participle outside the title) is taken. Where the title cannot be said
+    in Chinese it is given as a title (`Titled`); `title_shown`: the row shows the whole title beside the
+    conclusion, which then opens with the kind of change and the item's own names instead."""
     from .explain import code_module
 
     lang = t["lang"]
@@ -413,30 +438,53 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
     module = code_module(ai.item.files) if ai.item.files else ""
     fitting: list[tuple[list[Md], list[Md]]] = []
     # within `wider`: (names of its own beyond the title, within `limit`, -order) -> parts; the best is taken
-    said: dict[tuple[int, bool, int], tuple[list[Md], list[Md]]] = {}
+    said: dict[tuple[int, bool, bool, int], tuple[list[Md], list[Md]]] = {}
     last: tuple[list[Md], list[Md]] | None = None
     # the variants share most of their parts: each is worked out once per item
     memo: dict[Any, Any] = {}
     read_as = title_actions(ai)
-    for v in _variants(short):
-        what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
-                     lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
-        ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
-        what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
-        figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
-        rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
-                                               lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))
-                if p]
-        last = ([what], rest)
-        sentence = join_sentence(last, t)
-        wide = width(sentence)
-        if wide <= wider and (lang != "zh" or chinese_main(sentence, 1.2)):
-            own = beyond_title(sentence, ai.item.title)
-            if own >= 3 and wide <= limit:
-                return last
-            said[(min(own, 3), wide <= limit, -len(said))] = last
-            if wide <= limit:
-                fitting.append(last)
+    # the title said in Chinese first (whole phrases: fewer modifiers, actions and names, never fewer words of
+    # an object); then, where no such sentence is Chinese enough, the title as a title (`Titled`) or, where the
+    # row shows it beside, what the change touches
+    passes = [False, True] if lang == "zh" else [False]
+    for other in passes:
+        for v in _variants(short):
+            what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
+                         lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
+            if other and not isinstance(what, Titled):
+                what = titled(ai)
+            elif not other and isinstance(what, Titled) and lang == "zh":
+                continue  # said in the second pass
+            title = str(what) if isinstance(what, Titled) else ""
+            beside = bool(title) and title_shown and title_head(ai.item.title) == plain(what)
+            if beside:  # the row shows the title: the conclusion opens with what the change touches
+                what, title = Md(""), ""
+            ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
+            what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
+            if beside:
+                inner = what[1:-1] if what.startswith(t["common"]["paren"].format("")[:1]) else what
+                what = Md(t["figure"]["touches"].format(names=inner) if inner else
+                          text(name(t, "kinds", ai.analysis.item_kind)))
+            figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] \
+                else Md("")
+            rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
+                                                   lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))
+                    if p]
+            last = ([what], rest)
+            sentence = join_sentence(last, t)
+            wide = width(sentence)
+            said_zh = sentence.replace(title, " ", 1) if title else sentence  # the title is the author's, as written
+            # the gate reads our clause; a figure's metric is the author's name for it ("Loading model weights")
+            clause = str(what).replace(title, " ", 1) if title else str(what)
+            if wide <= wider and (lang != "zh" or (chinese_main(said_zh, 1.2) and not spliced(clause))):
+                own = beyond_title(sentence, ai.item.title)
+                if own >= 3 and wide <= limit and not (other and any(k[0] >= 3 and k[1] for k in said)):
+                    return last
+                said[(min(own, 3), not other, wide <= limit, -len(said))] = last  # the title said in Chinese first
+                if wide <= limit:
+                    fitting.append(last)
+        if fitting and not (title_shown and lang == "zh"):
+            break  # beside its title a row may still say three names of its own in the second pass
     assert last is not None
     # none within the width names three things of its own beyond the title (the title stands beside it): a
     # compact note takes the one its wider width allows that names the most (the compact one at a tie), else

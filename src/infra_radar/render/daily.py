@@ -32,7 +32,7 @@ from .checklist import checklist_options, spread_out
 from .code_view import with_contradiction
 from .conclusion import conclusion_parts, join_sentence
 from .deepdive import dive, grade_with_porting
-from .escape import Md, fmt, join, link, text
+from .escape import Md, fmt, join, link, plain, text
 from .explain import clickable, described
 from .inputs import DailyInput
 from .recheck import recheck_views, since_last_line
@@ -83,7 +83,8 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
     the team labelled leads it, with the team's mark: the short table has no grade column). `parts`: the
     item's short conclusion parts, when the caller has them already."""
     if parts is None:
-        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
+        parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True,
+                                  title_shown=True)
     note = join_sentence(parts, t)
     if (ai.analysis.label or {}).get("grade"):
         return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
@@ -93,16 +94,18 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
 def downstream_note(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     """What landed downstream, in one short sentence: the change in a few words and the short consequence
     (the target's own repository needs no porting view; its identifiers are in its card)."""
-    from .conclusion import consequence, mechanism
+    from .conclusion import Titled, consequence, mechanism
 
     what = mechanism(ai, t, 4, 0, 1)
+    if isinstance(what, Titled) and title_head(ai.item.title) == plain(what):  # the line shows the title
+        what = Md(text(name(t, "kinds", ai.analysis.item_kind)))
     return join_sentence(([what], [consequence(ai, t, _porting(ai, target), target, short=True)]), t)
 
 
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: dict[str, str]) -> dict[str, Any]:
     porting = _porting(ai, target)
     view = _base(ai, t, short)
-    parts = conclusion_parts(ai, t, porting, target=target)
+    parts = conclusion_parts(ai, t, porting, target=target, title_shown=True)
     view["summary"] = with_contradiction(join_sentence(parts, t), ai, t)  # the code against the description
     view["summary_rest"] = parts[1]  # the figure and the consequence: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
@@ -248,7 +251,8 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
             note = Md(f"{note.rstrip('。.')}{c['semi']}{d['adapts'].format(refs=shown + more)}"
                       f"{'。' if t['lang'] == 'zh' else '.'}")
         lines.append({"ref": ai.item.ref, "label": ref_label(ai.item.ref, short), "url": ai.item.url,
-                      "head": title_head(ai.item.title), "priority": ai.analysis.priority, "note": note})
+                      "head": title_head(ai.item.title), "title": ai.item.title, "priority": ai.analysis.priority,
+                      "note": note})
     left = len(items) - len(lines)  # the rest of the section's totals (releases too): lines + rest = total
     return {"counts": counts, "lines": lines, "more": d["downstream_more"].format(n=left) if left > 0 else ""}
 
@@ -325,7 +329,8 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
 
     def short_parts(ai: AnalysedItem) -> tuple[list[Md], list[Md]]:
         if id(ai) not in shorts:
-            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
+            shorts[id(ai)] = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True,
+                                  title_shown=True)
         return shorts[id(ai)]
 
     top_rows = [{**row(ai), "story": _story_text(ai, inp, t, short)} for ai in top]

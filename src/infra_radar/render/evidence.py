@@ -66,6 +66,21 @@ def _removal_record(ai: AnalysedItem) -> Evidence | None:
     return Evidence(plain(what), _source(ai), field, text, f"weekly.toml [risks] removal ({plainness})")
 
 
+def _weekly_risk_records(ai: AnalysedItem, t: dict[str, Any]) -> list[Evidence]:
+    """The records of what the weekly's risks say of a PR beyond its labels: the description's sentence that
+    says the change breaks something, the defaults the diff sets in code a deployment ran before."""
+    from .weekly_risks import _moved_defaults, _moves_default, breaks
+
+    w, src, out = t["weekly"], _source(ai), []
+    said = breaks(ai)
+    if said:
+        out.append(Evidence(w["risk_breaks"], src, "body", said, "weekly.toml [risks] breaks_words"))
+    if ai.item.code and _moves_default(ai):
+        moved = "; ".join(f"{d['name']} = {d['value']} ({d['file']})" for d in _moved_defaults(ai)[:3])
+        out.append(Evidence(w["risk_defaults"], src, "code", moved, "code_facts.toml defaults"))
+    return out
+
+
 # --------------------------------------------------------------------------- everything of one item
 
 
@@ -108,6 +123,7 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
     gone = _removal_record(ai)
     if gone is not None:
         out.append(gone)
+    out += _weekly_risk_records(ai, t)
     switches, envs = item_switches(ai)
     lines = [line for line in f"{item.title}\n{item.body[:20000]}".split("\n")]
     for kind, values in (("switch", switches), ("env", envs)):

@@ -164,6 +164,8 @@ def _verb_at(words: list[str], i: int) -> tuple[str, int]:
         if low[: len(form)] == form and verb in r.verbs:
             return verb, len(form)
     if i < len(words) and not is_identifier(words[i]) and not words[i].startswith("("):
+        if any(low[:n] in r.glossary for n in range(2, len(low) + 1)):
+            return "", 0  # "load balancing" is a thing of the field (the glossary's phrase), not "load"
         v = lemma(words[i])
         if v:
             return v, 1
@@ -381,6 +383,9 @@ def _split_actions(words: list[str]) -> list[list[str]]:
             after = _low(words[j + 1]) if j + 1 < len(words) else ""
             # "add Dockerfiles and install guide": a verb that names the kind of a thing it ends with is a noun
             compound = (verb in rules().compound_verbs and after in rules().verb_nouns and j + 2 >= len(words))
+            # "add X overview and supported tags": a participle after "and" qualifies a noun, it is no action
+            compound = compound or (_low(words[j]).endswith(("ed", "ing")) and not _low(out[-1][0]).endswith(
+                ("ed", "ing")) and _verb_at(out[-1], 0)[0] != "")
             if verb and (w in (",", ";") or _verb_at(out[-1], 0)[0]) and words[j + 1:j + 2] != [","] and not (
                     verb in rules().ambiguous and after in ("and", "of")) and not compound:
                 out.append([])

@@ -8,13 +8,15 @@ Linear in the phrase: a left-to-right walk over its words.
 
 from __future__ import annotations
 
+import re
+
 from .cjk import tidy
 from .escape import Md, code, text
 from .mechanism import _TRAIL, Action, _low, is_identifier, lemma, rules
-from .zh_words import Zh, joint
+from .zh_words import Zh, joint, spliced
 from .zh_words import words as zh_words
 
-__all__ = ["phrase", "say"]
+__all__ = ["WHOLE", "phrase", "say", "say_zh_or_none"]
 
 
 # words that turn what follows them into its opposite: a trimmed phrase never keeps what they negate without them
@@ -45,7 +47,8 @@ def _negated_clause(words: list[str], most: int) -> list[str] | None:
 def _trim(words: list[str], most: int) -> list[str]:
     r = rules()
     words = [w for w in words if _low(w) not in r.filler and "…" not in w and "..." not in w]
-    clause = _negated_clause(words, most)
+    # a negation and the clause it negates are found at the usual phrase length, whatever is kept
+    clause = _negated_clause(words, min(most, int(r.data["limits"]["phrase_words"])))
     words = [w for w in (clause if clause is not None else words) if w not in (",", ";")]
     if clause is not None:
         most = len(words)  # a negation and what it negates stay whole
@@ -75,6 +78,8 @@ def phrase(words: list[str], most: int, lang: str) -> Md:
     words = _trim(words, most)
     if lang == "zh":
         words = [w for w in words if _low(w) not in ("a", "an", "the")]  # said as nothing: no joint to "of"
+        if len(words) > 1 and _low(words[-1]) == "support":  # "for decoding support": for decoding
+            words = words[:-1]
         of = next((i for i, w in enumerate(words) if _low(w) == "of"), -1)
         if 0 < of < len(words) - 1 and of <= 3 and not any(joint(words, k)[0] for k in range(of + 1, len(words))):
             words = [*words[of + 1:], "的", *words[:of]]
@@ -130,6 +135,14 @@ def _render_zh(words: list[str]) -> list[str]:
     return out
 
 
+_FIGURE = re.compile(r"^[~≈]?\d[\d.,]*(?:\s?[~–-]\s?\d[\d.,]*)?\s?(?:x|×|%|倍)?$", re.I)
+
+
+def _figure_words(words: list[str]) -> bool:
+    """Whether a phrase is one figure ("1.5~2x", "30%", "2 x")."""
+    return bool(words) and len(words) <= 2 and bool(_FIGURE.match("".join(words)))
+
+
 def _fill(template: str, x: str, y: str = "") -> str:
     return template.replace("{x}", f" {x} " if x else "").replace("{y}", f" {y} " if y else "")
 
@@ -150,7 +163,10 @@ def _say_zh(a: Action, most: int, mods: int, purpose: bool) -> str:
                     f"{x} {''.join(pre)} {a.symptom[0]}")
     entry = r.verbs.get(a.verb, {})
     template, used = (entry.get("zh", "{x}") if a.verb else "{x}"), -1
-    for k, (prep, _words) in enumerate(a.mods):
+    for k, (prep, words) in enumerate(a.mods):
+        if prep == "by" and _figure_words(words):  # "by 1.5~2x": the figure measures the act, not a means
+            template, used = entry.get("by_figure") or template + r.preps["by"].get("figure", "（{y}）"), k
+            break
         if prep in entry:
             template, used = entry[prep], k
             break
@@ -234,3 +250,17 @@ def say(actions: list[Action], lang: str, most: int | None = None, mods: int | N
     if lang == "zh":
         return Md(tidy(lead + "，并".join(_say_zh(a, most, mods, mods > 0) for a in chosen)))
     return Md(lead + ", and ".join(_say_en(a, most, mods, mods > 0) for a in chosen))
+
+
+# words a Chinese clause keeps of a phrase: all of them (a title's phrase is never this long)
+WHOLE = 40
+
+
+def say_zh_or_none(actions: list[Action], mods: int | None = None, count: int | None = None) -> Md | None:
+    """The actions as one Chinese clause that keeps every object whole and carries no English grammar word,
+    adjective, adverb, participle or plain verb (zh_words.spliced); None when the rules cannot build one (a
+    verb they do not know, a word they cannot say): the caller gives the title as a title instead."""
+    if not actions or any(a.unknown for a in actions):
+        return None
+    clause = say(actions, "zh", WHOLE, mods, count)
+    return None if not clause.strip() or spliced(clause) else clause

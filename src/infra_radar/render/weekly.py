@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, timedelta
 from typing import Any
 
-from ..analyse.porting import applied
+from ..analyse.porting import applied, target_name
 from ..models import COMMIT, MERGED, PR, AnalysedItem
 from .base import CHANGE_KINDS, TOP, day, delta, grade_shown, mean, name, rank, row
 from .cjk import cjk_share
@@ -34,6 +34,7 @@ from .weekly_story import (
     quality_line,
     summary_head,
     takeaway,
+    target_facts,
     theme_text,
 )
 from .weekly_words import Refs, figure, gist, theme_name, title_phrase
@@ -121,7 +122,7 @@ def _quick(ai: AnalysedItem, t: dict[str, Any], target: str, limit: int,
         extras.insert(0, w["quick_also"].format(refs=c["sep"].join(f"#{x.item.number}" for x in also)))
     link_len = len(f"[#{ai.item.number}]({ai.item.url}) ")
     for size, with_context, keep in ((70, True, 2), (70, False, 1), (70, False, 0), (50, False, 0), (35, False, 0)):
-        what = gist(ai, t, size)
+        what = gist(ai, t, size, title_ok=True)
         rest = [str(figure(claim, t, with_context))] if claim else []
         rest += [*team, grade, *extras[:keep]]
         line = f"{plain(what)}{c['colon']}{c['semi'].join(plain(Md(x)) for x in rest)}"  # as a reader sees it
@@ -251,7 +252,7 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     is_week = inp.week_label is not None
     ctx: dict[str, Any] = {
         **_period(inp, t), "repo": inp.repo, "merged": merged, "commits": sum(1 for ai in changes if ai.item.kind == COMMIT),
-        "key": sum(1 for ai in changes if ai.analysis.priority in TOP),
+        "key_all": sum(1 for ai in changes if ai.analysis.priority in TOP),
         "importance": mean([ai.analysis.importance for ai in changes]),
         "insight": mean([ai.analysis.insight for ai in changes]),
         "this": w["this"] if is_week else w["this_range"],
@@ -259,6 +260,9 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
         "has_previous": bool(inp.previous), "merged_before": merged_before,
         "key_before": sum(1 for ai in before if ai.analysis.priority in TOP),
         "merged_delta": delta(merged, merged_before),
+        **target_facts([ai for ai in changes if ai.item.kind == PR], [ai for ai in before if ai.item.kind == PR],
+                       inp.target),
+        "target_name": target_name(inp.target, t["lang"]) if inp.target else "",
     }
     topics = {}
     for ai in relevant:
@@ -281,7 +285,9 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     ctx["folded"] = {ref: len(v) for ref, v in picks.items()}
     ctx["backports"] = {x.item.ref for v in picks.values() for x in v}
     lines_max, bytes_max = budget(merged, rules)
-    shape = _Shape(len(found_themes), min(inp.key_prs, len(keyed)), len(inp.adapted), 3, 4)
+    # every key PR has its line: the headline counts the PRs the list shows (fewer key PRs, none unlisted)
+    ctx["key_before"] = min(ctx["key_before"], inp.key_prs)
+    shape = _Shape(len(found_themes), min(inp.key_prs, len(keyed)), len(inp.adapted), 3, 4, more=False)
     quick = [_quick(ai, t, inp.target, key_limit, picks.get(ai.item.ref, []))
              for ai in keyed[: shape.quick]]  # the same in every round
     adapted = _adapted(inp.adapted, t, limit)
@@ -290,7 +296,35 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
                keyed, native, is_bot, limit, (quick, adapted))
         if _fits(ctx, t, lines_max, bytes_max) or not _shrink(shape):
             break
+    once_each(ctx, t)
     return ctx
+
+
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
+
+
+def once_each(ctx: dict[str, Any], t: dict[str, Any]) -> None:
+    """No sentence twice in one report: a sentence said already (its text as a reader sees it, links apart) is
+    left out where it comes again, in the template's order; a line left empty goes. One pass over the text."""
+    seen: set[str] = set()
+
+    def keep(md: Any) -> Md:
+        out = []
+        for part in _SENTENCE_END.split(str(md)):
+            key = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", plain(Md(part))).strip(" -\n")
+            if len(key) >= 8 and key in seen:
+                continue
+            seen.add(key)
+            out.append(part)
+        return Md("".join(out).strip())
+
+    ctx["summary"] = keep(ctx["summary"])
+    ctx["movements"] = [x for x in (keep(m) for m in ctx["movements"]) if x]
+    for th in ctx["themes"]:
+        th["text"] = Md("\n".join(x for x in (keep(line) for line in str(th["text"]).split("\n")) if x))
+    for key in ("trends", "risk_lines"):
+        ctx[key] = [x for x in (keep(m) for m in ctx[key]) if x]
+    ctx["recommendations"] = [x for x in (keep(m) for m in ctx["recommendations"]) if x]
 
 
 def _fits(ctx: dict[str, Any], t: dict[str, Any], lines_max: int, bytes_max: int) -> bool:
@@ -300,9 +334,8 @@ def _fits(ctx: dict[str, Any], t: dict[str, Any], lines_max: int, bytes_max: int
 
 def _shrink(shape: _Shape) -> bool:
     """Show one thing less, the least telling first; False when nothing is left to drop."""
-    if shape.quick > 5:
-        shape.quick -= 1
-    elif shape.themes > 4:
+    # the key-PR list is the last to shrink: its lines are the week's key PRs (the headline counts them)
+    if shape.themes > 4:
         shape.themes -= 1
     elif shape.adapted > 4:
         shape.adapted -= 1
@@ -312,8 +345,6 @@ def _shrink(shape: _Shape) -> bool:
         shape.risk_items -= 1
     elif shape.trends > 2:
         shape.trends -= 1
-    elif shape.quick > 3:
-        shape.quick -= 1
     elif shape.adapted > 1:
         shape.adapted -= 1
     elif shape.themes > 2:
@@ -326,8 +357,6 @@ def _shrink(shape: _Shape) -> bool:
         shape.trends -= 1
     elif shape.more:
         shape.more = False
-    elif shape.quick > 2:
-        shape.quick -= 1
     elif shape.themes > 1:
         shape.themes -= 1
     else:
@@ -343,6 +372,8 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     first mentioned)."""
     w = t["weekly"]
     refs = Refs()
+    ctx["quick"] = built[0][: shape.quick]
+    ctx["key"] = 0 if not ctx["key_all"] else sum(1 + ctx["folded"].get(q["ref"], 0) for q in ctx["quick"])
     shown = found_themes[: shape.themes]
     # a topic most of the week carries (RL training in an RL repository) glosses no theme
     counts: dict[str, int] = {}
@@ -353,6 +384,9 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     names = [theme_name(th, t, inp.rules_dir, common) for th in shown]
     named = [(th, short) for th, (short, _) in zip(shown, names, strict=True)]
     ctx["headline_text"] = w["headline"]
+    grown = [(th, short) for th, short in named if th.before is not None and len(th.members) > th.before]
+    top = max(grown, key=lambda x: (len(x[0].members) - (x[0].before or 0), len(x[0].members)), default=None)
+    ctx["grew"] = (top[1], len(top[0].members), top[0].before) if top else None
     ctx["summary"] = summary_head(ctx, t)
     moves = movements(named, found, refs, t, native)
     themed = {id(ai) for th in shown for ai in th.members}
@@ -368,14 +402,13 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     trends = [mix_line(changes, before, t) if changes else None, areas_line(changes, before, t),
               quality_line(found, found_before, t, bool(before)), people_line(changes, shown, is_bot, t)]
     ctx["trends"] = [x for x in trends if x][: shape.trends]
-    ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit)
-    ctx["quick"] = built[0][: shape.quick]
+    ctx["risk_lines"] = risk_lines(found, refs, t, shape.risk_items, limit, inp.rules_dir)
     ctx["quick_more"] = [{"short": f"#{ai.item.number}", "url": ai.item.url}
                          for ai in keyed[shape.quick: shape.quick + 4] if ai.item.number is not None and shape.more]
     # the PRs the lines after the shown ones stand for: a backport named in its original's line counts too
-    ctx["quick_more_n"] = sum(1 + ctx["folded"].get(ai.item.ref, 0) for ai in keyed[shape.quick:])
+    ctx["quick_more_n"] = 0  # none unlisted: a PR without its line is not called a key PR
     # no key PR this week: the quick view lists the first-ranked others, and says so (the headline counts 0)
-    ctx["quick_others"] = bool(keyed) and not ctx["key"]
+    ctx["quick_others"] = bool(keyed) and not ctx["key_all"]
     ongoing = [(k, v) for k, v in chains(ranked) if _ongoing(v)]
     # advice names a change once: a backport goes with its original (as in the key-PR lines)
     once = [ai for ai in ranked if ai.item.ref not in ctx["backports"]]

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..analyse.assertions import asserted_sentence, cue_pattern, own_names
 from ..models import AnalysedItem
 from .base import context_text, pick
 from .clusters import _identifier, weekly_rules
@@ -44,6 +45,12 @@ class _Rules:
     untested_lines: int
     manifests: re.Pattern[str]
     of_words: frozenset[str] = frozenset()  # "downcast of x": words after which the identifier is not what goes
+    loud: re.Pattern[str] | None = None  # a crash or an error: a fix of it is no silent-accuracy fix
+    silent: re.Pattern[str] | None = None
+    new_file_lines: int = 100
+    breaks: re.Pattern[str] | None = None  # "will break X": a change whose description says it breaks something
+    breaks_not_kinds: frozenset[str] = frozenset()
+    alias: re.Pattern[str] | None = None  # "`Old` is kept as an alias of `New`": a name that stays
 
 
 def _alternation(words: list[str]) -> re.Pattern[str]:
@@ -59,7 +66,13 @@ def _rules(rules_dir: Path | None) -> _Rules:
                   frozenset(r.get("dependency_words", [])), int(r.get("removed_file_lines", 30)),
                   int(r.get("untested_lines", 150)),
                   re.compile("|".join(translate(p) for p in r.get("dependency_files", [])) or r"(?!)"),
-                  frozenset(r.get("removal_of_words", ["of", "for", "in", "on", "from", "around", "inside"])))
+                  frozenset(r.get("removal_of_words", ["of", "for", "in", "on", "from", "around", "inside"])),
+                  cue_pattern(r.get("loud_words", [])) if r.get("loud_words") else None,
+                  cue_pattern(r.get("silent_words", [])) if r.get("silent_words") else None,
+                  int(r.get("new_file_lines", 100)),
+                  cue_pattern(r.get("breaks_words", [])) if r.get("breaks_words") else None,
+                  frozenset(r.get("breaks_not_kinds", [])),
+                  cue_pattern(r.get("alias_words", [])) if r.get("alias_words") else None)
 
 
 def _code(ai: AnalysedItem) -> list:
@@ -88,6 +101,8 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
     if facts and facts.get("complete"):  # the diff was read whole: what it removes, not what the title says
         gone = [x["name"] for x in facts.get("removed", []) if (x.get("kind") in ("env", "config") or (
             x.get("kind") in ("function", "class") and x.get("top") and not x["name"].startswith("_")))]
+        kept = _kept_as_alias(ai, r)
+        gone = [name for name in gone if name not in kept]
         return (Md("、".join(code(name) for name in gone[:2])), 4) if gone else None
     title = bare_title(ai.item.title[:_TITLE])
     for verb in re.finditer(r"[\w-]+", title):
@@ -120,6 +135,18 @@ def _removal(ai: AnalysedItem, rules_dir: Path | None) -> tuple[Md, int] | None:
     return None
 
 
+def _kept_as_alias(ai: AnalysedItem, r: _Rules) -> str:
+    """The description's sentences asserting a name is kept as an alias (or re-exported), joined: a removed
+    definition they name is no removal; "" when none says so."""
+    if r.alias is None:
+        return ""
+    said = []
+    for s in sentences(ai.item.body[:20000]):
+        if r.alias.search(s) and asserted_sentence(s, r.alias, own_names(ai.item.repo)):
+            said.append(s)
+    return " ".join(said)
+
+
 _SWITCH = {"true", "false", "on", "off", "0", "1", "yes", "no"}
 
 
@@ -133,9 +160,20 @@ def _moved_defaults(ai: AnalysedItem) -> list[dict[str, Any]]:
     return out
 
 
-def _moves_default(ai: AnalysedItem) -> bool:
-    """The diff changes a default's value, or sets a new switch on (read from the code, not the text)."""
-    return bool(_moved_defaults(ai))
+def _moves_default(ai: AnalysedItem, rules_dir: Path | None = None) -> bool:
+    """The diff changes a default's value, or sets a new switch on (read from the code, not the text), in code
+    a deployment ran before: a default set in a file the change adds, or by a refactor that moves code, is
+    no new default (weekly.toml [risks] new_file_lines)."""
+    r = _rules(rules_dir)
+    sizes = {f.path: (f.additions or 0, f.deletions or 0) for f in ai.item.files}
+
+    def existing(d: dict[str, Any]) -> bool:
+        if d.get("previous") is not None:
+            return True
+        added, deleted = sizes.get(d.get("file", ""), (0, 0))
+        return ai.analysis.item_kind != "refactor" and not (deleted == 0 and added >= r.new_file_lines)
+
+    return any(existing(d) for d in _moved_defaults(ai))
 
 
 def default_said(ai: AnalysedItem, t: dict[str, Any]) -> Md:
@@ -163,7 +201,61 @@ def accuracy_fix(ai: AnalysedItem, rules_dir: Path | None = None) -> bool:
     """A change to code that fixes output which was wrong without an error (its label or its title)."""
     if not _code(ai) or ai.analysis.item_kind in ("docs", "test", "ci", "feature"):
         return False
-    return "silent-accuracy" in ai.analysis.risk_labels or bool(_rules(rules_dir).accuracy.search(ai.item.title[:_TITLE]))
+    r = _rules(rules_dir)
+    if not ("silent-accuracy" in ai.analysis.risk_labels or r.accuracy.search(ai.item.title[:_TITLE])):
+        return False
+    return not loud(ai, rules_dir)
+
+
+def loud(ai: AnalysedItem, rules_dir: Path | None = None) -> str:
+    """The title or the description's asserting sentence saying the failure fixed was loud (a crash, an
+    error), when nothing asserts wrong output: such a fix is no silent-accuracy one; "" otherwise."""
+    r = _rules(rules_dir)
+    if r.loud is None:
+        return ""
+    title = bare_title(ai.item.title[:_TITLE])
+    own = own_names(ai.item.repo)
+    if r.silent is not None and (r.silent.search(title) or asserted_sentence(ai.item.body[:20000], r.silent, own)):
+        return ""
+    if r.loud.search(title):
+        return title
+    return asserted_sentence(ai.item.body[:20000], r.loud, own)
+
+
+def breaks(ai: AnalysedItem, rules_dir: Path | None = None) -> str:
+    """The description's sentence asserting the change breaks something ("These issues will ... break FP8/MXFP
+    quantization"), or ""; a fix's description of its bug is not one (weekly.toml [risks] breaks_words)."""
+    r = _rules(rules_dir)
+    if r.breaks is None or ai.analysis.item_kind in r.breaks_not_kinds or not _code(ai):
+        return ""
+    return asserted_sentence(ai.item.body[:20000], r.breaks, own_names(ai.item.repo))
+
+
+def broken_said(ai: AnalysedItem, t: dict[str, Any], rules_dir: Path | None = None) -> Md:
+    """"#N gist：描述称会破坏 FP8/MXFP 量化": what the asserting sentence says breaks, said in zh only where the
+    rules can say it (else the names it gives), never a spliced English clause."""
+    from .saying import phrase
+    from .zh_words import spliced
+
+    w = t["weekly"]
+    what = gist(ai, t, 60)
+    sentence = breaks(ai, rules_dir)
+    ends = [m.end() for m in _rules(rules_dir).breaks.finditer(sentence)] if sentence else []
+    tail = sentence[ends[-1]:].strip().rstrip(".!;") if ends else ""  # what the last cue says breaks
+    words = tail.split()[:6]
+    if t["lang"] == "zh" and words:
+        said = phrase(words, 6, "zh")
+        broken = str(said) if not spliced(said) else "、".join(code(x) if "_" in x else text(x)
+                                                                for x in words if _name_like(x))
+    else:
+        broken = str(text(" ".join(words))) if words else ""
+    return Md(w["breaks_what"].format(what=what, broken=broken) if broken else w["breaks_unnamed"].format(what=what))
+
+
+def _name_like(word: str) -> bool:
+    """A word with a capital after its first letter, a digit, a slash or an underscore: a name."""
+    w = word.strip(".,;:")
+    return any(ch.isdigit() or ch in "/_" for ch in w) or any(ch.isupper() for ch in w[1:])
 
 
 def versions(ai: AnalysedItem, rules_dir: Path | None = None) -> list[str]:
@@ -203,6 +295,7 @@ class Found:
     accuracy: list[AnalysedItem] = field(default_factory=list)
     deps: list[tuple[AnalysedItem, list[str]]] = field(default_factory=list)
     defaults: list[AnalysedItem] = field(default_factory=list)
+    breaks: list[AnalysedItem] = field(default_factory=list)
     untested: list[AnalysedItem] = field(default_factory=list)
     core: int = 0
     core_untested: int = 0
@@ -223,7 +316,9 @@ def find(ranked: list[AnalysedItem], rules_dir: Path | None = None) -> Found:
         if moved:
             out.deps.append((ai, moved))
         # a default moves where the diff says so; without a diff, only with a sentence saying it (not "off by default")
-        if _code(ai) and (_moves_default(ai) if ai.item.code else
+        if breaks(ai, rules_dir):
+            out.breaks.append(ai)
+        if _code(ai) and (_moves_default(ai, rules_dir) if ai.item.code else
                           "new-default" in labels and risk_evidence(ai, "new-default") is not None):
             out.defaults.append(ai)
         if "core-path" in labels and _code(ai):
@@ -244,7 +339,8 @@ def _listed(pairs: list[tuple[AnalysedItem, Md]], refs: Refs, t: dict[str, Any],
     return Md(c["semi"].join(shown) + more)
 
 
-def risk_lines(found: Found, refs: Refs, t: dict[str, Any], most: int = 3, limit: int = 400) -> list[Md]:
+def risk_lines(found: Found, refs: Refs, t: dict[str, Any], most: int = 3, limit: int = 400,
+               rules_dir: Path | None = None) -> list[Md]:
     """One argued line per risk the week holds: its PRs, what each does, and why it matters (fewer PRs
     named when the line would run past `limit` characters)."""
     w, c = t["weekly"], t["common"]
@@ -256,6 +352,7 @@ def risk_lines(found: Found, refs: Refs, t: dict[str, Any], most: int = 3, limit
                 lambda r, k=k: Md(w["risk"].format(label=w[f"risk_{key}"], items=_listed(pairs, r, t, k),
                                                    why=w[f"risk_{key}_why"])) for k in range(most, 0, -1)]))
 
+    line("breaks", [(ai, broken_said(ai, t, rules_dir)) for ai in found.breaks])
     line("removed", found.removed)
     line("accuracy", [(ai, gist(ai, t, 70)) for ai in found.accuracy])
     line("deps", [(ai, text(c["sep"].join(v))) for ai, v in found.deps])

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..models import AnalysedItem
 from .base import name, signed
+from .cjk import tidy
 from .clusters import Theme, subgroups
 from .conclusion import headline_claim
 from .escape import Md, code, plain, text
@@ -85,7 +86,10 @@ def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int,
         if rest:
             listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
         return Md(w["theme_groups"].format(count=head, groups=listing))
-    listing = c["semi"].join(f"{ref(ai)} {gist(ai, t, size)}" for ai in th.members[:named])
+    said: dict[str, list[AnalysedItem]] = {}  # PRs saying the same (a change and its backport) share a gist
+    for ai in th.members[:named]:
+        said.setdefault(str(gist(ai, t, size)), []).append(ai)
+    listing = c["semi"].join(f"{c['sep'].join(ref(ai) for ai in prs)} {what}" for what, prs in said.items())
     rest = th.members[named:]
     if rest:
         listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
@@ -214,9 +218,51 @@ def summary_head(ctx: dict[str, Any], t: dict[str, Any]) -> Md:
         w["exec_no_previous"].format(previous=ctx["previous_word"])
     head = w["exec_head"].format(this=ctx["this"], merged=ctx["merged"], vs=vs, key=ctx["key"],
                                  key_before=ctx["key_before"], previous=ctx["previous_word"])
+    head += target_said(ctx, t)
+    grew = ctx.get("grew")
+    if grew:
+        head += w["exec_grew"].format(name=grew[0], n=grew[1], before=grew[2], previous=ctx["previous_word"])
     if ctx.get("partial"):
         head += w["exec_partial"].format(date=ctx["data_end"])
     return Md(head)
+
+
+def target_facts(prs: list[AnalysedItem], before: list[AnalysedItem], target: str = "") -> dict[str, Any]:
+    """What the week's merged PRs were for the target: how many were written for it or are about it (its
+    profile's topic, grades.toml) this week and the one before, their kinds and grades, and whether every PR
+    was (the target's own repository)."""
+    from ..analyse.porting import profile_topics
+
+    topic = profile_topics().get(target, "")
+
+    def for_target(ai: AnalysedItem) -> bool:
+        return ai.analysis.native or bool(topic and topic in ai.analysis.topics)
+
+    mine = [ai for ai in prs if for_target(ai)]
+    return {"target_n": len(mine), "target_all": bool(prs) and all(ai.analysis.native for ai in prs),
+            "target_before": sum(1 for ai in before if for_target(ai)),
+            "target_kinds": Counter(ai.analysis.item_kind for ai in mine).most_common(3),
+            "target_grades": Counter(ai.analysis.grade for ai in mine)}
+
+
+def target_said(ctx: dict[str, Any], t: dict[str, Any]) -> str:
+    """The summary's sentence on the target: its share of the week, its kinds and what its grades mean."""
+    w, c = t["weekly"], t["common"]
+    n, merged, target = ctx.get("target_n", 0), ctx["merged"], ctx.get("target_name", "")
+    if not merged or not target:
+        return ""
+    if not n:
+        return w["exec_target_none"].format(target=target)
+    kinds = c["sep"].join(w["exec_kind"].format(kind=name(t, "kinds", k), n=k_n) for k, k_n in ctx["target_kinds"])
+    grades = ctx["target_grades"]
+    ml = grades.get("M", 0) + grades.get("L", 0)
+    said = w["exec_grades"].format(s=grades.get("S", 0), ml=ml, target=target) if ml else w["exec_grades_all_s"]
+    if ctx.get("target_all"):
+        out = w["exec_target_own"].format(target=target, n=n, kinds=kinds, grades=said)
+    else:
+        out = w["exec_target"].format(n=n, share=round(100 * n / merged), target=target, kinds=kinds, grades=said,
+                                      before=ctx.get("target_before", 0), previous=ctx["previous_word"])
+    return tidy(out) if t["lang"] == "zh" else out
 
 
 # --- trends ----------------------------------------------------------------------------------------

@@ -103,14 +103,18 @@ def _named(ai: AnalysedItem) -> list[str]:
     return found
 
 
-def gist(ai: AnalysedItem, t: dict[str, Any], limit: int = 60) -> Md:
+def gist(ai: AnalysedItem, t: dict[str, Any], limit: int = 60, title_ok: bool = False) -> Md:
     """What a PR does in a few words: a whole phrase of its title (in zh its title read into a Chinese clause,
-    as the daily radar reads it), else its identifiers, else its module."""
+    as the daily radar reads it), else its identifiers, else its module. In zh a title the rules cannot say in
+    Chinese is never spliced into a sentence: it stands as a title only where `title_ok` (a key PR's own
+    line), else the PR's identifiers or module say what it touches."""
+    from .conclusion import Titled
+
     if t["lang"] == "zh":
         said = _read_zh(ai, t, limit)
-        if said:
+        if said and not isinstance(said, Titled):
             return said
-    phrase = title_phrase(ai.item.title, limit)
+    phrase = title_phrase(ai.item.title, limit) if t["lang"] != "zh" or title_ok else ""
     if phrase:
         return text(phrase)
     ids = _named(ai)
@@ -125,7 +129,7 @@ def gist(ai: AnalysedItem, t: dict[str, Any], limit: int = 60) -> Md:
 def _read_zh(ai: AnalysedItem, t: dict[str, Any], limit: int) -> Md:
     """The PR's title read into one Chinese clause (render/conclusion.mechanism), the richest that fits in about
     `limit` display columns; "" when the title says nothing the rules can read."""
-    from .conclusion import mechanism, title_actions, width
+    from .conclusion import Titled, mechanism, title_actions, width
 
     read_as = title_actions(ai)
     if not read_as[0] and not read_as[1]:
@@ -133,6 +137,8 @@ def _read_zh(ai: AnalysedItem, t: dict[str, Any], limit: int) -> Md:
     said = Md("")
     for most, mods in ((6, 1), (5, 0), (4, 0), (3, 0)):
         said = mechanism(ai, t, most, mods, 1, read_as)
+        if isinstance(said, Titled):  # no Chinese clause: the caller decides whether a title may stand
+            return said
         if width(said) <= limit + limit // 2:
             return said
     return said

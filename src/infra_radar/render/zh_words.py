@@ -14,7 +14,7 @@ from typing import Any
 
 from ..config import rule_data, rules_cache
 
-__all__ = ["Zh", "function_words", "glossary_extra", "joint", "words"]
+__all__ = ["Zh", "function_words", "glossary_extra", "joint", "spliced", "words"]
 
 
 class Zh(str):
@@ -28,6 +28,9 @@ class _Words:
     single: dict[str, Any]
     glossary: dict[str, str]
     longest: int
+    spliced: frozenset[str] = frozenset()
+    endings: tuple[str, ...] = ()
+    terms: frozenset[str] = frozenset()
 
 
 @rules_cache
@@ -36,7 +39,10 @@ def words() -> _Words:
     phrases = {tuple(k.lower().split()): v for k, v in data.get("phrases", {}).items()}
     return _Words(function=frozenset(w.lower() for w in data["function"]["words"]), phrases=phrases,
                   single={k.lower(): v for k, v in data.get("words", {}).items()},
-                  glossary=dict(data.get("glossary", {})), longest=max((len(k) for k in phrases), default=1))
+                  glossary=dict(data.get("glossary", {})), longest=max((len(k) for k in phrases), default=1),
+                  spliced=frozenset(w.lower() for w in data.get("spliced", {}).get("words", [])),
+                  endings=tuple(data.get("spliced", {}).get("suffixes", [])),
+                  terms=frozenset(w.lower() for w in data.get("spliced", {}).get("terms", [])))
 
 
 def glossary_extra() -> dict[str, str]:
@@ -84,3 +90,47 @@ def function_words(md: str) -> list[str]:
     rest = _CODE_OR_LINK.sub(" ", str(md).replace("\\", ""))
     fw = words().function
     return [m for m in _LATIN.findall(rest) if m.lower() in fw and not (len(m) > 1 and m.isupper())]
+
+
+_WORD_RUN = re.compile(r"(?<![\w/.\-@#\[])[A-Za-z][A-Za-z'-]*(?![\w/@])")
+
+
+def spliced(md: str) -> list[str]:
+    """The English words of a Chinese sentence `md` that are not terms of the field: its grammar words
+    (`function_words`) and the determiners, adjectives, adverbs, participles and plain verbs of zh_words.toml
+    [spliced] (listed, or made by an ending such as "-ly", "-ed", "-ible", "-ing" and not a listed term).
+    Code spans, links, all-capital names and words with digits are never looked at; a capitalised word next to
+    another capitalised word is a name ("Context Parallel"). One left-to-right pass over the words."""
+    w = words()
+    rest = _CODE_OR_LINK.sub(" ", str(md).replace("\\", ""))
+    found = list(_WORD_RUN.finditer(rest))
+    out: list[str] = []
+    for i, m in enumerate(found):
+        word = m.group(0).strip("'-")
+        low = word.lower()
+        if not word or (len(word) > 1 and word.isupper()):
+            continue
+        if any(ch.isupper() for ch in word[1:]):  # a CamelCase name ("MindSpeed", "vLLM")
+            continue
+        if low in w.function:
+            out.append(word)
+            continue
+        if word[0].isupper() and (_name_pair(rest, found[i - 1] if i else None, m)
+                                  or _name_pair(rest, m, found[i + 1] if i + 1 < len(found) else None)):
+            continue
+        if low in w.terms or ("-" in low and not any(_made(p, w) or p in w.spliced for p in low.split("-"))):
+            continue
+        if low in w.spliced or _made(low, w):
+            out.append(word)
+    return out
+
+
+def _made(low: str, w: _Words) -> bool:
+    """Whether a word is made by an adjective, adverb or participle ending (three letters of stem at least)."""
+    return low not in w.terms and any(low.endswith(e) and len(low) >= len(e) + 3 for e in w.endings)
+
+
+def _name_pair(rest: str, a: re.Match[str] | None, b: re.Match[str] | None) -> bool:
+    """Whether two found words are capitalised and one space apart: a name ("Context Parallel")."""
+    return (a is not None and b is not None and b.start() == a.end() + 1 and rest[a.end()] == " "
+            and a.group(0)[:1].isupper() and b.group(0)[:1].isupper())
