@@ -89,11 +89,11 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     names = list(names)
     carried: list[AnalysedItem] = []
     if found is None:
-        found = queries.analysed_in_window(engine, window, names, opened=True,
-                                           # a date-only time counts in one window of a published series
-                                           first_day=not first_day_shown(engine, window))
+        # a date-only time counts in one window of a published series: the one covering most of its day
+        days = held_days(engine, window, names)
+        found = queries.analysed_in_window(engine, window, names, opened=True, days=days)
         if first_lookback(settings, engine, window):  # what was open and may have moved in it, undated
-            carried = queries.open_before(engine, window, names, settings.open_lookback_days)
+            carried = queries.open_before(engine, window, names, settings.open_lookback_days, days)
             found = found + carried
     else:
         wanted = {n.lower() for n in names}
@@ -144,12 +144,11 @@ def preceded(engine: Engine, window: Window) -> bool:
     return published.latest_until(engine, window.since + timedelta(microseconds=1)) is not None
 
 
-def first_day_shown(engine: Engine, window: Window) -> bool:
-    """Whether a radar published before `window` held the start (00:00 UTC) of the window's first day."""
+def held_days(engine: Engine, window: Window, names: list[str]):
+    """The UTC days whose date-only times `window` holds (windows.owned_days) beside the windows published for
+    any of the repositories `names`: a day belongs to the window of the series covering its largest part."""
     from ..store import published
-    from ..windows import day_start
+    from ..windows import DAY, day_start, owned_days
 
-    start = day_start(window.since)
-    if start == window.since:
-        return False
-    return published.held_before(engine, start, window.since)
+    others = published.windows_around(engine, day_start(window.since), day_start(window.until) + DAY, names)
+    return owned_days(window, others)

@@ -67,8 +67,9 @@ def report_repos(settings: Settings, engine: Engine, repos: list[str] | None) ->
 
 
 def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
-                 notes: list[str] | None = None) -> tuple[Window, bool]:
-    """The daily window: from the end of the last published radar (none yet: look back N hours) to now. A
+                 notes: list[str] | None = None, repos: list[str] | None = None) -> tuple[Window, bool]:
+    """The daily window: from the end of the last published radar (none yet: look back N hours) to now; with
+    `repos`, the last radar published for them (store.published.last_window: windows are per repository). A
     radar only printed is a preview and moves nothing. A window ending later than now ends now (said in
     `notes`): what has not happened yet is never "today"."""
     from ..store.published import last_window
@@ -83,7 +84,7 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     until = until or clock
     first = False
     if since is None:
-        last = last_window(engine)
+        last = last_window(engine, repos)
         if last and last[1] < until:
             since = last[1]
         else:
@@ -101,8 +102,8 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     from .radar import daily_radar
 
     notes: list[str] = []
-    window, first = daily_window(settings, engine, since, until, notes)
     names = report_repos(settings, engine, repos)
+    window, first = daily_window(settings, engine, since, until, notes, names)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
@@ -141,8 +142,8 @@ def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = N
     from .radar import daily_radar
 
     config = use_llm(settings, True)
-    window, first = daily_window(settings, engine, since, until)
     names = report_repos(settings, engine, repos)
+    window, first = daily_window(settings, engine, since, until, repos=names)
     analyze(settings, engine)
     # with its recall: what it would not deep-dive again
     inp = daily_radar(settings, engine, window, names, first=first, explicit=since is not None).input

@@ -295,8 +295,9 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     upstream = [ai for ai in inp.items if ai.item.repo.lower() not in down]
     downstream = [ai for ai in inp.items if ai.item.repo.lower() in down]
     short = labels(sorted({*inp.repos, *(ai.item.repo for ai in inp.items)}))
+    # what the previous radar tabled and has not changed since is in the recheck, not tabled again
     ranked = rank((ai for ai in upstream if ai.analysis.priority in PRIORITY_ORDER
-                   and ai.analysis.priority != "none"), weights)
+                   and ai.analysis.priority != "none" and ai.item.ref.lower() not in inp.unchanged), weights)
     counts = Counter(ai.analysis.priority for ai in ranked)
     n_ranked = len(ranked)
     ranked = _together(ranked, inp)  # a story's ranked members side by side; each row names all of them

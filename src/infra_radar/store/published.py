@@ -24,7 +24,7 @@ from .rows import to_db_time
 from .schema import carry_dropped, published_items, published_radars
 
 __all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "last_shown",
-           "held_before", "last_window", "latest_until", "load_records", "save_records"]
+           "held_before", "last_window", "windows_around", "latest_until", "load_records", "save_records"]
 
 
 @dataclass(slots=True)
@@ -257,10 +257,37 @@ def held_before(store, at: datetime, before: datetime) -> bool:
             {"before": before, "at": at}))
 
 
-def last_window(store) -> tuple[datetime, datetime] | None:
-    """(since, until) of the published radar whose window ends last, or None when none was published: where
-    the next daily window starts, and the radar `radar push daily` sends by default."""
+def windows_around(store, start: datetime, end: datetime, repos: Iterable[str] | None = None
+                   ) -> list[tuple[datetime, datetime]]:
+    """(since, until) of the published radars overlapping [start, end) that covered any of `repos` (all radars
+    when None), in order of their end."""
+    wanted = None if repos is None else {r.lower() for r in repos}
     with reading(store) as db:
-        rows = db.rows("SELECT published_radars.since, published_radars.until FROM published_radars "
-                       "ORDER BY published_radars.until DESC LIMIT 1", {})
-        return (db.time(rows[0][0]), db.time(rows[0][1])) if rows else None
+        rows = db.rows("SELECT published_radars.since, published_radars.until, published_radars.repos FROM "
+                       "published_radars WHERE published_radars.until > :start AND published_radars.since < :end "
+                       "ORDER BY published_radars.until", {"start": start, "end": end})
+        return [(db.time(since), db.time(until)) for since, until, covered in rows
+                if wanted is None or wanted & {r.lower() for r in db.json(covered)}]
+
+
+def last_window(store, repos: Iterable[str] | None = None) -> tuple[datetime, datetime] | None:
+    """(since, until) of the published radar whose window ends last, or None when none was published: where
+    the next daily window starts, and the radar `radar push daily` sends by default. With `repos`, windows are
+    per repository: of each repository's last published radar (one that covered it), the one ending first, so
+    that a radar published for some repositories never moves the window of the others."""
+    with reading(store) as db:
+        if repos is None:
+            rows = db.rows("SELECT published_radars.since, published_radars.until FROM published_radars "
+                           "ORDER BY published_radars.until DESC LIMIT 1", {})
+            return (db.time(rows[0][0]), db.time(rows[0][1])) if rows else None
+        wanted = {r.lower() for r in repos}
+        last: dict[str, tuple[datetime, datetime]] = {}
+        # newest first: each repository's first hit is its last radar (one pass over the records)
+        for since, until, covered in db.rows("SELECT published_radars.since, published_radars.until, "
+                                             "published_radars.repos FROM published_radars "
+                                             "ORDER BY published_radars.until DESC", {}):
+            for name in {r.lower() for r in db.json(covered)} & wanted:
+                last.setdefault(name, (db.time(since), db.time(until)))
+            if len(last) == len(wanted):
+                break
+        return min(last.values(), key=lambda w: w[1]) if last else None

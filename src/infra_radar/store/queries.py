@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window, github_url
-from ..windows import date_only, day_start, touches
+from ..windows import date_only, day_start, owned_days, touches
 from .reader import Reader, reading
 from .rows import data_analysis
 
@@ -160,11 +160,11 @@ def _analysed(db: Reader, sql: str, params: dict[str, Any]) -> list[AnalysedItem
 
 def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
                        state: str = "all", kinds: list[str] | None = None, opened: bool = False,
-                       first_day: bool = True) -> list[AnalysedItem]:
+                       days: Collection[date] | None = None) -> list[AnalysedItem]:
     """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
     window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
-    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches), the window's first
-    day only with `first_day` (no earlier window held its start)."""
+    the window (`opened_at`), and a date-only time counts in the window that holds its day (windows.touches:
+    `days`, from windows.owned_days; None: the days the window covers the largest part of)."""
     where, params = [], {}
     if window is not None and opened:
         # touched: merged, closed or last updated in the window, opened in it, or commented on in it (a saved page
@@ -189,7 +189,8 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + ("WHERE " + " AND ".join(where) if where else ""), params)
     if window is not None and opened:
-        found = [a for a in found if touched(a.item, window, first_day)]
+        days = owned_days(window) if days is None else days
+        found = [a for a in found if touched(a.item, window, days)]
     # ordered here, not in SQL: ties in time (a tag on its PR's commit) go by name, not by row id, so a store
     # filled in another order (a rerun after a kill, another batch size) gives the same export, and names
     # compare the same on SQLite and under PostgreSQL's collations
@@ -197,14 +198,16 @@ def analysed_in_window(store, window: Window | None, repos_filter: list[str] | N
     return found
 
 
-def touched(item: Item, window: Window, first_day: bool = True) -> bool:
+def touched(item: Item, window: Window, days: Collection[date] | None = None) -> bool:
     """Whether the item was merged, closed, updated, opened or commented on in the window (windows.touches: a
-    date-only time counts for its whole day)."""
-    return (touches(item.when, window, first_day) or touches(opened_at(item), window, first_day)
-            or any(touches(c.created_at, window, first_day) for c in item.comments))
+    date-only time counts in the window holding its day, `days`)."""
+    days = owned_days(window) if days is None else days
+    return (touches(item.when, window, days) or touches(opened_at(item), window, days)
+            or any(touches(c.created_at, window, days) for c in item.comments))
 
 
-def open_before(store, window: Window, repos_filter: list[str] | None, days: int) -> list[AnalysedItem]:
+def open_before(store, window: Window, repos_filter: list[str] | None, days: int,
+                held: Collection[date] | None = None) -> list[AnalysedItem]:
     """PRs and issues opened up to `days` before the window and not known closed before it began, whose activity
     in the window the store cannot date, and that it does not hold otherwise (`touched`): known from a saved page only
     (a page shows no pushes, labels or CI runs), or last updated after the window's end. A PR or issue closed
@@ -225,8 +228,9 @@ def open_before(store, window: Window, repos_filter: list[str] | None, days: int
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + "WHERE " + " AND ".join(where), params)
     opened = {id(a): opened_at(a.item) for a in found}
+    held_days = owned_days(window) if held is None else held
     kept = [a for a in found if opened[id(a)] is not None and opened[id(a)] < window.since
-            and not touched(a.item, window)
+            and not touched(a.item, window, held_days)
             and not (a.item.state == "closed" and a.item.merged_at is None and a.item.closed_at is None)]
     kept.sort(key=lambda a: (opened[id(a)], a.item.repo, a.item.kind, a.item.key))
     return kept
