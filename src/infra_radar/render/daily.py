@@ -63,10 +63,12 @@ def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
 
 
 def state_text(ai: AnalysedItem, t: dict[str, Any]) -> str:
-    """The state as it stood in the window, with a state known only from a later page marked as later."""
-    state = name(t, "states", "draft" if ai.item.draft else ai.item.state)
+    """The state as it stood in the window; where a close or merge is known only from a page saved later (no
+    source dates it), the state in the window is unknown, and the later state is said beside it."""
     later = t["daily"]["later"].get(ai.later_state, "") if ai.later_state else ""
-    return state + (t["common"]["paren"].format(later) if later else "")
+    if later:
+        return t["daily"]["state_unknown"] + t["common"]["paren"].format(later)
+    return name(t, "states", "draft" if ai.item.draft else ai.item.state)
 
 
 def _base(ai: AnalysedItem, t: dict[str, Any], short: dict[str, str]) -> dict[str, Any]:
@@ -345,7 +347,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     for ai, view in zip(listed, short_rows, strict=True):
         # open before the window and closed at a time no source gives: how it stood in the window is not known
         if ai.item.ref.lower() in inp.open_before and ai.later_state:
-            view["state"] = t["daily"]["state_unknown"] + t["common"]["paren"].format(t["daily"]["later"][ai.later_state])
+            view["state"] = state_text(ai, t)
     more_top = [ai for ai in every_top if id(ai) not in tabled and id(ai) in listed_ids]
     # the checklist: one line per deep-dived or P0 item, on the item's own switches, models and metrics
     checked = deep + [ai for ai in top + listed if ai.analysis.priority == "P0" and ai not in deep]
