@@ -24,7 +24,7 @@ _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
     "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
     "carry_days", "open_lookback_days",
-    "clock_skew",
+    "clock_skew", "long_window_days",
 }
 _REPO_KEYS = {"name", "branches", "core_paths", "role"}
 ROLES = ("upstream", "downstream")
@@ -69,6 +69,7 @@ class Settings:
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
     carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
+    long_window_days: float = 7  # a daily window longer than this is said before it is written (--since)
     open_lookback_days: int = 21  # a first radar lists items opened this many days before it and open at its start
     clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
 
@@ -322,6 +323,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             open_lookback_days=_number(data.get("open_lookback_days", 21), "open_lookback_days", where, 0, 3650,
                                        True),
             clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
+            long_window_days=_number(data.get("long_window_days", 7), "long_window_days", where, 0, 3650),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

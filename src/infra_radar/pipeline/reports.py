@@ -94,7 +94,7 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
 
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
-          record: bool = True) -> Report:
+          record: bool = True, warn=None) -> Report:
     """The daily radar for the window after the last published radar; recorded as a run. Written under
     `out_dir`, it is published: what it showed is recorded for the radars after it, and the next window starts
     where it ends (not with `record` off). Printed, it is a preview: nothing is recorded."""
@@ -104,6 +104,19 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     notes: list[str] = []
     names = report_repos(settings, engine, repos)
     window, first = daily_window(settings, engine, since, until, notes, names)
+    from ..store.published import record_at
+
+    kept = record_at(engine, window.until)
+    if kept is not None and kept[1].since == window.since and kept[1].text is not None:
+        # a published radar is immutable: its rerun says what it said, and its record stays as it is
+        record_ = kept[1]
+        notes.append(f"the radar of {window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ} was published "
+                     f"{record_.published_at:%Y-%m-%dT%H:%M:%SZ}: its published text is shown, unchanged")
+        path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", record_.text) if out_dir else None
+        return Report(record_.text, window, path, None, None, notes)
+    long = long_window(settings, window)
+    if long:  # said before anything is written (`warn`: the command's stderr), and kept with the report
+        (warn or notes.append)(long)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
@@ -115,7 +128,7 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
         path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", text) if out_dir else None
         if path is not None and record:
-            radar.publish(engine)
+            radar.publish(engine, text=text)
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
@@ -123,6 +136,18 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
                                         "published": bool(path is not None and record),
                                         **({"llm": prose.line()} if prose else {})})
     return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names), notes)
+
+
+def long_window(settings: Settings, window: Window) -> str:
+    """One line when `window` is much longer than the daily schedule (`long_window_days`), else "": the last
+    radar was published long ago (or never), and the radar about to be written covers all of that."""
+    days = (window.until - window.since) / timedelta(days=1)
+    if settings.long_window_days <= 0 or days <= settings.long_window_days:
+        return ""
+    return (f"the daily window {window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ} is "
+            f"{round(days * 24):,} hours long (more than long_window_days = {settings.long_window_days:g} days: the "
+            "last radar was published long ago); choose one with --since (and --until), e.g. --since "
+            f"{window.until - timedelta(days=1):%Y-%m-%dT%H:%MZ}")
 
 
 def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):

@@ -48,7 +48,8 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
                    "006_created_index", "007_published_radars", "008_labels",
-                   "009_push_deliveries", "010_labels_number", "011_code_facts")
+                   "009_push_deliveries", "010_labels_number", "011_code_facts",
+                   "012_published_text")
 
 
 def applied_migrations(store) -> set[str]:
