@@ -157,11 +157,16 @@ def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
 def _daily(settings: Settings, engine: Engine, names: list[str], day: str | None, window: Window | None,
            site_url: str) -> Digest:
     """The daily radar a push sends: the UTC day `day` names, else the `window` given, else the radar last
-    published (`radar daily --out`, an earlier push), never a day chosen by the newest item."""
-    from ..store.published import last_window
+    published (`radar daily --out`, an earlier push), never a day chosen by the newest item. A published radar
+    is sent as it was published: rebuilt recalling only the radars published before it (pipeline.radar)."""
+    from ..store.published import last_window, published_days
 
     if day:
-        return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
+        # the radar published under that date, as it was published; a calendar day when none was
+        kept = published_days(engine).get(parse_when(day).date())
+        if kept is None:
+            return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
+        window = Window(kept[0], kept[1])
     if window is None:
         last = last_window(engine)
         if last is None:
