@@ -150,3 +150,43 @@ def test_a_window_much_longer_than_the_schedule_is_said_before_it_is_written(rad
     said.clear()
     daily(store.settings, store.engine, None, at(31, 2), out_dir=store.out, warn=lambda line: said.append((line, 0)))
     assert said == []
+
+
+def test_a_change_its_author_withdrew_or_superseded_says_so_and_gives_no_reuse_advice(radar_home):
+    store = Store(radar_home, deep_dive_limit=3)
+    opened = dict(state="open", created_at=at(1, 5), updated_at=at(1, 6))
+    store.put((pr(501, "[Perf] Empty the cache before wake up", **opened,
+                  comments=[Comment("dev", "Closing this PR. The mechanism I claimed doesn't actually hold.", at(1, 8))]),
+               judged("P1", "adapt-now", 5)),
+              (pr(502, "[Perf] Bucketed weight sync", **opened,
+                  comments=[Comment("dev", "Superseded by #510, which keeps the old path.", at(1, 8))]),
+               judged("P1", "adapt-now", 5)),
+              (pr(503, "[Perf] Fused rope", **opened,
+                  comments=[Comment("rev", "Closing this PR? It looks stale.", at(1, 8)),
+                            Comment("dev", "I am not closing this: the numbers hold.", at(1, 9))]),
+               judged("P1", "adapt-now", 5)),
+              # said after the window's end: not yet withdrawn then
+              (pr(504, "[Perf] Later withdrawn", **opened, comments=[Comment("dev", "Closing this PR.", at(3, 8))]),
+               judged("P1", "adapt-now", 5)))
+    text = store.radar(2)
+    rows = {n: next(ln for ln in text.splitlines() if ln.startswith("| ") and f"[{REPO}#{n}]" in ln)
+            for n in (501, 502, 503, 504)}
+    assert "the author withdrew this change in a comment; no reuse advice" in rows[501], rows[501]
+    assert "the author says in a comment that #510 supersedes it; no reuse advice" in rows[502], rows[502]
+    for n in (503, 504):
+        assert "no reuse advice" not in rows[n] and "withdrew" not in rows[n], rows[n]
+    dives = section(text, "Deep dives")
+    assert "#501]" not in dives and "#502]" not in dives
+
+
+def test_a_tag_without_a_release_record_gives_no_release_date(radar_home):
+    from infra_radar.models import Item
+
+    store = Store(radar_home)
+    first_day(store)
+    store.put((Item(repo=REPO, kind="release", key="v1.0", title="v1.0", body="", author="", state="published",
+                    created_at=at(1, 10), updated_at=at(1, 10), merge_commit="e" * 40, source="git"),
+               judged("P2", "track-only", 2)))
+    scope = section(store.radar(2), "Scope")
+    assert f"{REPO} tag v1.0 points at a commit of 2026-08-01" in scope, scope
+    assert "v1.0 (2026-08-01)" not in scope

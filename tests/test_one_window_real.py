@@ -55,3 +55,12 @@ def test_what_07_03_tabled_is_not_tabled_again_on_07_04_unless_it_changed(mornin
 def test_no_item_is_open_where_no_source_dates_its_close(mornings):
     for day, text in mornings.items():
         assert "进行中（页面保存时" not in text, day
+
+
+def test_verl_6912_withdrawn_by_its_author_and_a_lightweight_tag_without_a_release_date(mornings):
+    row = next(ln for ln in mornings["2026-07-04"].splitlines()
+               if ln.startswith("| ") and "[verl-project/verl#6912]" in ln)
+    assert "作者已在评论中撤回此变更" in row and "可复用" not in row, row
+    for text in mornings.values():
+        assert "v0.1.0（2026" not in text
+    assert "verl-project/verl-omni 标签 v0.1.0 指向 2026-07-02 的提交" in "".join(mornings.values())

@@ -84,12 +84,14 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
     from ..store.ledger import adapted_in_window
+    from ..windows import owned_days
     from .asof import as_of
     from .judgment import judge
     from .relations import related_links
 
     names = list(names)
     carried: list[AnalysedItem] = []
+    days = None
     # a radar already published is rebuilt as it was: recalling only the radars published before it
     before_id = published_id(engine, window)
     if before_id is not None and not first:
@@ -105,6 +107,15 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
         wanted = {n.lower() for n in names}
         found = [ai for ai in found if ai.item.repo.lower() in wanted]
     items = judge(settings, engine, as_of(settings, found, window.until, compiled))
+    # what the author withdrew or superseded in a comment by the window's end (rules/withdrawal.toml)
+    from .withdrawal import compile_rules, withdrawal
+
+    if compiled is not None and "withdrawal" not in compiled:
+        compiled["withdrawal"] = compile_rules(settings)
+    said = compiled["withdrawal"] if compiled is not None else compile_rules(settings)
+    held = days if days is not None else owned_days(window)
+    for ai in items:
+        ai.withdrawn = withdrawal(ai.item, window.until, said, held)
     downstream = [n for n in names if settings.repo(n).role == "downstream"]
     down = {n.lower() for n in downstream}
     top = [a for a in items if a.analysis.priority in ("P0", "P1") and a.item.repo.lower() not in down]

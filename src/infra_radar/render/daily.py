@@ -86,7 +86,7 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
     item's short conclusion parts, when the caller has them already."""
     if parts is None:
         parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True)
-    note = join_sentence(parts, t)
+    note = join_sentence(withdrawn_parts(ai, t, parts), t)
     if (ai.analysis.label or {}).get("grade"):
         return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
     return note
@@ -101,10 +101,20 @@ def downstream_note(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     return join_sentence(([what], [consequence(ai, t, _porting(ai, target), target, short=True)]), t)
 
 
+def withdrawn_parts(ai: AnalysedItem, t: dict[str, Any], parts: tuple[list[Md], list[Md]]
+                    ) -> tuple[list[Md], list[Md]]:
+    """An item its author withdrew or superseded in a comment: what it does, then that, never reuse advice."""
+    w = ai.withdrawn
+    if w is None:
+        return parts
+    said = t["daily"]["superseded"].format(by=w.by) if w.kind == "superseded" and w.by else t["daily"]["withdrawn"]
+    return parts[0], [text(said)]
+
+
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: dict[str, str]) -> dict[str, Any]:
     porting = _porting(ai, target)
     view = _base(ai, t, short)
-    parts = conclusion_parts(ai, t, porting, target=target)
+    parts = withdrawn_parts(ai, t, conclusion_parts(ai, t, porting, target=target))
     view["summary"] = with_contradiction(join_sentence(parts, t), ai, t)  # the code against the description
     view["summary_rest"] = parts[1]  # the figure and the consequence: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
@@ -115,8 +125,15 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
 def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
     rels = sorted((ai.item for ai in items if ai.item.kind == RELEASE),
                   key=lambda i: (i.when or i.created_at or datetime.min.replace(tzinfo=UTC), i.repo))
-    entry = t["daily"]["release_entry"]
-    return [fmt(entry, repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
+    d = t["daily"]
+
+    def entry(r) -> str:
+        # a release record (GitHub) has a release date; a tag alone does not: a lightweight tag (no tagger) dates
+        # only the commit it points at, an annotated one its tagging
+        if r.source == "github":
+            return d["release_entry"]
+        return d["release_tag"] if r.author else d["release_tag_commit"]
+    return [fmt(entry(r), repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
 def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, list[Link]],
@@ -312,7 +329,9 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     leads, _ = one_per_story([ai for ai in every_top if ai.item.ref.lower() not in inp.open_before], inp.stories)
     top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
     # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
-    deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep], inp.deep_dive_limit)
+    # nor is what its author withdrew or superseded
+    deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep and ai.withdrawn is None],
+                        inp.deep_dive_limit)
     tabled = {id(ai) for ai in top}
     watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
