@@ -128,11 +128,9 @@ def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
     d = t["daily"]
 
     def entry(r) -> str:
-        # a release record (GitHub) has a release date; a tag alone does not: a lightweight tag (no tagger) dates
-        # only the commit it points at, an annotated one its tagging
-        if r.source == "github":
-            return d["release_entry"]
-        return d["release_tag"] if r.author else d["release_tag_commit"]
+        # a release record (GitHub) or an annotated tag (a tagger, a date of its own) dates the release; a
+        # lightweight tag (no tagger) dates only the commit it points at
+        return d["release_entry"] if r.source == "github" or r.author else d["release_tag_commit"]
     return [fmt(entry(r), repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
