@@ -69,6 +69,7 @@ class Settings:
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
     carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
+    repos_listed: bool = False  # radar.toml lists its own [[repos]]: the reports cover those only
     long_window_days: float = 7  # a daily window longer than this is said before it is written (--since)
     open_lookback_days: int = 21  # a first radar lists items opened this many days before it and open at its start
     clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
@@ -279,8 +280,11 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     if config is None and path.is_symlink() and not path.exists():  # a dangling link: never silently skipped
         raise ConfigError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: fix the link "
                           "or remove it")
+    listed = False  # whether the user's file lists its own [[repos]] (not the packaged example)
     if config is not None or path.exists():
-        data = _merge(data, _read_toml(path), str(path))
+        user = _read_toml(path)
+        listed = isinstance(user, dict) and "repos" in user
+        data = _merge(data, user, str(path))
     where = str(path)
     origin = "--lang" if lang else "environment variable RADAR_LANG" if os.environ.get("RADAR_LANG") else where
     lang = lang or os.environ.get("RADAR_LANG") or data.get("lang", "zh")
@@ -324,6 +328,7 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
                                        True),
             clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
             long_window_days=_number(data.get("long_window_days", 7), "long_window_days", where, 0, 3650),
+            repos_listed=listed,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

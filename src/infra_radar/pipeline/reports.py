@@ -58,12 +58,22 @@ def unstored_repos(settings: Settings, stored) -> list[str]:
 
 
 def report_repos(settings: Settings, engine: Engine, repos: list[str] | None) -> list[str]:
-    """The repositories a daily radar covers: those given (checked), else every stored one and every one
-    radar.toml lists, so that the scope line names a configured repository with no data."""
+    """The repositories a daily radar covers: those given (checked), else every one radar.toml lists (stored or
+    not: the scope line names a configured repository with no data); with no [[repos]] of the user's, every
+    stored one. A repository the store holds that radar.toml does not list (removed, or imported under a name
+    nobody configured) is in no report: its data stays, and can be read by name."""
     if repos:
         return _check_repos(engine, repos, settings)
-    stored = queries.repo_names(engine)
-    return stored + unstored_repos(settings, stored)
+    return covered(settings, queries.repo_names(engine))
+
+
+def covered(settings: Settings, stored: list[str]) -> list[str]:
+    """Of the stored repositories `stored`, those the reports cover (see `report_repos`), then the configured ones
+    the store holds nothing of."""
+    if not settings.repos_listed:
+        return stored + unstored_repos(settings, stored)
+    listed = {r.name.lower() for r in settings.repos}
+    return [n for n in stored if n.lower() in listed] + unstored_repos(settings, stored)
 
 
 def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,

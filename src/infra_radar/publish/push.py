@@ -188,7 +188,10 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
                        site_url)]
     # the weekly of each repository given (one radar.toml lists but the store has nothing of is known: its
     # week is empty), else of every stored one
-    names = report_repos(settings, engine, repos) if repos else queries.repo_names(engine)
+    from ..pipeline.reports import covered
+
+    stored = queries.repo_names(engine)
+    names = report_repos(settings, engine, repos) if repos else [n for n in covered(settings, stored) if n in stored]
     limit = horizon(settings.clock_skew)
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]
