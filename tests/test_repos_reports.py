@@ -30,9 +30,9 @@ def test_a_removed_repository_is_in_no_report_and_purge_deletes_it(radar_home, t
     before = radar("daily", *WINDOW).stdout
     assert "acme/trainer" in before
     removed = radar("repo", "remove", "acme/trainer")
-    assert "out of every report" in removed.stdout
     after = radar("daily", *WINDOW).stdout
     assert "acme/trainer" not in after, after  # not in the scope line, not in a row
+    assert "out of every report" in removed.stdout
     assert radar("show", "acme/trainer#440").stdout  # its data stays, read by name
     purged = radar("repo", "remove", "acme/trainer", "--purge")
     assert "is not in radar.toml" not in purged.stdout
