@@ -159,20 +159,22 @@ def _daily(settings: Settings, engine: Engine, names: list[str], day: str | None
     """The daily radar a push sends: the UTC day `day` names, else the `window` given, else the radar last
     published (`radar daily --out`, an earlier push), never a day chosen by the newest item. A published radar
     is sent as it was published: rebuilt recalling only the radars published before it (pipeline.radar)."""
-    from ..store.published import last_window, published_days
+    from ..store.published import last_window, published_days, record_at
 
     if day:
         # the radar published under that date, as it was published; a calendar day when none was
         kept = published_days(engine).get(parse_when(day).date())
         if kept is None:
             return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
-        window = Window(kept[0], kept[1])
+        window, names = Window(kept[0], kept[1]), names or kept[4]  # the repositories it covered
     if window is None:
         last = last_window(engine)
         if last is None:
             raise NotFoundError("no daily radar has been published yet: publish one with radar daily --out DIR, "
                                 "or name the radar to push with --date YYYY-MM-DD or --since/--until")
         window = Window(*last)
+        found = record_at(engine, window.until)
+        names = names or (found[1].repos if found else [])  # the repositories the published radar covered
     return daily_digest(settings, engine, window, names, site_url)
 
 

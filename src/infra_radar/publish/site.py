@@ -152,7 +152,7 @@ class Site:
             from ..windows import owned_days
 
             self.published = published_days(engine)
-            spans = [(since, until) for since, until, _, _ in self.published.values()]
+            spans = [(since, until) for since, until, *_ in self.published.values()]
             for since, until in spans:
                 self.covered |= owned_days(Window(since, until), spans)
             self.covered |= set(self.published)
@@ -286,9 +286,9 @@ class Site:
             self._names = report_repos(self.settings, self.engine, None)  # as `radar daily` names them
         if (self._radar is None or self._radar[0] != day) and day in self.published:
             # the published radar of that date, rebuilt as it was published (recalling the radars before it)
-            since, until, _, _ = self.published[day]
+            since, until, _, _, repos = self.published[day]
             window = Window(since, until)
-            radar = daily_radar(self.settings, self.engine, window, self._names, generated_at=window.until,
+            radar = daily_radar(self.settings, self.engine, window, repos or self._names, generated_at=window.until,
                                 compiled=self._compiled, related=self._related)
             self._radar = (day, radar)
         if self._radar is None or self._radar[0] != day:

@@ -256,17 +256,19 @@ def record_at(store, until: datetime) -> tuple[int, RadarRecord] | None:
 
 
 def published_days(store) -> dict:
-    """{date of the radar: (since, until, text, lang)} of every published radar (a radar's date is the day of its
-    window's last instant; of two the same day, the later one), oldest first."""
+    """{date of the radar: (since, until, text, lang, repos)} of every published radar (a radar's date is the day
+    of its window's last instant; of two the same day, the later one), oldest first."""
     from datetime import timedelta
 
     with reading(store) as db:
         out = {}
-        for since, until, text, lang in db.rows(
+        for since, until, text, lang, repos in db.rows(
                 "SELECT published_radars.since, published_radars.until, published_radars.text, "
-                "published_radars.lang FROM published_radars ORDER BY published_radars.until", {}):
+                "published_radars.lang, published_radars.repos FROM published_radars "
+                "ORDER BY published_radars.until", {}):
             until = db.time(until)
-            out[(until - timedelta(microseconds=1)).astimezone(UTC).date()] = (db.time(since), until, text, lang)
+            out[(until - timedelta(microseconds=1)).astimezone(UTC).date()] = (
+                db.time(since), until, text, lang, list(db.json(repos)))
         return out
 
 
