@@ -117,15 +117,12 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     from ..store.published import record_at
 
     kept = record_at(engine, window.until)
-    if kept is not None and kept[1].since == window.since and kept[1].text is not None:
-        # a published radar is immutable: its rerun says what it said, and its record stays as it is
-        record_ = kept[1]
-        if out_dir is None:  # written under --out, the path alone is said (cron mails stay empty)
-            notes.append(f"the radar of {window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ} was "
-                         f"published {record_.published_at:%Y-%m-%dT%H:%M:%SZ}: its published text is shown, "
-                         "unchanged")
-        path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", record_.text) if out_dir else None
-        return Report(record_.text, window, path, None, None, notes)
+    if (kept is not None and kept[1].since == window.since and kept[1].text is not None
+            and kept[1].lang in (None, settings.lang) and sorted(kept[1].repos) == sorted(names)):
+        # a published radar is immutable: its rerun (same window, repositories and language) says what it said,
+        # and its record stays as it is
+        path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", kept[1].text) if out_dir else None
+        return Report(kept[1].text, window, path, None, None, notes)
     long = long_window(settings, window)
     if long:  # said before anything is written (`warn`: the command's stderr), and kept with the report
         (warn or notes.append)(long)
