@@ -272,6 +272,13 @@ def _check_db_url(url: str, origin: str) -> str:
     return url
 
 
+def _names(repos) -> set[str]:
+    """The lower-cased names of a [[repos]] list as read (entries without a name are left to the loader)."""
+    if not isinstance(repos, list):
+        return set()
+    return {str(r.get("name", "")).lower() for r in repos if isinstance(r, dict)}
+
+
 def load_settings(config: Path | None = None, db_url: str | None = None, lang: str | None = None) -> Settings:
     """Load settings: packaged defaults, then the config file, then env, then explicit flags."""
     home = home_dir()
@@ -283,7 +290,8 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     listed = False  # whether the user's file lists its own [[repos]] (not the packaged example)
     if config is not None or path.exists():
         user = _read_toml(path)
-        listed = isinstance(user, dict) and "repos" in user
+        # the packaged list, as `radar init` writes it, is an example, not the user's choice
+        listed = isinstance(user, dict) and "repos" in user and _names(user["repos"]) != _names(data["repos"])
         data = _merge(data, user, str(path))
     where = str(path)
     origin = "--lang" if lang else "environment variable RADAR_LANG" if os.environ.get("RADAR_LANG") else where
