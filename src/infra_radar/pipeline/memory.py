@@ -432,7 +432,9 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
         [k for k in hand if k not in carried and _watched_by(hand[k], window.until)
          and _exists_at(found[k], window.until)]
     # what the previous radar tabled and has not changed since: rechecked, not tabled again
-    same = unchanged(settings, memory, inp)
+    from .retable import unchanged
+
+    same = unchanged(memory, inp)
     inp.unchanged = {f"{repo}#{number}" for repo, number in same}
     for key, ai in same.items():
         if key not in found:
@@ -460,36 +462,6 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
     inp.no_deep = followed | {member.lower() for ref, story in ctx.stories.items() if ref.lower() in followed
                               for member in story.refs}
     inp.since_last = _since_last(memory, inp, rechecks, out)
-    return out
-
-
-# a comment shorter than this (a "LGTM", a bot command, a ping) is not news that puts an item back in the table
-SUBSTANTIVE_COMMENT = 40
-# the previous radar of a series ends around the window's start (a gap or overlap of a few minutes)
-SERIES_SLACK = timedelta(hours=1)
-
-
-def unchanged(settings: Settings, memory: Memory, inp: DailyInput) -> dict[Key, AnalysedItem]:
-    """The ranked items of `inp` that the radar before it (the previous one of the series) put in a table, as
-    they stand at the window's end, when nothing it showed has changed: state, merge commit, changed files or
-    their line counts, figures, and no substantive human comment since. Those are rechecked, not tabled again."""
-    window = inp.window
-    out: dict[Key, AnalysedItem] = {}
-    for ai in inp.items:
-        if ai.item.number is None or ai.analysis.priority not in _RANKED:
-            continue
-        key = _key(ai.item.repo, ai.item.number)
-        last = memory.last_shown(key, window.until)
-        if last is None or not (last[1].in_table or last[1].rechecked) or last[0].until < window.since - SERIES_SLACK:
-            continue
-        record, before = last
-        now = shown_item(ai, window.until)
-        said = any(not c.is_bot and c.created_at is not None and record.until <= c.created_at < window.until
-                   and len((c.body or "").strip()) >= SUBSTANTIVE_COMMENT for c in ai.item.comments)
-        if (now.state == before.state and now.merge_commit == before.merge_commit and not said
-                and (before.files_digest is None or now.files_digest == before.files_digest)
-                and (before.figures is None or sorted(map(str, now.figures)) == sorted(map(str, before.figures)))):
-            out[key] = ai
     return out
 
 
