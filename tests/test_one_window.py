@@ -177,6 +177,13 @@ def test_a_change_its_author_withdrew_or_superseded_says_so_and_gives_no_reuse_a
         assert "no reuse advice" not in rows[n] and "withdrew" not in rows[n], rows[n]
     dives = section(text, "Deep dives")
     assert "#501]" not in dives and "#502]" not in dives
+    # the statement rests on the author's comment, which `radar show --evidence` shows
+    from click.testing import CliRunner
+
+    from infra_radar.cli import main
+
+    shown = CliRunner().invoke(main, ["show", f"{REPO}#501", "--evidence"]).output
+    assert "withdrawal.toml:withdrawn" in shown and "Closing this PR." in shown, shown
 
 
 def test_a_tag_without_a_release_record_gives_no_release_date(radar_home):

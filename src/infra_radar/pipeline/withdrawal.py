@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ..config import Settings, load_rule_file
+from ..config import Settings, load_rule_file, rule_data, rules_cache
 
-__all__ = ["Withdrawal", "compile_rules", "withdrawal"]
+__all__ = ["Withdrawal", "active_rules", "compile_rules", "withdrawal"]
 
 _SENTENCE = re.compile(r"[.!?。！？\n]")
 
@@ -27,10 +27,20 @@ class Withdrawal:
         self.kind, self.by, self.said = kind, by, said
 
 
-def compile_rules(settings: Settings) -> dict[str, list[re.Pattern]]:
-    data = load_rule_file("withdrawal", settings)
+def _compiled(data: dict) -> dict[str, list[re.Pattern]]:
     return {key: [re.compile(p, re.IGNORECASE) for p in data.get(key, [])]
             for key in ("withdrawn", "superseded", "negations")}
+
+
+def compile_rules(settings: Settings) -> dict[str, list[re.Pattern]]:
+    """The rules of withdrawal.toml (the user's copy first), compiled."""
+    return _compiled(load_rule_file("withdrawal", settings))
+
+
+@rules_cache
+def active_rules() -> dict[str, list[re.Pattern]]:
+    """The rules of the active rules directory (config.rule_data), compiled once until it changes."""
+    return _compiled(rule_data("withdrawal"))
 
 
 def _sentence(text: str, start: int, end: int) -> tuple[str, str]:

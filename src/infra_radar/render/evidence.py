@@ -116,7 +116,20 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
                             f"checklists.toml:{rule}"))
     if ai.later_state:
         out.append(Evidence(ai.later_state, src, "state", ai.later_state, "page: state learnt after the window"))
+    said = ai.withdrawn if ai.withdrawn is not None else _withdrawal_now(item)
+    if said is not None:  # the author's comment the radar's "withdrawn" / "superseded" rests on
+        out.append(Evidence(said.kind + (f" by {said.by}" if said.by else ""), src, "comment", said.said,
+                            f"withdrawal.toml:{said.kind}"))
     return out
+
+
+def _withdrawal_now(item) -> Any:
+    """The withdrawal or supersession the item's author said in any comment (pipeline/withdrawal.py), or None."""
+    from datetime import UTC, datetime
+
+    from ..pipeline.withdrawal import active_rules, withdrawal
+
+    return withdrawal(item, datetime.max.replace(tzinfo=UTC), active_rules())
 
 
 def evidence_text(inp: Any, lang: str, as_json: bool = False) -> str:
