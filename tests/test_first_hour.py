@@ -191,7 +191,7 @@ def test_the_commented_llm_options_show_the_defaults_in_force(radar_home):
 @pytest.mark.no_store
 def test_settings_fields_are_all_options():
     """Every Settings field a user sets has its key in radar.toml (home and the derived fields aside)."""
-    derived = {"home", "config_path", "focus", "focus_weights", "repos"}
+    derived = {"home", "config_path", "focus", "focus_weights", "repos", "repos_listed"}
     fields = set(config_module.Settings.__dataclass_fields__) - derived
     assert fields <= config_module._TOP_KEYS, fields - config_module._TOP_KEYS
 

@@ -58,9 +58,10 @@ def test_labelled_set_and_team_part_pass_their_floors(store):
     assert recall and float(recall.group(1)) >= 0.9, team
     assert re.search(r"unlisted merged PRs ranked P0/P1 0\.\d+", team), team
     # the team's items that `radar daily` of that window holds: 21 of 26 when this was written (11 before
-    # the window counted opened items and date-only days)
+    # the window counted opened items and date-only days); 19 since a date-only day belongs to the window covering
+    # most of it (issue 42): three pages dated 07-02 are the next morning's (tests/test_team_table.py)
     held = re.search(r"team items in the radar's window (\d\.\d+)  \((\d+)/(\d+)\)", team)
-    assert held and float(held.group(1)) >= 0.75, team
+    assert held and float(held.group(1)) >= 0.7, team
 
 
 def test_no_irrelevance_reason_on_a_watched_item(store):

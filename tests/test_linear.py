@@ -198,3 +198,31 @@ def _toml(name: str) -> dict:
     from importlib import resources
 
     return tomllib.loads((resources.files("infra_radar") / "defaults" / "rules" / f"{name}.toml").read_text("utf-8"))
+
+
+WITHDRAWAL_BODIES = {
+    # rules/withdrawal.toml on one comment: a long owner/name run before "#", a run of stops before the phrase,
+    # negations and questions everywhere
+    "owner/name run": lambda n: "superseded by " + fill("a.", n, "/b#"),
+    "slashes": lambda n: "replaced by " + fill("a/", n, "#"),
+    "stops then the phrase": lambda n: fill(". ", n, " not closing this"),
+    "questions": lambda n: fill("closing this? ", n),
+    "no stop": lambda n: fill("doesn't ", n, " hold"),
+}
+
+
+@pytest.mark.parametrize("make", WITHDRAWAL_BODIES.values(), ids=WITHDRAWAL_BODIES.keys())
+def test_withdrawal_rules_are_linear(make):
+    from infra_radar.config import Settings
+    from infra_radar.models import Comment
+    from infra_radar.pipeline.withdrawal import compile_rules, withdrawal
+
+    rules = compile_rules(Settings(home=None, db_url="sqlite://"))
+    until = datetime(2026, 8, 2, tzinfo=UTC)
+
+    def read(body: str) -> object:
+        item = Item(repo="a/b", kind="pr", key="1", number=1, title="t", author="me",
+                    comments=[Comment("me", body, datetime(2026, 8, 1, tzinfo=UTC))])
+        return withdrawal(item, until, rules)
+
+    assert growth(read, make) < BOUND

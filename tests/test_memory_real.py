@@ -177,9 +177,12 @@ def test_the_recheck_gives_a_line_to_what_changed_and_names_the_rest_once(mornin
 
 
 def test_a_recheck_marks_a_closed_page_state_as_the_table_does(mornings):
-    """verl#6907's newest page says closed, with no date: the table of 07-02 shows it open then and marks the
-    later state; the next morning's recheck says the same, not a bare "open, as shown"."""
+    """verl#6907's newest page says closed, with no date: no source dates the close, so the table of 07-02 and
+    the next mornings' rechecks say its state in the window is unknown and mark the later state, never "open"
+    (issue 42)."""
     part = section(mornings["texts"]["2026-07-03"], "跟踪项复核")
     after = part.split("[verl-project/verl#6907](https://github.com/verl-project/verl/pull/6907)", 1)[1]
-    assert re.match(r"[^；;\n]*?进行中（页面保存时已关闭）", after), after[:200]
-    assert "进行中（页面保存时已关闭）" in mornings["texts"]["2026-07-02"]
+    assert re.match(r"[^；;\n]*?状态未知（页面保存时已关闭）", after), after[:200]
+    assert "状态未知（页面保存时已关闭）" in mornings["texts"]["2026-07-02"]
+    for text in mornings["texts"].values():
+        assert "进行中（页面保存时" not in text

@@ -114,8 +114,9 @@ def test_an_item_for_a_repository_and_a_repository_for_an_item_say_which_command
     assert "that is a repository" in line and "acme/infer#N" in line and "radar repo add acme/infer" in line
     line = radar("daily", "--repo", "acme/infer#1811", ok=False).output
     assert "that is an item reference" in line and "radar show acme/infer#1811" in line
-    line = radar("repo", "add", "acme/infer#1811", ok=False).output
-    assert "radar watch add acme/infer#1811" in line
+    # an item or its GitHub address names its repository for `repo add` (issue 42)
+    line = radar("repo", "add", "acme/infer#1811").output
+    assert "radar watch add acme/infer#1811" in line and "added acme/infer to" in line
 
 
 def test_watch_list_shows_the_stored_state_with_a_header_and_json(sample_store):

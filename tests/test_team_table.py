@@ -51,9 +51,13 @@ def day(full_store):
         window = Window(datetime(2026, 6, 29, 2, tzinfo=UTC), datetime(2026, 7, 2, 2, 12, tzinfo=UTC))
         held = {(ai.item.repo.split("/")[1].lower(), ai.item.number)
                 for ai in daily_radar(settings, engine, window, names, explicit=True, remember=False).input.items}
+        # the next morning's window (20 s later): the day 07-02 is its, it covers 21 h 48 min of it (issue 42)
+        after = Window(datetime(2026, 7, 2, 2, 12, 20, tzinfo=UTC), datetime(2026, 7, 3, 2, 10, tzinfo=UTC))
+        held_next = {(ai.item.repo.split("/")[1].lower(), ai.item.number)
+                     for ai in daily_radar(settings, engine, after, names, explicit=True, remember=False).input.items}
         known = {k for k in team_rows()
                  if any(queries.item_exists(engine, r, k[1]) for r in names if r.split("/")[1].lower() == k[0])}
-    return result.output, held, known
+    return result.output, held, known, held_next
 
 
 def our_rows(text: str) -> dict[tuple[str, int], str]:
@@ -63,20 +67,22 @@ def our_rows(text: str) -> dict[tuple[str, int], str]:
 
 
 def test_at_most_one_p0_more_than_the_team(day) -> None:
-    text, _, _ = day
+    text, *_ = day
     team_p0 = sum(p == "P0" for p in team_rows().values())
     ours = sum(p == "P0" for p in our_rows(text).values())
     assert team_p0 >= 1 and ours <= team_p0 + 1, (ours, team_p0)
 
 
 def test_every_team_row_the_store_knows_is_shown_with_the_teams_priority(day) -> None:
-    text, held, known = day
+    text, held, known, held_next = day
     team, ours = team_rows(), our_rows(text)
     # every team row of an item the store knows is in one of the two tables: held by the window (touched,
-    # opened or commented on in it) or, on this first radar, open before it at no dated time (queries.open_before)
+    # opened or commented on in it) or, on this first radar, open before it at no dated time (queries.open_before),
+    # unless its only date in the window is the day 07-02 (a page's date), which the next window holds
     missing = [k for k in team if k in known and k not in ours]
-    assert not missing, missing
-    assert all(k in held for k in known), [k for k in known if k not in held]
+    assert all(k in held_next and k not in held for k in missing), missing
+    assert len(missing) <= 3, missing
+    assert all(k in held or k in held_next for k in known), [k for k in known if k not in held]
     # at least 80% of all the team's rows (those of items the store does not know count against it) are shown
     # with the team's priority
     same = [k for k in team if ours.get(k) == team[k]]
@@ -87,7 +93,7 @@ def test_every_team_row_the_store_knows_is_shown_with_the_teams_priority(day) ->
 def test_items_open_before_the_window_are_said_and_only_in_the_short_table(day) -> None:
     """The four team rows opened days before the window with no dated event in it (vllm#46838, VeOmni#860,
     vllm-omni#4344, verl-omni#208) are in the short table, and the scope line names them and why."""
-    text, _, _ = day
+    text, *_ = day
     line = next(ln for ln in text.splitlines() if ln.startswith("- 另列入简表"))
     named = {(m.group(1).lower(), int(m.group(2))) for m in re.finditer(r"([\w.-]+)#(\d+)", line)}
     assert {("vllm", 46838), ("veomni", 860), ("vllm-omni", 4344), ("verl-omni", 208)} <= named, line
@@ -99,7 +105,7 @@ def test_items_open_before_the_window_are_said_and_only_in_the_short_table(day) 
 
 
 def test_the_short_table_lists_every_p1_and_counts_only_p2(day) -> None:
-    text, _, _ = day
+    text, *_ = day
     scope = re.search(r"P0 (\d+) · P1 (\d+) · P2 (\d+)", text)
     assert scope
     ours = list(our_rows(text).values())

@@ -35,7 +35,9 @@ def pr(number: int, **over) -> Item:
     (datetime(2026, 6, 29, tzinfo=UTC), True),  # a date: the window's first day, though it starts at 02:00
     (datetime(2026, 6, 29, 1, 0, tzinfo=UTC), False),  # a real time before the start
     (datetime(2026, 6, 28, tzinfo=UTC), False),
-    (datetime(2026, 7, 2, tzinfo=UTC), True),
+    # a date the window covers 2 h 12 min of: the next window of the series covers most of it (issue 42)
+    (datetime(2026, 7, 2, tzinfo=UTC), False),
+    (datetime(2026, 7, 2, 2, 11, tzinfo=UTC), True),  # a real time inside
     (datetime(2026, 7, 2, 2, 12, tzinfo=UTC), False),  # the end is exclusive
     (None, False),
 ])

@@ -26,7 +26,7 @@ _TOP_KEYS = {
     "lang", "db_url", "out_dir", "target", "deep_dive_limit", "first_lookback_hours",
     "weekly_key_prs", "short_p2_limit", "top_table_limit", "short_table_limit", "downstream_limit", "rules_dir", "focus", "repos", "llm", "lock_timeout",
     "carry_days", "open_lookback_days",
-    "clock_skew",
+    "clock_skew", "long_window_days",
 }
 _REPO_KEYS = {"name", "branches", "core_paths", "role"}
 ROLES = ("upstream", "downstream")
@@ -71,6 +71,8 @@ class Settings:
     config_path: Path | None = None
     lock_timeout: float = 600.0  # seconds a writing command waits for another writer of the store
     carry_days: int = 14  # days the daily radar carries an item on from the radar that began carrying it
+    repos_listed: bool = False  # radar.toml lists its own [[repos]]: the reports cover those only
+    long_window_days: float = 7  # a daily window longer than this is said before it is written (--since)
     open_lookback_days: int = 21  # a first radar lists items opened this many days before it and open at its start
     clock_skew: float = 600.0  # seconds a record's date may lie ahead of the clock and still count as now
 
@@ -251,6 +253,13 @@ def _check_db_url(url: str, origin: str) -> str:
     return url
 
 
+def _names(repos) -> set[str]:
+    """The lower-cased names of a [[repos]] list as read (entries without a name are left to the loader)."""
+    if not isinstance(repos, list):
+        return set()
+    return {str(r.get("name", "")).lower() for r in repos if isinstance(r, dict)}
+
+
 def load_settings(config: Path | None = None, db_url: str | None = None, lang: str | None = None) -> Settings:
     """Load settings: packaged defaults, then the config file, then env, then explicit flags."""
     home = home_dir()
@@ -264,8 +273,12 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
                 raise ConfigError(f"{path}: {safe_read.problem(exc)}") from None
         raise ConfigError(f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: fix the link "
                           "or remove it")
+    listed = False  # whether the user's file lists its own [[repos]] (not the packaged example)
     if config is not None or path.exists():
-        data = _merge(data, _read_toml(path), str(path))
+        user = _read_toml(path)
+        # the packaged list, as `radar init` writes it, is an example, not the user's choice
+        listed = isinstance(user, dict) and "repos" in user and _names(user["repos"]) != _names(data["repos"])
+        data = _merge(data, user, str(path))
     where = str(path)
     origin = "--lang" if lang else "environment variable RADAR_LANG" if os.environ.get("RADAR_LANG") else where
     lang = lang or os.environ.get("RADAR_LANG") or data.get("lang", "zh")
@@ -308,6 +321,8 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
             open_lookback_days=_number(data.get("open_lookback_days", 21), "open_lookback_days", where, 0, 3650,
                                        True),
             clock_skew=_number(data.get("clock_skew", 600), "clock_skew", where, 0, 7 * 86400),
+            long_window_days=_number(data.get("long_window_days", 7), "long_window_days", where, 0, 3650),
+            repos_listed=listed,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None

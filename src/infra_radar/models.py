@@ -73,12 +73,47 @@ def check_repo(name: str, what: str = "repository") -> str:
     return name
 
 
+def from_github_url(text: str) -> str:
+    """A GitHub web address as the radar names it: https://github.com/OWNER/NAME/pull/N (or /issues/N, with
+    anything after it) -> 'OWNER/NAME#N'; https://github.com/OWNER/NAME[.git][/...] -> 'OWNER/NAME'. Any other
+    text is returned as it is. String operations only (linear)."""
+    value = text.strip()
+    low = value.lower()
+    for prefix in ("https://", "http://"):
+        if low.startswith(prefix):
+            value, low = value[len(prefix):], low[len(prefix):]
+            break
+    if low.startswith("www."):
+        value, low = value[4:], low[4:]
+    if not low.startswith("github.com/"):
+        return text
+    parts = value[len("github.com/"):].split("?", 1)[0].split("#", 1)[0].split("/")
+    if len(parts) < 2 or not parts[0] or not parts[1]:
+        return text
+    owner, name = parts[0], parts[1].removesuffix(".git")
+    if len(parts) >= 4 and parts[2] in ("pull", "issues", "pulls") and parts[3].isascii() and parts[3].isdigit():
+        return f"{owner}/{name}#{parts[3]}"
+    return f"{owner}/{name}"
+
+
+def repo_of(text: str) -> str:
+    """The repository a command given a repository may also be given as an item or an address: 'OWNER/NAME#N',
+    https://github.com/OWNER/NAME[/pull/N] -> 'OWNER/NAME'; any other text as it is (check_repo judges it)."""
+    value = from_github_url(text) if isinstance(text, str) else text
+    if isinstance(value, str):
+        base, sep, digits = value.strip().rpartition("#")
+        if sep and ref_number(digits) is not None and not repo_problem(base):
+            return base
+    return value
+
+
 def parse_ref(ref: str) -> tuple[str, int]:
-    """'owner/name#123' -> ('owner/name', 123): the one parser of item references every command uses.
+    """'owner/name#123' (or its GitHub address, https://github.com/owner/name/pull/123) -> ('owner/name', 123):
+    the one parser of item references every command uses.
 
     OWNER/NAME must be a name GitHub allows and N a PR or issue number GitHub can give (1 to 2^31 - 1);
     anything else is a RefError (a ConfigError: one line, exit 1) that names the reference, cut to 80."""
-    text = ref.strip() if isinstance(ref, str) else ""
+    text = from_github_url(ref.strip()) if isinstance(ref, str) else ""
     repo, sep, digits = text.rpartition("#")
     number = ref_number(digits) if sep else None
     if number is None or repo_problem(repo):
@@ -275,6 +310,9 @@ class AnalysedItem:
     # a state the item reached after the report's window that the store knows only without its time (a
     # page saved later says "closed"): shown beside the window's own state, never deciding anything
     later_state: str = ""
+    # the author withdrew or superseded the change in a comment by the window's end (pipeline/withdrawal.py);
+    # None: not said
+    withdrawn: object = None
 
 
 @dataclass(frozen=True, slots=True)

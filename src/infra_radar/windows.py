@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC, date, datetime, timedelta
 
 from .errors import WindowError, few
@@ -94,13 +94,57 @@ def date_only(when: datetime | None) -> bool:
     return when is not None and when.utcoffset() == timedelta(0) and when.time() == datetime.min.time()
 
 
-def touches(when: datetime | None, window: Window, first_day: bool = True) -> bool:
-    """Whether `when` falls in `window`; a date-only time stands for its whole day, so an item dated the
-    window's first day counts even when the window starts later, unless `first_day` is off: an earlier window
-    already held that day's start, and a date counts in one window of a series only (the one holding its start)."""
+def touches(when: datetime | None, window: Window, days: Collection[date] | None = None) -> bool:
+    """Whether `when` falls in `window`. A date-only time stands for its whole day and counts in the one window
+    of a series that holds that day (`days`, from `owned_days`); `days` None: the days the window covers the
+    largest part of, as if it stood alone."""
     if when is None or when >= window.until:
         return False
-    return when >= window.since or (first_day and date_only(when) and when + timedelta(days=1) > window.since)
+    if date_only(when):
+        return when.date() in (owned_days(window) if days is None else days)
+    return when >= window.since
+
+
+DAY = timedelta(days=1)
+
+
+def owns_day(window: Window, day: date, others: Iterable[tuple[datetime, datetime]] = ()) -> bool:
+    """Whether `window` holds the date-only times of `day` (UTC): the window of the series that covers the largest
+    part of that day. The series is `window` with `others` (the published windows around it); where two windows
+    overlap (a few minutes, as windows taken from "the last run's time" do), the one that began first has the
+    overlap; a part of the day no window covers (a gap, the hours after the window's end that the next window
+    will take) counts as a window of its own. Ties go to the earlier part. Linear in `others`."""
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    end = start + DAY
+    spans = sorted({(max(s, start), min(u, end), s, u == window.until and s == window.since)
+                    for s, u in [(window.since, window.until), *others] if s < end and u > start},
+                   key=lambda p: (p[2], not p[3]))
+    pieces: list[tuple[timedelta, bool]] = []  # (length, is this window's), in time order
+    reached = start
+    for lo, hi, _, mine in spans:
+        lo = max(lo, reached)
+        if lo > reached:
+            pieces.append((lo - reached, False))
+        if hi > lo:
+            pieces.append((hi - lo, mine))
+            reached = hi
+    if reached < end:
+        pieces.append((end - reached, False))
+    best = max(pieces, key=lambda p: p[0]) if pieces else None
+    return best is not None and best[1]
+
+
+def owned_days(window: Window, others: Iterable[tuple[datetime, datetime]] = ()) -> set[date]:
+    """The UTC days whose date-only times `window` holds (`owns_day`) beside the published windows `others`."""
+    others = [(s, u) for s, u in others if not (s == window.since and u == window.until)]
+    first = day_start(window.since).date()
+    last = (window.until - timedelta(microseconds=1)).astimezone(UTC).date()
+    out, day = set(), first
+    while day <= last:
+        if owns_day(window, day, others):
+            out.add(day)
+        day += DAY
+    return out
 
 
 def report_day(window: Window) -> date:

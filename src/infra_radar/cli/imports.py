@@ -23,11 +23,22 @@ def init(obj: Context, force: bool) -> None:
     click.echo(f"wrote {path}\nstore: {obj.settings().db_url}")
 
 
-def _print_import(result) -> None:
+def _print_import(result, settings=None) -> None:
     s = result.stats
     click.echo(f"{result.repo}: {s.inserted} new, {s.updated} updated, {s.unchanged} unchanged ({result.source})")
     if result.analysed:  # pipeline.analysis.alongside: `radar analyze` will find these done
         click.echo(f"analysed {result.analysed} item(s) while importing")
+    if settings is not None:
+        unconfigured_warning(settings, result.repo)
+
+
+def unconfigured_warning(settings, repo: str) -> None:
+    """A warning when radar.toml lists its own [[repos]] and `repo` is not among them: what was imported is in no
+    report (a typo of a name, or a repository not added yet); how to add it, or to delete what was imported."""
+    if not settings.repos_listed or not repo or any(r.name.lower() == repo.lower() for r in settings.repos):
+        return
+    click.echo(f"warning: {repo} is not in radar.toml's [[repos]]: what was imported is kept but is in no report; "
+               f"add it with radar repo add {repo}, or delete it with radar repo remove {repo} --purge", err=True)
 
 
 SPOOL_PREFIX = "radar-spool-"
@@ -165,7 +176,7 @@ def import_jsonl_cmd(obj: Context, files: tuple[Path, ...]) -> None:
         result.notes = [_renamed_all(note, names) for note in result.notes]
     skipped = [line for r in results for line in r.skipped]
     for result in results:
-        _print_import(result)
+        _print_import(result, obj.settings())
     for note in (n for r in results for n in r.notes):
         click.echo(f"note: {note}", err=True)
     for line in skipped[:10]:
@@ -216,7 +227,7 @@ def import_git_cmd(obj: Context, path: Path, repo: str, branches: str | None, si
             result = import_git(settings, obj.engine(write=True), path, repo, patterns, window, tick, started)
     finally:
         started.close()
-    _print_import(result)
+    _print_import(result, settings)
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     for line in result.skipped[:10]:

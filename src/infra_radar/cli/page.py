@@ -39,7 +39,7 @@ def import_page_cmd(obj: Context, files: tuple[Path, ...], repo: str | None, num
 
     if number is not None and len(files) > 1:
         raise click.UsageError("--number names one pull request: give one FILE with it")
-    engine, failed = obj.engine(write=True), []
+    engine, failed, imported = obj.engine(write=True), [], []
     # several pages: progress (a line per stage when not on a terminal); one page: its report alone
     with (_progress("importing pages", total=len(files), unit="page") if len(files) > 1 else nullcontext(_no_tick)) \
             as tick:
@@ -54,8 +54,13 @@ def import_page_cmd(obj: Context, files: tuple[Path, ...], repo: str | None, num
                 tick(1)
                 continue
             tick(1)
+            if item.repo not in imported:
+                imported.append(item.repo)
             if len(files) == 1:
                 _print_page(item, report)
+                from .imports import unconfigured_warning
+
+                unconfigured_warning(obj.settings(), item.repo)
                 if report.stats.skipped:
                     sys.exit(1)
                 continue
@@ -68,6 +73,11 @@ def import_page_cmd(obj: Context, files: tuple[Path, ...], repo: str | None, num
                 click.echo(f"note: {file}: no PR number on the page; import it alone with --number N", err=True)
             if report.later:
                 click.echo(f"note: {file}: {report.later}", err=True)
+    if len(files) > 1:
+        from .imports import unconfigured_warning
+
+        for name in imported:
+            unconfigured_warning(obj.settings(), name)
     for line in failed:
         _err(line)
     if failed:

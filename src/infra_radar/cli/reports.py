@@ -82,7 +82,7 @@ def daily(obj: Context, since: str | None, until: str | None, repos: tuple[str, 
         report_repos(obj.settings(lang), engine, list(repos))  # so is an unknown repository
     _analyse_first(obj, lang)
     report = run_daily(obj.settings(lang), engine, start, end, list(repos) or None, out_dir_of(obj, out_dir), llm,
-                       record)  # with --out, the path alone on stdout and nothing on stderr (cron mails stay empty)
+                       record, warn=lambda line: click.echo(f"warning: {line}", err=True))  # with --out, the path alone on stdout and nothing on stderr (cron mails stay empty)
     _emit(report)
 
 

@@ -67,7 +67,7 @@ class Memory:
     showing before that. A daily costs what its carry window holds, however many radars were recorded."""
 
     def __init__(self, records: list[RadarRecord], dropped: set[tuple[str, int, datetime]], carry_days: int,
-                 store=None):
+                 store=None, before_id: int | None = None):
         self.carry_days = timedelta(days=carry_days)
         self.dropped = dropped
         self.untils: list[datetime] = []
@@ -78,14 +78,18 @@ class Memory:
             self.put(record)
         # the store read from as needed; None: every record is given above
         self.store = store
+        # the records published before the radar of this row id only: a published radar rebuilt (a push, the
+        # site) recalls what it recalled when it was published, not a radar published after it
+        self.before_id = before_id
         self.span: tuple[datetime, datetime] | None = None  # [from, to): every record ending in it is loaded
         self.older: dict[Key, tuple[RadarRecord, ShownItem] | None] = {}  # last showing before the span
         self.covered: set[datetime] = set()  # the window ends `cover` has read for
 
     @classmethod
-    def load(cls, settings: Settings, store) -> Memory:
-        """The store's memory: the carries dropped by hand now, the records as each radar needs them (`cover`)."""
-        return cls([], published.dropped_carries(store), settings.carry_days, store)
+    def load(cls, settings: Settings, store, before_id: int | None = None) -> Memory:
+        """The store's memory: the carries dropped by hand now, the records as each radar needs them (`cover`);
+        with `before_id`, those published before the radar of that row id only."""
+        return cls([], published.dropped_carries(store), settings.carry_days, store, before_id)
 
     @classmethod
     def everything(cls, settings: Settings, store) -> Memory:
@@ -99,7 +103,7 @@ class Memory:
             return
         if until not in self.covered:
             self.covered.add(until)
-            previous = published.latest_until(self.store, until)
+            previous = published.latest_until(self.store, until, self.before_id)
             start = until - self.carry_days if previous is None else min(until - self.carry_days, previous)
             if self.span is None or start > self.span[1] or until < self.span[0]:  # none yet, or apart
                 self._read(start, until)
@@ -114,19 +118,19 @@ class Memory:
                 self.span = (min(low, start), max(high, until))
         wanted = [k for k in set(keys) if k not in self.older]
         if wanted:
-            found = published.last_shown(self.store, wanted, self.span[0])
+            found = published.last_shown(self.store, wanted, self.span[0], self.before_id)
             for key in wanted:
                 self.older[key] = found.get(key)
 
     def _read(self, start: datetime, end: datetime) -> None:
-        for record in published.load_records(self.store, before=end, since=start):
+        for record in published.load_records(self.store, before=end, since=start, before_id=self.before_id):
             self.put(record)
 
     def latest(self) -> datetime | None:
         """The end of the last published radar."""
         if self.store is None:
             return self.untils[-1] if self.untils else None
-        return published.latest_until(self.store)
+        return published.latest_until(self.store, before_id=self.before_id)
 
     def put(self, record: RadarRecord) -> None:
         """Add a record, replacing the one that ends at the same time."""
@@ -281,7 +285,7 @@ class Recall:
         until = self.window.until
         items: dict[Key, ShownItem] = {}
         for ai in inp.items:
-            if ai.item.number is None or ai.analysis.priority not in _RANKED:
+            if ai.item.number is None or ai.analysis.priority not in _RANKED or ai.item.ref.lower() in inp.unchanged:
                 continue
             row = shown_item(ai, until)
             row.in_table, row.deep = True, ai.item.ref.lower() in deep
@@ -298,7 +302,8 @@ class Recall:
         return RadarRecord(self.window.since, until, sorted(self.repos),
                            sorted(items.values(), key=lambda i: (i.repo.lower(), i.number)))
 
-    def save(self, engine: Engine, inp: DailyInput, shown: dict | None = None) -> RadarRecord:
+    def save(self, engine: Engine, inp: DailyInput, shown: dict | None = None, text: str | None = None,
+             lang: str | None = None) -> RadarRecord:
         """Record the published radar `inp` (under the store's writer lock) and remember it; `shown`: its daily
         context, when the caller has it."""
         from ..render.context import daily_context, load_strings
@@ -307,6 +312,7 @@ class Recall:
         if shown is None:
             shown = daily_context(inp, load_strings(self.settings.lang), self.settings.focus_weights)
         record = self.record(inp, shown)
+        record.text, record.lang = text, lang
         with writer_lock(engine).hold(self.settings.lock_timeout):
             published.save_records(engine, [record])
         self.memory.put(record)
@@ -341,7 +347,9 @@ def _recheck(key: Key, carry: Carry | None, hand: queries.WatchEntry | None, fou
              ctx: _Context) -> tuple[WatchRecheck, ShownItem | None]:
     """One tracked item (`found`: as it stands in the store, else None) as it stood at the window's end, against
     the radar that last showed it."""
-    repo, number = (carry.repo, carry.number) if carry else (hand.repo, hand.number)
+    repo, number = (carry.repo, carry.number) if carry else (hand.repo, hand.number) if hand else key
+    if found is not None and not carry and not hand:
+        repo = found.item.repo
     until = ctx.window.until
     origin = dict(origin_day=_day(carry.origin_until), reasons=carry.reasons) if carry else {}
     hand_reason = None if hand is None else hand.reason
@@ -423,6 +431,15 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
     keys = sorted(carried, key=lambda k: (carried[k].origin_until, k)) + \
         [k for k in hand if k not in carried and _watched_by(hand[k], window.until)
          and _exists_at(found[k], window.until)]
+    # what the previous radar tabled and has not changed since: rechecked, not tabled again
+    from .retable import unchanged
+
+    same = unchanged(memory, inp)
+    inp.unchanged = {f"{repo}#{number}" for repo, number in same}
+    for key, ai in same.items():
+        if key not in found:
+            found[key] = ai
+            keys.append(key)
     present = [k for k in keys if found[k] is not None]
     then = dict(zip(present, as_of(settings, [found[k] for k in present], window.until, compiled), strict=True))
     referencing = {then[k].item.ref: lookup.referencing(*k) for k in present}

@@ -57,12 +57,14 @@ class DailyRadar:
         """The record of this radar as published (store.published.RadarRecord), or None without memory."""
         return None if self.recall is None else self.recall.record(self.input, self.context(t))
 
-    def publish(self, engine: Engine, t: dict[str, Any] | None = None):
-        """Record the radar as published (docs/memory.md): the radars after it follow what it showed, and the
-        next daily window starts where it ends. Returns the record (None without memory)."""
+    def publish(self, engine: Engine, t: dict[str, Any] | None = None, text: str | None = None):
+        """Record the radar as published (docs/memory.md), with its text (`text`, default: the rule text): the
+        radars after it follow what it showed, and the next daily window starts where it ends. A window already
+        published keeps its record (store.published.save_records). Returns the record (None without memory)."""
         if self.recall is None:
             return None
-        return self.recall.save(engine, self.input, self.context(t))
+        return self.recall.save(engine, self.input, self.context(t),
+                                text=text if text is not None else self.markdown(t), lang=self.settings.lang)
 
 
 def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[str], *,
@@ -82,23 +84,38 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
     from ..store.ledger import adapted_in_window
+    from ..windows import owned_days
     from .asof import as_of
     from .judgment import judge
     from .relations import related_links
 
     names = list(names)
     carried: list[AnalysedItem] = []
+    days = None
+    # a radar already published is rebuilt as it was: recalling only the radars published before it
+    before_id = published_id(engine, window)
+    if before_id is not None and not first:
+        first = not preceded(engine, window, before_id) and first_lookback(settings, engine, window, before_id)
     if found is None:
-        found = queries.analysed_in_window(engine, window, names, opened=True,
-                                           # a date-only time counts in one window of a published series
-                                           first_day=not first_day_shown(engine, window))
-        if first_lookback(settings, engine, window):  # what was open and may have moved in it, undated
-            carried = queries.open_before(engine, window, names, settings.open_lookback_days)
+        # a date-only time counts in one window of a published series: the one covering most of its day
+        days = held_days(engine, window, names, before_id)
+        found = queries.analysed_in_window(engine, window, names, opened=True, days=days)
+        if first_lookback(settings, engine, window, before_id):  # what was open and may have moved in it, undated
+            carried = queries.open_before(engine, window, names, settings.open_lookback_days, days)
             found = found + carried
     else:
         wanted = {n.lower() for n in names}
         found = [ai for ai in found if ai.item.repo.lower() in wanted]
     items = judge(settings, engine, as_of(settings, found, window.until, compiled))
+    # what the author withdrew or superseded in a comment by the window's end (rules/withdrawal.toml)
+    from .withdrawal import compile_rules, withdrawal
+
+    if compiled is not None and "withdrawal" not in compiled:
+        compiled["withdrawal"] = compile_rules(settings)
+    said = compiled["withdrawal"] if compiled is not None else compile_rules(settings)
+    held = days if days is not None else owned_days(window)
+    for ai in items:
+        ai.withdrawn = withdrawal(ai.item, window.until, said, held)
     downstream = [n for n in names if settings.repo(n).role == "downstream"]
     down = {n.lower() for n in downstream}
     top = [a for a in items if a.analysis.priority in ("P0", "P1") and a.item.repo.lower() not in down]
@@ -123,33 +140,41 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     if remember:
         from .memory import Memory, StoreLookup, recall
 
-        memory = memory if memory is not None else Memory.load(settings, engine)
+        memory = memory if memory is not None else Memory.load(settings, engine, before_id)
         recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled)
     return DailyRadar(settings, inp, recalled)
 
 
-def first_lookback(settings: Settings, engine: Engine, window: Window) -> bool:
+def published_id(engine: Engine, window: Window) -> int | None:
+    """The row id of the published radar of exactly `window`, or None when that window was not published."""
+    from ..store import published
+
+    found = published.record_at(engine, window.until)
+    return found[0] if found is not None and found[1].since == window.since else None
+
+
+def first_lookback(settings: Settings, engine: Engine, window: Window, before_id: int | None = None) -> bool:
     """Whether `window` is a first run's look back: no radar published before it, and as long as the first run
     looks back (`first_lookback_hours`) or longer. A shorter window looked at on its own is one day of a series
     not yet published, not a first look over what was open."""
     hours = (window.until - window.since) / timedelta(hours=1)
-    return hours >= settings.first_lookback_hours > 0 and not preceded(engine, window)
+    return hours >= settings.first_lookback_hours > 0 and not preceded(engine, window, before_id)
 
 
-def preceded(engine: Engine, window: Window) -> bool:
+def preceded(engine: Engine, window: Window, before_id: int | None = None) -> bool:
     """Whether a radar published before `window` ended at or before its start: a series the window continues,
-    whose radars listed what moved before it."""
+    whose radars listed what moved before it (with `before_id`: one published before the radar of that id)."""
     from ..store import published
 
-    return published.latest_until(engine, window.since + timedelta(microseconds=1)) is not None
+    return published.latest_until(engine, window.since + timedelta(microseconds=1), before_id) is not None
 
 
-def first_day_shown(engine: Engine, window: Window) -> bool:
-    """Whether a radar published before `window` held the start (00:00 UTC) of the window's first day."""
+def held_days(engine: Engine, window: Window, names: list[str], before_id: int | None = None):
+    """The UTC days whose date-only times `window` holds (windows.owned_days) beside the windows published for
+    any of the repositories `names`: a day belongs to the window of the series covering its largest part."""
     from ..store import published
-    from ..windows import day_start
+    from ..windows import DAY, day_start, owned_days
 
-    start = day_start(window.since)
-    if start == window.since:
-        return False
-    return published.held_before(engine, start, window.since)
+    others = published.windows_around(engine, day_start(window.since), day_start(window.until) + DAY, names,
+                                      before_id)
+    return owned_days(window, others)

@@ -58,17 +58,28 @@ def unstored_repos(settings: Settings, stored) -> list[str]:
 
 
 def report_repos(settings: Settings, engine: Engine, repos: list[str] | None) -> list[str]:
-    """The repositories a daily radar covers: those given (checked), else every stored one and every one
-    radar.toml lists, so that the scope line names a configured repository with no data."""
+    """The repositories a daily radar covers: those given (checked), else every one radar.toml lists (stored or
+    not: the scope line names a configured repository with no data); with no [[repos]] of the user's, every
+    stored one. A repository the store holds that radar.toml does not list (removed, or imported under a name
+    nobody configured) is in no report: its data stays, and can be read by name."""
     if repos:
         return _check_repos(engine, repos, settings)
-    stored = queries.repo_names(engine)
-    return stored + unstored_repos(settings, stored)
+    return covered(settings, queries.repo_names(engine))
+
+
+def covered(settings: Settings, stored: list[str]) -> list[str]:
+    """Of the stored repositories `stored`, those the reports cover (see `report_repos`), then the configured ones
+    the store holds nothing of."""
+    if not settings.repos_listed:
+        return stored + unstored_repos(settings, stored)
+    listed = {r.name.lower() for r in settings.repos}
+    return [n for n in stored if n.lower() in listed] + unstored_repos(settings, stored)
 
 
 def daily_window(settings: Settings, engine: Engine, since: datetime | None, until: datetime | None,
-                 notes: list[str] | None = None) -> tuple[Window, bool]:
-    """The daily window: from the end of the last published radar (none yet: look back N hours) to now. A
+                 notes: list[str] | None = None, repos: list[str] | None = None) -> tuple[Window, bool]:
+    """The daily window: from the end of the last published radar (none yet: look back N hours) to now; with
+    `repos`, the last radar published for them (store.published.last_window: windows are per repository). A
     radar only printed is a preview and moves nothing. A window ending later than now ends now (said in
     `notes`): what has not happened yet is never "today"."""
     from ..store.published import last_window
@@ -83,7 +94,7 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
     until = until or clock
     first = False
     if since is None:
-        last = last_window(engine)
+        last = last_window(engine, repos)
         if last and last[1] < until:
             since = last[1]
         else:
@@ -93,7 +104,7 @@ def daily_window(settings: Settings, engine: Engine, since: datetime | None, unt
 
 def daily(settings: Settings, engine: Engine, since: datetime | None = None, until: datetime | None = None,
           repos: list[str] | None = None, out_dir: Path | None = None, llm: bool | None = None,
-          record: bool = True) -> Report:
+          record: bool = True, warn=None) -> Report:
     """The daily radar for the window after the last published radar; recorded as a run. Written under
     `out_dir`, it is published: what it showed is recorded for the radars after it, and the next window starts
     where it ends (not with `record` off). Printed, it is a preview: nothing is recorded."""
@@ -101,8 +112,20 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
     from .radar import daily_radar
 
     notes: list[str] = []
-    window, first = daily_window(settings, engine, since, until, notes)
     names = report_repos(settings, engine, repos)
+    window, first = daily_window(settings, engine, since, until, notes, names)
+    from ..store.published import record_at
+
+    kept = record_at(engine, window.until)
+    if (kept is not None and kept[1].since == window.since and kept[1].text is not None
+            and kept[1].lang in (None, settings.lang) and sorted(kept[1].repos) == sorted(names)):
+        # a published radar is immutable: its rerun (same window, repositories and language) says what it said,
+        # and its record stays as it is
+        path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", kept[1].text) if out_dir else None
+        return Report(kept[1].text, window, path, None, None, notes)
+    long = long_window(settings, window)
+    if long:  # said before anything is written (`warn`: the command's stderr), and kept with the report
+        (warn or notes.append)(long)
     analyze(settings, engine)
     run = save.start_run(engine, "daily", "all", window)
     try:
@@ -114,7 +137,7 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
                 render_daily_llm(inp, settings.lang, prose, settings.focus_weights))
         path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", text) if out_dir else None
         if path is not None and record:
-            radar.publish(engine)
+            radar.publish(engine, text=text)
     except BaseException:
         save.finish_run(engine, run, "failed")
         raise
@@ -122,6 +145,18 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
                                         "published": bool(path is not None and record),
                                         **({"llm": prose.line()} if prose else {})})
     return Report(text, window, path, prose, None if found else queries.newest_per_repo(engine, names), notes)
+
+
+def long_window(settings: Settings, window: Window) -> str:
+    """One line when `window` is much longer than the daily schedule (`long_window_days`), else "": the last
+    radar was published long ago (or never), and the radar about to be written covers all of that."""
+    days = (window.until - window.since) / timedelta(days=1)
+    if settings.long_window_days <= 0 or days <= settings.long_window_days:
+        return ""
+    return (f"the daily window {window.since:%Y-%m-%dT%H:%MZ}..{window.until:%Y-%m-%dT%H:%MZ} is "
+            f"{round(days * 24):,} hours long (more than long_window_days = {settings.long_window_days:g} days: the "
+            "last radar was published long ago); choose one with --since (and --until), e.g. --since "
+            f"{window.until - timedelta(days=1):%Y-%m-%dT%H:%MZ}")
 
 
 def _llm_prose(settings: Settings, engine: Engine, flag: bool | None, inp):
@@ -141,8 +176,8 @@ def daily_prompts(settings: Settings, engine: Engine, since: datetime | None = N
     from .radar import daily_radar
 
     config = use_llm(settings, True)
-    window, first = daily_window(settings, engine, since, until)
     names = report_repos(settings, engine, repos)
+    window, first = daily_window(settings, engine, since, until, repos=names)
     analyze(settings, engine)
     # with its recall: what it would not deep-dive again
     inp = daily_radar(settings, engine, window, names, first=first, explicit=since is not None).input

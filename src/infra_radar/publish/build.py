@@ -119,7 +119,8 @@ def _carried(site: Site) -> list[dict[str, Any]]:
 
 
 def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
-    latest = days[-1] if days else None
+    # the home page leads with the last published radar (the series the team reads), else the last day
+    latest = max(site.published) if site.published else days[-1] if days else None
     daily = dict(site.daily_radar(latest).context(site.t)) if latest else None
     if daily:  # the P0/P1 rows the home page lists, their conclusions as text
         daily["top"] = shown_rows(daily["top"])
@@ -131,7 +132,7 @@ def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
         watch.append({"ref": f"{entry.repo}#{entry.number}", "repo": entry.repo, "number": entry.number,
                       "reason": entry.reason, "title": found.item.title if found else "",
                       "state": found.item.state if found else (entry.last_state or "")})
-    recent = [{"day": d.isoformat(), "page": daily_page(d), "count": len(site.data.by_day[d])}
+    recent = [{"day": d.isoformat(), "page": daily_page(d), "count": len(site.data.by_day.get(d, []))}
               for d in reversed(days[-14:])]
     repos = [{"name": r, "page": repo_page(r)} for r in site.data.repos]
     writer.write("index.html", site.render(
@@ -141,8 +142,8 @@ def _home(site: Site, writer: PageWriter, days: list[date]) -> None:
 
 
 def _indexes(site: Site, writer: PageWriter, days: list[date]) -> None:
-    rows = [{"day": d.isoformat(), "page": "../" + daily_page(d), "count": len(site.data.by_day[d]),
-             "key": sum(1 for ai in site.data.by_day[d] if ai.analysis.priority in ("P0", "P1"))}
+    rows = [{"day": d.isoformat(), "page": "../" + daily_page(d), "count": len(site.data.by_day.get(d, [])),
+             "key": sum(1 for ai in site.data.by_day.get(d, []) if ai.analysis.priority in ("P0", "P1"))}
             for d in reversed(days)]
     writer.write("daily/index.html", site.render("list.html.j2", "daily/index.html",
                                                  title=site.t["site"]["daily_index"], days=rows, repos=[]))
@@ -234,7 +235,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     seen = inputs.InputRecord.open(writer.root, key)
     build = _Build(site, writer, seen)
     _static(writer)
-    days = sorted(site.data.by_day)
+    days = site.daily_days()  # each published radar under its date, and the calendar days no radar covers
     reports: list[feeds.FeedEntry] = []
 
     progress.stage("daily pages", len(days))
@@ -249,7 +250,8 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
         done = build.page(rel, data, render)
         if not done:
             site.backfill_day(day)  # a page kept as it was is still recorded when backfilling
-        reports.append(feeds.FeedEntry("daily", rel, text, min(day_window(day).until, clock), inputs=data,
+        ends = site.published[day][1] if day in site.published else day_window(day).until
+        reports.append(feeds.FeedEntry("daily", rel, text, min(ends, clock), inputs=data,
                                        load=None if done else lambda day=day: site.daily(day)[2]))
         progress.advance()
     progress.say(_pages("daily pages", build.rendered, len(days)))

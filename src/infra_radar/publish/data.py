@@ -84,7 +84,14 @@ def load_site_data(engine: Engine, settings: Settings | None = None, limit: date
         from ..pipeline.judgment import judge
 
         judge(settings, engine, items)
-    data = SiteData(repos=queries.repo_names(engine), items=items)
+    repos = queries.repo_names(engine)
+    if settings is not None:  # the repositories the reports cover (pipeline.reports.report_repos)
+        from ..pipeline.reports import covered
+
+        repos = [n for n in covered(settings, repos) if n in set(repos)]
+        wanted = {n.lower() for n in repos}
+        items = [ai for ai in items if ai.item.repo.lower() in wanted]
+    data = SiteData(repos=repos, items=items)
     by_day: dict[date, list[AnalysedItem]] = defaultdict(list)
     by_week: dict[tuple[str, str], list[AnalysedItem]] = defaultdict(list)
     for ai in items:

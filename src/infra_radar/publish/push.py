@@ -157,17 +157,24 @@ def _latest_day(engine: Engine, repos: list[str], limit: datetime) -> date:
 def _daily(settings: Settings, engine: Engine, names: list[str], day: str | None, window: Window | None,
            site_url: str) -> Digest:
     """The daily radar a push sends: the UTC day `day` names, else the `window` given, else the radar last
-    published (`radar daily --out`, an earlier push), never a day chosen by the newest item."""
-    from ..store.published import last_window
+    published (`radar daily --out`, an earlier push), never a day chosen by the newest item. A published radar
+    is sent as it was published: rebuilt recalling only the radars published before it (pipeline.radar)."""
+    from ..store.published import last_window, published_days, record_at
 
     if day:
-        return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
+        # the radar published under that date, as it was published; a calendar day when none was
+        kept = published_days(engine).get(parse_when(day).date())
+        if kept is None:
+            return daily_digest(settings, engine, parse_when(day).date(), names, site_url)
+        window, names = Window(kept[0], kept[1]), names or kept[4]  # the repositories it covered
     if window is None:
         last = last_window(engine)
         if last is None:
             raise NotFoundError("no daily radar has been published yet: publish one with radar daily --out DIR, "
                                 "or name the radar to push with --date YYYY-MM-DD or --since/--until")
         window = Window(*last)
+        found = record_at(engine, window.until)
+        names = names or (found[1].repos if found else [])  # the repositories the published radar covered
     return daily_digest(settings, engine, window, names, site_url)
 
 
@@ -183,7 +190,10 @@ def digests(settings: Settings, engine: Engine, report: str, repos: list[str], w
                        site_url)]
     # the weekly of each repository given (one radar.toml lists but the store has nothing of is known: its
     # week is empty), else of every stored one
-    names = report_repos(settings, engine, repos) if repos else queries.repo_names(engine)
+    from ..pipeline.reports import covered
+
+    stored = queries.repo_names(engine)
+    names = report_repos(settings, engine, repos) if repos else [n for n in covered(settings, stored) if n in stored]
     limit = horizon(settings.clock_skew)
     return [weekly_digest(settings, engine, repo, week or week_of(_latest_day(engine, [repo], limit)), site_url)
             for repo in names]

@@ -143,6 +143,24 @@ class Site:
         self._is_bot: Any = None
         self.most = load_relation_rules(settings).max_per_kind  # related items of one kind a page lists
         self._groups: dict = {}  # exact-title group -> (numbers sorted, number -> (store order, title))
+        # the published radars by date: each is a page of the site under its date, exactly as published; a
+        # calendar-day page is only for a day no published radar covers
+        self.published: dict[date, tuple] = {}
+        self.covered: set[date] = set()
+        if engine is not None:
+            from ..store.published import published_days
+            from ..windows import owned_days
+
+            self.published = published_days(engine)
+            spans = [(since, until) for since, until, *_ in self.published.values()]
+            for since, until in spans:
+                self.covered |= owned_days(Window(since, until), spans)
+            self.covered |= set(self.published)
+
+    def daily_days(self) -> list[date]:
+        """The days of the site's daily pages: every published radar's, and every day with items that no
+        published radar covers (a calendar-day page), in order."""
+        return sorted(set(self.published) | {d for d in self.data.by_day if d not in self.covered})
 
     # inputs (publish/inputs.py)
     def digest_of(self, items: list[AnalysedItem]) -> list[str]:
@@ -157,6 +175,8 @@ class Site:
 
     def daily_inputs(self, day: date) -> str:
         """What the daily page of `day` is made from (as_of and the rules are in the build's key)."""
+        if day in self.published:
+            return inputs.digest("published", day, *self.published[day])
         return inputs.digest("daily", day, self.data.repos, self.digest_of(self.data.by_day.get(day, [])),
                              self._memory_inputs(day_window(day)))
 
@@ -264,6 +284,13 @@ class Site:
 
             self._related = batch_cache(self.engine)
             self._names = report_repos(self.settings, self.engine, None)  # as `radar daily` names them
+        if (self._radar is None or self._radar[0] != day) and day in self.published:
+            # the published radar of that date, rebuilt as it was published (recalling the radars before it)
+            since, until, _, _, repos = self.published[day]
+            window = Window(since, until)
+            radar = daily_radar(self.settings, self.engine, window, repos or self._names, generated_at=window.until,
+                                compiled=self._compiled, related=self._related)
+            self._radar = (day, radar)
         if self._radar is None or self._radar[0] != day:
             window = day_window(day)
             radar = daily_radar(self.settings, self.engine, window, self._names, calendar_day=True,
@@ -276,8 +303,8 @@ class Site:
     def backfill_day(self, day: date) -> None:
         """With `backfill`: the radar of `day` remembered as published for the pages after it, and kept in
         `records` to be recorded when the build ends (a page not rendered again is backfilled too)."""
-        if not self.backfill or day in self._backfilled:  # once a day (a feed may render a page again)
-            return
+        if not self.backfill or day in self._backfilled or day in self.published:  # once a day (a feed may
+            return  # render a page again); a published radar stays as it was
         self._backfilled.add(day)
         radar = self.daily_radar(day)
         if radar.recall is not None:
@@ -317,12 +344,18 @@ class Site:
     def daily(self, day: date) -> tuple[str, str, str]:
         """(path, html, markdown) of a daily radar page."""
         rel = daily_page(day)
-        radar = self.daily_radar(day)
-        ctx = radar.context(self.t)
-        text = self.markdown("daily.md.j2", ctx)
+        kept = self.published.get(day)
+        if kept is not None and kept[2] is not None:  # the published text, as it was published
+            text = kept[2]
+        else:
+            radar = self.daily_radar(day)
+            text = self.markdown("daily.md.j2", radar.context(self.t))
         self.backfill_day(day)
         title = markdown_title(text)
-        return rel, self.render("report.html.j2", rel, title=title, content=self.report(text, rel)), text
+        content = self.report(text, rel)
+        if kept is None:  # a calendar day: computed here, and the page says so above the radar
+            content = Markup('<p class="computed-day">{}</p>\n').format(self.t["site"]["computed_day"]) + content
+        return rel, self.render("report.html.j2", rel, title=title, content=content), text
 
     def weekly(self, repo: str, week: str) -> tuple[str, str, str]:
         """(path, html, markdown) of a weekly report page."""

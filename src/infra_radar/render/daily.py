@@ -63,10 +63,12 @@ def _porting(ai: AnalysedItem, target: str) -> list[Applied]:
 
 
 def state_text(ai: AnalysedItem, t: dict[str, Any]) -> str:
-    """The state as it stood in the window, with a state known only from a later page marked as later."""
-    state = name(t, "states", "draft" if ai.item.draft else ai.item.state)
+    """The state as it stood in the window; where a close or merge is known only from a page saved later (no
+    source dates it), the state in the window is unknown, and the later state is said beside it."""
     later = t["daily"]["later"].get(ai.later_state, "") if ai.later_state else ""
-    return state + (t["common"]["paren"].format(later) if later else "")
+    if later:
+        return t["daily"]["state_unknown"] + t["common"]["paren"].format(later)
+    return name(t, "states", "draft" if ai.item.draft else ai.item.state)
 
 
 def _base(ai: AnalysedItem, t: dict[str, Any], short: dict[str, str]) -> dict[str, Any]:
@@ -85,7 +87,7 @@ def short_note(ai: AnalysedItem, t: dict[str, Any], target: str = "ascend",
     if parts is None:
         parts = conclusion_parts(ai, t, _porting(ai, target), short=True, target=target, compact=True,
                                   title_shown=True)
-    note = join_sentence(parts, t)
+    note = join_sentence(withdrawn_parts(ai, t, parts), t)
     if (ai.analysis.label or {}).get("grade"):
         return Md(f"{grade_shown(ai.analysis, t)}{t['common']['colon']}{note}")
     return note
@@ -102,10 +104,20 @@ def downstream_note(ai: AnalysedItem, t: dict[str, Any], target: str) -> Md:
     return join_sentence(([what], [consequence(ai, t, _porting(ai, target), target, short=True)]), t)
 
 
+def withdrawn_parts(ai: AnalysedItem, t: dict[str, Any], parts: tuple[list[Md], list[Md]]
+                    ) -> tuple[list[Md], list[Md]]:
+    """An item its author withdrew or superseded in a comment: what it does, then that, never reuse advice."""
+    w = ai.withdrawn
+    if w is None:
+        return parts
+    said = t["daily"]["superseded"].format(by=w.by) if w.kind == "superseded" and w.by else t["daily"]["withdrawn"]
+    return parts[0], [text(said)]
+
+
 def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: dict[str, str]) -> dict[str, Any]:
     porting = _porting(ai, target)
     view = _base(ai, t, short)
-    parts = conclusion_parts(ai, t, porting, target=target, title_shown=True)
+    parts = withdrawn_parts(ai, t, conclusion_parts(ai, t, porting, target=target, title_shown=True))
     view["summary"] = with_contradiction(join_sentence(parts, t), ai, t)  # the code against the description
     view["summary_rest"] = parts[1]  # the figure and the consequence: the rules' facts, kept beside model prose
     view["grade_reason"] = grade_with_porting(ai, t, porting)
@@ -116,8 +128,13 @@ def _row(ai: AnalysedItem, t: dict[str, Any], target: str, tname: str, short: di
 def _releases(items: list[AnalysedItem], t: dict[str, Any]) -> list[Md]:
     rels = sorted((ai.item for ai in items if ai.item.kind == RELEASE),
                   key=lambda i: (i.when or i.created_at or datetime.min.replace(tzinfo=UTC), i.repo))
-    entry = t["daily"]["release_entry"]
-    return [fmt(entry, repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
+    d = t["daily"]
+
+    def entry(r) -> str:
+        # a release record (GitHub) or an annotated tag (a tagger, a date of its own) dates the release; a
+        # lightweight tag (no tagger) dates only the commit it points at
+        return d["release_entry"] if r.source == "github" or r.author else d["release_tag_commit"]
+    return [fmt(entry(r), repo=r.repo, tag=r.key, date=day(r.when or r.created_at)) for r in rels]
 
 
 def _references(deep: list[AnalysedItem], shown: set[str], related: dict[str, list[Link]],
@@ -299,8 +316,9 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     upstream = [ai for ai in inp.items if ai.item.repo.lower() not in down]
     downstream = [ai for ai in inp.items if ai.item.repo.lower() in down]
     short = labels(sorted({*inp.repos, *(ai.item.repo for ai in inp.items)}))
+    # what the previous radar tabled and has not changed since is in the recheck, not tabled again
     ranked = rank((ai for ai in upstream if ai.analysis.priority in PRIORITY_ORDER
-                   and ai.analysis.priority != "none"), weights)
+                   and ai.analysis.priority != "none" and ai.item.ref.lower() not in inp.unchanged), weights)
     counts = Counter(ai.analysis.priority for ai in ranked)
     n_ranked = len(ranked)
     ranked = _together(ranked, inp)  # a story's ranked members side by side; each row names all of them
@@ -313,7 +331,9 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     leads, _ = one_per_story([ai for ai in every_top if ai.item.ref.lower() not in inp.open_before], inp.stories)
     top = leads[:inp.top_table_limit] if inp.top_table_limit > 0 else leads
     # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
-    deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep], inp.deep_dive_limit)
+    # nor is what its author withdrew or superseded
+    deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep and ai.withdrawn is None],
+                        inp.deep_dive_limit)
     tabled = {id(ai) for ai in top}
     watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])
@@ -349,7 +369,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     for ai, view in zip(listed, short_rows, strict=True):
         # open before the window and closed at a time no source gives: how it stood in the window is not known
         if ai.item.ref.lower() in inp.open_before and ai.later_state:
-            view["state"] = t["daily"]["state_unknown"] + t["common"]["paren"].format(t["daily"]["later"][ai.later_state])
+            view["state"] = state_text(ai, t)
     more_top = [ai for ai in every_top if id(ai) not in tabled and id(ai) in listed_ids]
     # the checklist: one line per deep-dived or P0 item, on the item's own switches, models and metrics
     checked = deep + [ai for ai in top + listed if ai.analysis.priority == "P0" and ai not in deep]

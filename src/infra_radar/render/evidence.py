@@ -136,6 +136,10 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
                             f"checklists.toml:{rule}"))
     if ai.later_state:
         out.append(Evidence(ai.later_state, src, "state", ai.later_state, "page: state learnt after the window"))
+    said = ai.withdrawn if ai.withdrawn is not None else _withdrawal_now(item)
+    if said is not None:  # the author's comment the radar's "withdrawn" / "superseded" rests on (first: never cut)
+        out.insert(0, Evidence(said.kind + (f" by {said.by}" if said.by else ""), src, "comment", said.said,
+                            f"withdrawal.toml:{said.kind}"))
     return [_quoted(e) for e in out[:_bounds()["records"]]]
 
 
@@ -186,6 +190,15 @@ def excerpt(text: str, anchor: str, limit: int) -> tuple[str, bool]:
             stop = space
         end = stop
     return text[start:end].strip().rstrip("…").rstrip(), True
+
+
+def _withdrawal_now(item) -> Any:
+    """The withdrawal or supersession the item's author said in any comment (pipeline/withdrawal.py), or None."""
+    from datetime import UTC, datetime
+
+    from ..pipeline.withdrawal import active_rules, withdrawal
+
+    return withdrawal(item, datetime.max.replace(tzinfo=UTC), active_rules())
 
 
 def evidence_text(inp: Any, lang: str, as_json: bool = False) -> str:

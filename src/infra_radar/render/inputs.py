@@ -81,6 +81,9 @@ class DailyInput:
     # lower-cased refs of items opened before the window and open at its start, whose activity in it the store
     # cannot date (store.queries.open_before): a first radar lists them in its short table, never in depth
     open_before: set[str] = field(default_factory=set)
+    # lower-cased refs the previous published radar tabled that have not changed since (pipeline.memory.unchanged):
+    # rechecked, not tabled again
+    unchanged: set[str] = field(default_factory=set)
 
 
 @dataclass

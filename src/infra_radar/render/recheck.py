@@ -40,7 +40,9 @@ def _state(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
     if w.state_now == MERGED and w.merge_commit:
         return Md(r["merged"].format(sha=code(w.merge_commit[:7])))
     later = t["daily"]["later"].get(w.later_state, "") if w.later_state else ""
-    return text(name(t, "states", w.state_now) + (t["common"]["paren"].format(later) if later else ""))
+    if later:  # no source dates the close or merge: the state in the window is not known
+        return text(t["daily"]["state_unknown"] + t["common"]["paren"].format(later))
+    return text(name(t, "states", w.state_now))
 
 
 def _files(w: WatchRecheck, r: dict[str, Any], t: dict[str, Any]) -> Md:
@@ -135,7 +137,8 @@ def recheck_view(w: WatchRecheck, t: dict[str, Any]) -> dict[str, Any]:
     if needs:  # what it still needs stays in view while it is open
         notes = [*notes, Md(r["needs"].format(needs=join([text(x) for x in needs], t["common"]["sep"])))]
     # carried with nothing new and nothing it still needs: named on the one line of the unchanged
-    folded = not changed and not needs and w.hand is None and bool(w.origin_day)
+    # carried, or shown unchanged by the previous radar (pipeline.memory.unchanged): named on the one line
+    folded = not changed and not needs and w.hand is None
     state_changed = bool(w.state_before) and w.state_now != w.state_before
     return {**view, "line": line, "notes": notes, "changed": changed, "folded": folded, "state_changed": state_changed,
             "short": Md(f"{link(w.ref, w.url)} {state}")}

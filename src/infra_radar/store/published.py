@@ -24,7 +24,7 @@ from .rows import to_db_time
 from .schema import carry_dropped, published_items, published_radars
 
 __all__ = ["RadarRecord", "ShownItem", "drop_carry", "dropped_carries", "figure", "files_digest", "last_shown",
-           "held_before", "last_window", "latest_until", "load_records", "save_records"]
+           "held_before", "last_window", "windows_around", "record_at", "published_days", "latest_until", "load_records", "save_records"]
 
 
 @dataclass(slots=True)
@@ -76,6 +76,8 @@ class RadarRecord:
     repos: list[str]
     items: list[ShownItem] = field(default_factory=list)
     published_at: datetime | None = None
+    text: str | None = None  # the radar as published (Markdown); None: recorded without it (a site backfill)
+    lang: str | None = None
 
     def content(self) -> tuple:
         return (self.since, self.until, tuple(self.repos),
@@ -128,10 +130,14 @@ def _load(db, where: str, params: dict) -> dict[int, RadarRecord]:
     return records
 
 
-def load_records(store, before: datetime | None = None, since: datetime | None = None) -> list[RadarRecord]:
+def load_records(store, before: datetime | None = None, since: datetime | None = None,
+                 before_id: int | None = None) -> list[RadarRecord]:
     """The published records whose window ends before `before` and at or after `since` (each bound only when
-    given), oldest first."""
+    given; with `before_id`, only those published before the radar of that row id), oldest first."""
     parts, params = [], {}
+    if before_id is not None:
+        parts.append("published_radars.id < :bid")
+        params["bid"] = before_id
     if before is not None:
         parts.append("published_radars.until < :before")
         params["before"] = before
@@ -143,14 +149,22 @@ def load_records(store, before: datetime | None = None, since: datetime | None =
         return list(_load(db, where, params).values())
 
 
-def latest_until(store, before: datetime | None = None) -> datetime | None:
-    """The end of the last published radar (ending before `before`, when given); None when there is none."""
-    where, params = ("WHERE published_radars.until < :before", {"before": before}) if before else ("", {})
+def latest_until(store, before: datetime | None = None, before_id: int | None = None) -> datetime | None:
+    """The end of the last published radar (ending before `before`, and published before the radar of row id
+    `before_id`, when given); None when there is none."""
+    parts, params = [], {}
+    if before:
+        parts.append("published_radars.until < :before")
+        params["before"] = before
+    if before_id is not None:
+        parts.append("published_radars.id < :bid")
+        params["bid"] = before_id
+    where = "WHERE " + " AND ".join(parts) if parts else ""
     with reading(store) as db:
         return db.time(db.scalar(f"SELECT max(published_radars.until) FROM published_radars {where}", params))
 
 
-def last_shown(store, keys: Iterable[tuple[str, int]], before: datetime
+def last_shown(store, keys: Iterable[tuple[str, int]], before: datetime, before_id: int | None = None
                ) -> dict[tuple[str, int], tuple[RadarRecord, ShownItem]]:
     """For each (lower-cased repo, number) of `keys`, the last radar ending before `before` that showed it (the
     record without its other items) and how it showed it: one query over the index of (repo, number), which
@@ -169,6 +183,7 @@ def last_shown(store, keys: Iterable[tuple[str, int]], before: datetime
         latest = ("SELECT published_items.repo AS repo, published_items.number AS number, "
                   "max(published_radars.until) AS until FROM published_items JOIN published_radars ON "
                   "published_radars.id = published_items.radar_id WHERE published_radars.until < :before AND "
+                  f"{'published_radars.id < :bid AND ' if before_id is not None else ''}"
                   "published_items.repo IN :repos AND published_items.number IN :numbers "
                   "GROUP BY published_items.repo, published_items.number")
         rows = db.rows("SELECT published_radars.since, published_radars.until, published_radars.repos, "
@@ -176,7 +191,7 @@ def last_shown(store, keys: Iterable[tuple[str, int]], before: datetime
                        f"published_radars.id = published_items.radar_id JOIN ({latest}) latest ON "
                        "latest.repo = published_items.repo AND latest.number = published_items.number AND "
                        "latest.until = published_radars.until",
-                       {"before": before, "repos": repos, "numbers": numbers})
+                       {"before": before, "repos": repos, "numbers": numbers, "bid": before_id})
         for since, until, repos_shown, at, *item in rows:
             shown = _shown(db, *item)
             if shown.key not in wanted:
@@ -204,30 +219,57 @@ def _item_row(radar_id: int, i: ShownItem) -> dict:
 
 
 def save_records(engine: Engine, records: list[RadarRecord]) -> int:
-    """Store the records in one transaction, each replacing the record of its window's end; a record equal to
-    the stored one is left as it is (its publication time too). Returns how many were written."""
+    """Store the records in one transaction. A published radar is immutable: a record whose window's end is
+    already recorded is left as it is (its items, text and publication time), whatever the rerun would show
+    now; a rerun shows the stored text instead (record_at). Returns how many were written."""
     written = 0
     now = to_db_time(datetime.now(UTC).replace(microsecond=0))
     with engine.begin() as conn:
         for record in records:
             with reading(conn) as db:
-                found = _load(db, "WHERE published_radars.until = :until", {"until": record.until})
-            radar_id, old = next(iter(found.items()), (None, None))
-            if old is not None and old.content() == record.content():
+                found = db.rows("SELECT published_radars.id FROM published_radars WHERE published_radars.until = "
+                                ":until", {"until": record.until})
+            if found:
                 continue
             values = {"since": to_db_time(record.since), "until": to_db_time(record.until),
-                      "repos": list(record.repos), "published_at": now}
-            if radar_id is None:
-                radar_id = conn.execute(published_radars.insert().values(values).returning(
-                    published_radars.c.id)).scalar_one()
-            else:
-                conn.execute(published_items.delete().where(published_items.c.radar_id == radar_id))
-                conn.execute(published_radars.update().where(published_radars.c.id == radar_id).values(values))
+                      "repos": list(record.repos), "published_at": now, "text": record.text, "lang": record.lang}
+            radar_id = conn.execute(published_radars.insert().values(values).returning(
+                published_radars.c.id)).scalar_one()
             if record.items:
                 conn.execute(published_items.insert(), [_item_row(radar_id, i) for i in record.items])
             written += 1
             killpoint.reached("record.written")  # written, not committed: a kill here must leave no trace
     return written
+
+
+def record_at(store, until: datetime) -> tuple[int, RadarRecord] | None:
+    """(row id, record with its text) of the published radar whose window ends at `until`, or None."""
+    with reading(store) as db:
+        rows = db.rows("SELECT published_radars.id, published_radars.text, published_radars.lang FROM "
+                       "published_radars WHERE published_radars.until = :until", {"until": until})
+        if not rows:
+            return None
+        rid, text, lang = rows[0]
+        record = _load(db, "WHERE published_radars.id = :rid", {"rid": rid})[rid]
+    record.text, record.lang = text, lang
+    return rid, record
+
+
+def published_days(store) -> dict:
+    """{date of the radar: (since, until, text, lang, repos)} of every published radar (a radar's date is the day
+    of its window's last instant; of two the same day, the later one), oldest first."""
+    from datetime import timedelta
+
+    with reading(store) as db:
+        out = {}
+        for since, until, text, lang, repos in db.rows(
+                "SELECT published_radars.since, published_radars.until, published_radars.text, "
+                "published_radars.lang, published_radars.repos FROM published_radars "
+                "ORDER BY published_radars.until", {}):
+            until = db.time(until)
+            out[(until - timedelta(microseconds=1)).astimezone(UTC).date()] = (
+                db.time(since), until, text, lang, list(db.json(repos)))
+        return out
 
 
 def drop_carry(engine: Engine, repo: str, number: int, origin_until: datetime) -> None:
@@ -257,10 +299,38 @@ def held_before(store, at: datetime, before: datetime) -> bool:
             {"before": before, "at": at}))
 
 
-def last_window(store) -> tuple[datetime, datetime] | None:
-    """(since, until) of the published radar whose window ends last, or None when none was published: where
-    the next daily window starts, and the radar `radar push daily` sends by default."""
+def windows_around(store, start: datetime, end: datetime, repos: Iterable[str] | None = None,
+                   before_id: int | None = None) -> list[tuple[datetime, datetime]]:
+    """(since, until) of the published radars overlapping [start, end) that covered any of `repos` (all radars
+    when None; with `before_id`, those published before the radar of that row id), in order of their end."""
+    wanted = None if repos is None else {r.lower() for r in repos}
+    bound = "" if before_id is None else " AND published_radars.id < :bid"
     with reading(store) as db:
-        rows = db.rows("SELECT published_radars.since, published_radars.until FROM published_radars "
-                       "ORDER BY published_radars.until DESC LIMIT 1", {})
-        return (db.time(rows[0][0]), db.time(rows[0][1])) if rows else None
+        rows = db.rows("SELECT published_radars.since, published_radars.until, published_radars.repos FROM "
+                       "published_radars WHERE published_radars.until > :start AND published_radars.since < :end"
+                       f"{bound} ORDER BY published_radars.until", {"start": start, "end": end, "bid": before_id})
+        return [(db.time(since), db.time(until)) for since, until, covered in rows
+                if wanted is None or wanted & {r.lower() for r in db.json(covered)}]
+
+
+def last_window(store, repos: Iterable[str] | None = None) -> tuple[datetime, datetime] | None:
+    """(since, until) of the published radar whose window ends last, or None when none was published: where
+    the next daily window starts, and the radar `radar push daily` sends by default. With `repos`, windows are
+    per repository: of each repository's last published radar (one that covered it), the one ending first, so
+    that a radar published for some repositories never moves the window of the others."""
+    with reading(store) as db:
+        if repos is None:
+            rows = db.rows("SELECT published_radars.since, published_radars.until FROM published_radars "
+                           "ORDER BY published_radars.until DESC LIMIT 1", {})
+            return (db.time(rows[0][0]), db.time(rows[0][1])) if rows else None
+        wanted = {r.lower() for r in repos}
+        last: dict[str, tuple[datetime, datetime]] = {}
+        # newest first: each repository's first hit is its last radar (one pass over the records)
+        for since, until, covered in db.rows("SELECT published_radars.since, published_radars.until, "
+                                             "published_radars.repos FROM published_radars "
+                                             "ORDER BY published_radars.until DESC", {}):
+            for name in {r.lower() for r in db.json(covered)} & wanted:
+                last.setdefault(name, (db.time(since), db.time(until)))
+            if len(last) == len(wanted):
+                break
+        return min(last.values(), key=lambda w: w[1]) if last else None

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ..models import AnalysedItem, Comment, FileChange, Item, Link, Window, github_url
-from ..windows import date_only, day_start, touches
+from ..windows import date_only, day_start, owned_days, touches
 from .reader import Reader, reading
 from .rows import data_analysis
 
@@ -48,7 +48,8 @@ def newest_per_repo(store, names: list[str] | None = None) -> list[tuple[str, da
 # lists differ), so the read path can tell a store that needs migrating without loading SQLAlchemy.
 MIGRATION_NAMES = ("001_initial", "002_fetch_state", "003_ledger", "004_llm_cache", "005_sources",
                    "006_created_index", "007_published_radars", "008_labels",
-                   "009_push_deliveries", "010_labels_number", "011_code_facts")
+                   "009_push_deliveries", "010_labels_number", "011_code_facts",
+                   "012_published_text")
 
 
 def applied_migrations(store) -> set[str]:
@@ -194,16 +195,17 @@ def _order(when: datetime | None, repo: str, kind: str, key: str) -> tuple:
 
 def analysed_in_window(store, window: Window | None, repos_filter: list[str] | None = None,
                        state: str = "all", kinds: list[str] | None = None, opened: bool = False,
-                       first_day: bool = True) -> list[AnalysedItem]:
+                       days: Collection[date] | None = None) -> list[AnalysedItem]:
     """Analysed items whose time (merge time, else last update) falls in the window, oldest first; with no
     window, every analysed item (undated ones included, last). With `opened`, also the PRs and issues opened in
-    the window (`opened_at`), and a date-only time counts for its whole day (windows.touches), the window's first
-    day only with `first_day` (no earlier window held its start)."""
+    the window (`opened_at`), and a date-only time counts in the window that holds its day (windows.touches:
+    `days`, from windows.owned_days; None: the days the window covers the largest part of)."""
     where, params = _window_where(window, repos_filter, state, kinds, opened)
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + where, params)
     if window is not None and opened:
-        found = [a for a in found if touched(a.item, window, first_day)]
+        days = owned_days(window) if days is None else days
+        found = [a for a in found if touched(a.item, window, days)]
     found.sort(key=lambda a: _order(a.item.when, a.item.repo, a.item.kind, a.item.key))
     return found
 
@@ -229,14 +231,16 @@ def analysed_by_ids(store, ids: list[int]) -> list[AnalysedItem]:
     return [found[id_] for id_ in ids if id_ in found]
 
 
-def touched(item: Item, window: Window, first_day: bool = True) -> bool:
+def touched(item: Item, window: Window, days: Collection[date] | None = None) -> bool:
     """Whether the item was merged, closed, updated, opened or commented on in the window (windows.touches: a
-    date-only time counts for its whole day)."""
-    return (touches(item.when, window, first_day) or touches(opened_at(item), window, first_day)
-            or any(touches(c.created_at, window, first_day) for c in item.comments))
+    date-only time counts in the window holding its day, `days`)."""
+    days = owned_days(window) if days is None else days
+    return (touches(item.when, window, days) or touches(opened_at(item), window, days)
+            or any(touches(c.created_at, window, days) for c in item.comments))
 
 
-def open_before(store, window: Window, repos_filter: list[str] | None, days: int) -> list[AnalysedItem]:
+def open_before(store, window: Window, repos_filter: list[str] | None, days: int,
+                held: Collection[date] | None = None) -> list[AnalysedItem]:
     """PRs and issues opened up to `days` before the window and not known closed before it began, whose activity
     in the window the store cannot date, and that it does not hold otherwise (`touched`): known from a saved page only
     (a page shows no pushes, labels or CI runs), or last updated after the window's end. A PR or issue closed
@@ -257,8 +261,9 @@ def open_before(store, window: Window, repos_filter: list[str] | None, days: int
     with reading(store) as db:
         found = _analysed(db, _ANALYSED + "WHERE " + " AND ".join(where), params)
     opened = {id(a): opened_at(a.item) for a in found}
+    held_days = owned_days(window) if held is None else held
     kept = [a for a in found if opened[id(a)] is not None and opened[id(a)] < window.since
-            and not touched(a.item, window)
+            and not touched(a.item, window, held_days)
             and not (a.item.state == "closed" and a.item.merged_at is None and a.item.closed_at is None)]
     kept.sort(key=lambda a: (opened[id(a)], a.item.repo, a.item.kind, a.item.key))
     return kept

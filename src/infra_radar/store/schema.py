@@ -453,6 +453,18 @@ def m011_code_facts(op: Operations) -> None:
         op.create_table("code_facts", *_v11_columns())
 
 
+# 012: the text of each published daily radar, as it was published: a rerun, a push and the site's page of that
+# radar show it, never a radar recomputed later (a published radar is immutable)
+def m012_published_text(op: Operations) -> None:
+    """The published radar's text (Markdown) and language beside its record; a record from before has none."""
+    op.add_column("published_radars", sa.Column("text", sa.Text))
+    op.add_column("published_radars", sa.Column("lang", sa.String(8)))
+
+
+published_radars.append_column(sa.Column("text", sa.Text))
+published_radars.append_column(sa.Column("lang", sa.String(8)))
+
+
 # named in store/queries.py MIGRATION_NAMES (a new step is named there too: strict, or nothing loads)
 MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_NAMES, [
     m001_initial, m002_fetch_state, m003_ledger, m004_llm_cache, m005_sources, m006_created_index,
@@ -461,6 +473,7 @@ MIGRATIONS: list[tuple[str, Callable[[Operations], None]]] = list(zip(MIGRATION_
     m009_push_deliveries,
     m010_labels_number,
     m011_code_facts,
+    m012_published_text,
 ], strict=True))
 
 
