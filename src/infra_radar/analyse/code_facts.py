@@ -70,6 +70,7 @@ class CodeRules:
     by_kind: dict[str, list[tuple[str, _Rule]]] = field(default_factory=dict)
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
+    device: Any = None  # device_facts.DeviceRules of the same rules directory (None: the packaged ones)
 
     def gate_for(self, kind: str) -> tuple[re.Pattern[str] | None, dict[str, list[tuple[str, _Rule]]]]:
         """One regex finding the gates of the rules of `kind`, and the rules each gate it finds lets through
@@ -173,7 +174,11 @@ def _load(rules_dir: str | None) -> CodeRules:
         user = Path(rules_dir) / "code_facts.toml"
         if user.is_file():
             data.update(tomllib.loads(user.read_text(encoding="utf-8")))
-    return compile_rules(data)
+    from .device_facts import load_device_rules
+
+    compiled = compile_rules(data)
+    compiled.device = load_device_rules(rules_dir)
+    return compiled
 
 
 def load_code_rules(settings=None) -> CodeRules:
@@ -230,6 +235,9 @@ class ChangeFacts:
         self.casts: list[dict[str, str]] = []
         self.last_reason = ""  # why the last file started was skipped ("" when it was not)
         self.last_path = ""
+        from .device_facts import DeviceFacts, load_device_rules
+
+        self.device = DeviceFacts(rules.device or load_device_rules())
         caps = rules.caps
         self._file_cap, self._change_cap, self._line_cap = caps["file_lines"], caps["change_lines"], caps["line_chars"]
 
@@ -262,6 +270,7 @@ class ChangeFacts:
         excluded = frozenset(id(r) for _, r in rules if r.paths is not None and not _glob_match(r.paths, path))
         self.current = _File(path, kind, rules=rules, gate=gate, gate_rules=gate_rules, excluded=excluded,
                              no_defaults=_glob_match(self.rules.no_defaults, path))
+        self.device.file(path, status, kind)
         return True
 
     def binary(self) -> None:
@@ -293,6 +302,7 @@ class ChangeFacts:
         self.lines_read += 1
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
+        self.device.line(sign, text)
         if f.pending:
             pending = f.pending.pop(sign, "")
             if pending:
@@ -367,6 +377,7 @@ class ChangeFacts:
             self.top_level.add((kind, name))
 
     def _close_file(self) -> None:
+        self.device.close()
         if self.current is not None:
             self.done.append(self.current)
             self.current = None
@@ -389,6 +400,7 @@ class ChangeFacts:
                 out["complete"] = False
         out["skipped"] = {k: v for k, v in self.skipped.items() if v}
         out["read"] = {"files": self.files_read, "lines": self.lines_read}
+        out["device"] = self.device.facts(self.removed_files)
         return out
 
     def _removed(self) -> list[dict[str, str]]:
@@ -457,6 +469,9 @@ def with_file_list(facts: dict[str, Any] | None, files: list[tuple[str, bool]], 
         if kind and (path, kind) not in kernels and len(facts["kernels"]) < _LIST_CAP:
             kernels.add((path, kind))
             facts["kernels"].append({"file": path, "kind": kind})
+    from .device_facts import add_file_list
+
+    add_file_list(facts.get("device"), [path for path, _ in files], rules.device or load_code_rules().device)
     facts["tests"] = list(dict.fromkeys(tests))[:_LIST_CAP]
     facts["skipped"] = {k: v for k, v in skipped.items() if v}
     return facts

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..analyse.porting import Applied, profile_topics
 from ..analyse.summary import _best_claim, calls_flat, no_gain
+from ..analyse.target_code import for_target
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
 from .cjk import tidy
@@ -180,7 +181,8 @@ def _platform(ai: AnalysedItem, target: str) -> tuple[str, str]:
     return ("other", other) if other else ("", "")
 
 
-def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str = "") -> set[str]:
+def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str = "",
+           target: str = "ascend") -> set[str]:
     a, item = ai.analysis, ai.item
     state = "open" if item.draft else item.state
     gpu = [p for p in porting if p.entry.id != "npu-native"]
@@ -196,6 +198,19 @@ def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str
         flags.add("no-gain")
     if platform:
         flags.add(f"platform:{platform}")
+    return flags | _code_flags(ai, target)
+
+
+def _code_flags(ai: AnalysedItem, target: str) -> set[str]:
+    """What the diff says for the target (analyse/target_code.py): diff:clean (read, no device code of any
+    platform), diff:unread, diff:device (another platform's libraries or kernels), host-only, removes-target."""
+    code = for_target(ai.item, target)
+    flags = {"diff:clean" if code.device_free else "diff:device" if code.other or code.kernels else
+             "diff:unread" if not code.read else "diff:target"}
+    if code.read and code.host_only:
+        flags.add("host-only")
+    if code.removes_target:
+        flags.add("removes-target")
     return flags
 
 
@@ -203,9 +218,14 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
                 figure: bool = False) -> Md:
     """What the change means for the target, from the first [[consequence]] rule whose flags hold."""
     platform, other = _platform(ai, target)
-    lang, flags = t["lang"], _flags(ai, porting, figure, platform)
+    lang, flags = t["lang"], _flags(ai, porting, figure, platform, target)
     gpu = [p for p in porting if p.entry.id != "npu-native"]
-    values = {"target": target_short(target, lang),
+    found = for_target(ai.item, target)
+    listed = ", " if lang == "en" else "、"
+    values = {"devices": listed.join(found.other_labels() or dict.fromkeys(k["lang"] for k in found.kernels)),
+              "removed": Md(listed.join(str(code(r)) if " " in r or "(" in r else str(text(r))
+                                        for r in found.removed[:2])),
+              "target": target_short(target, lang),
               "brief": pick(gpu[0].brief, lang) if gpu else "",
               "entry": pick(gpu[0].entry.name, lang) if gpu else "",
               "platform": target_short(other, lang) if other else ""}

@@ -56,6 +56,8 @@ class PatchReader:
                 self.reading = self.facts.line(head, line[1:].rstrip("\r\n"))
             return
         if self.in_hunk and head in " \\":
+            if head == " " and self.reading:
+                self.facts.device.context(line[1:])  # a docstring opened on an unchanged line
             return
         if line.startswith("diff --git "):
             self._start(_header_path(line))
@@ -88,6 +90,8 @@ def feed_patch(facts: ChangeFacts, path: str, patch: str | None, status: str = "
         if head in "+-" and line[:3] not in ("+++", "---"):
             if not facts.line(head, line[1:]):
                 return False
+        elif head == " ":
+            facts.device.context(line[1:])
     return True
 
 
@@ -155,7 +159,9 @@ class DiffLog:
                             reading = line("+" if head == plus else "-", raw[1:].decode("utf-8", "replace").rstrip("\r\n"))
                         continue
                     if head == space:
-                        continue  # context: never decoded
+                        if reading and (b'"""' in raw or b"'''" in raw):  # a docstring opens or closes here
+                            facts.device.context(raw[1:].decode("utf-8", "replace"))
+                        continue  # context: otherwise never decoded
                 if raw.startswith(mark):
                     if sha:
                         yield sha, self._done(sha, facts)

@@ -1,0 +1,90 @@
+"""What a change's diff means for the target, read from its device facts (`code.device`, analyse/device_facts.py):
+was the diff read, does it hold device code of another platform, does it remove the target's own code, is every
+code file it changes host-side. The grade (grading.py), the priority floor (rules.py), the conclusion's
+consequence (render/conclusion.py) and the dive's boundary read this, never a word of the title or a path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .device_facts import load_device_rules
+
+
+@dataclass(slots=True)
+class TargetCode:
+    read: bool = False  # the change's diff was read (its device facts are known)
+    other: list[dict[str, Any]] = field(default_factory=list)  # libraries of another platform the diff uses
+    own: list[dict[str, Any]] = field(default_factory=list)  # libraries of the target the diff uses or adds
+    removed: list[str] = field(default_factory=list)  # what of the target's own code the change removes
+    kernels: list[dict[str, Any]] = field(default_factory=list)  # kernel sources added or changed
+    guards: list[dict[str, Any]] = field(default_factory=list)  # device guards added or removed
+    host_only: bool = False  # every code file it reads is host-side
+
+    @property
+    def device_free(self) -> bool:
+        """The diff was read and holds no device library, guard or kernel of any platform."""
+        return self.read and not (self.other or self.own or self.kernels or self.guards)
+
+    @property
+    def removes_target(self) -> bool:
+        return bool(self.removed)
+
+    def other_labels(self, most: int = 3) -> list[str]:
+        return list(dict.fromkeys(lib["label"] for lib in self.other))[:most]
+
+    def other_files(self, most: int = 2) -> list[str]:
+        return list(dict.fromkeys(f for lib in self.other for f in lib["files"]))[:most]
+
+
+def target_platform(topic: str) -> str:
+    """The device platform whose code is the target's own ("npu" for the Ascend profile's topic)."""
+    return load_device_rules().targets.get(topic, topic)
+
+
+def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bool = False) -> TargetCode:
+    """The target's reading of a change's code facts (`topic`: the target profile's topic). A change of the
+    target's own repository (`native_repo`) never removes the target's code by these facts: it is all the
+    target's code."""
+    device = (code or {}).get("device")
+    if device is None:
+        return TargetCode()
+    own_platform = target_platform(topic)
+    found = TargetCode(read=True)
+    for lib in device.get("libs", []):
+        if lib["platform"] == own_platform:
+            found.own.append(lib)
+        elif lib["change"] != "removed":
+            found.other.append(lib)
+    found.kernels = [k for k in device.get("kernels", []) if k["change"] != "removed"]
+    found.guards = list(device.get("guards", []))
+    files = device.get("files", 0)
+    found.host_only = bool(files) and len(device.get("host", [])) >= files
+    if not native_repo:
+        found.removed = _removed(device, own_platform)
+    return found
+
+
+def _removed(device: dict[str, Any], platform: str) -> list[str]:
+    """What of the target's own code the change removes: its libraries' lines net removed, its guards removed."""
+    rules = load_device_rules().removal
+    libs = [lib for lib in device.get("libs", []) if lib["platform"] == platform]
+    plus, minus = sum(lib["added"] for lib in libs), sum(lib["removed"] for lib in libs)
+    out = []
+    if minus >= rules["min_lines"] and plus * rules["ratio"] <= minus:
+        out += [lib["label"] for lib in libs if lib["removed"] > lib["added"]]
+    guards = [g for g in device.get("guards", []) if g["platform"] == platform]
+    # a guard removed where nothing of the target is added (a branch moved or rewritten adds its new form)
+    if not plus and not any(g["added"] for g in guards) and any(g["removed"] for g in guards):
+        out += [g["line"] for g in guards if g["change"] == "removed"][:2]
+    return list(dict.fromkeys(out))
+
+
+def for_target(item: Any, target: str) -> TargetCode:
+    """The reading for a target profile by name ("ascend"), its topic and own repositories from grades.toml."""
+    from ..config import rule_data
+
+    profile = rule_data("grades").get("profiles", {}).get(target, {})
+    native = item.repo.lower() in [r.lower() for r in profile.get("native_repos", [])]
+    return read_target(item.code, profile.get("topic", target), native)
