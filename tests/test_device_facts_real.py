@@ -161,3 +161,22 @@ def test_megatron_word_picks_no_mindspeed_verdict(verdicts):
     row = _row(verdicts["daily"], "verl-project/verl#6901")
     assert "MindSpeed/torch_npu" not in row  # its diff holds no TransformerEngine call
     assert "cuDNN" in row  # the porting entry its own mechanism names (the cuDNN plan cache)
+
+
+def test_a_place_is_said_only_of_files_under_it(verdicts):
+    """"（`a.py`、`b.py`，位于 `X/`）": every changed file a row names lies under X (verl#7374 on main named
+    constants_ppo.py of verl/trainer/ as under verl/workers/engine/mindspeed/)."""
+    checked = 0
+    for daily, export in (("daily", "export"), ("august", "export august")):
+        items = _items(verdicts[export])
+        for ref, item in items.items():
+            rows = [line for line in verdicts[daily].splitlines() if line.startswith("|") and f"[{ref}]" in line]
+            for row in rows:
+                for inner, module in re.findall(r"（([^（）]*)，位于 `([^`]+)`）", row):
+                    names = re.findall(r"`([^`]+)`", inner)
+                    for name in names:
+                        paths = [f["path"] for f in item["files"] if f["path"].rsplit("/", 1)[-1] == name]
+                        if paths:
+                            checked += 1
+                            assert any(p.startswith(module) for p in paths), (ref, name, module)
+    assert checked >= 3

@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .fact_kinds import DEFAULT_NOT_SWITCH, KindCheck
+
 FACT_KINDS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests", "casts")
 _LIST_CAP = 40  # facts kept per kind and change: what is stored stays linear in the history
 _FILE_CAP = 8  # facts kept per kind and file, so one big file cannot crowd out the others
@@ -71,6 +73,7 @@ class CodeRules:
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
     device: Any = None  # device_facts.DeviceRules of the same rules directory (None: the packaged ones)
+    not_switch: tuple[str, ...] = ()  # [fact_kinds] objects whose reads are no switch (fact_kinds.py)
 
     def gate_for(self, kind: str) -> tuple[re.Pattern[str] | None, dict[str, list[tuple[str, _Rule]]]]:
         """One regex finding the gates of the rules of `kind`, and the rules each gate it finds lets through
@@ -160,6 +163,7 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
         pathspecs=pathspecs(data),
         ignore_values=frozenset(data.get("no_defaults", {}).get("ignore_values", [])),
         ignore_prefixes=tuple(data.get("no_defaults", {}).get("ignore_prefixes", [])),
+        not_switch=tuple(data.get("fact_kinds", {}).get("not_switch_objects", DEFAULT_NOT_SWITCH)),
     )
 
 
@@ -238,6 +242,7 @@ class ChangeFacts:
         from .device_facts import DeviceFacts, load_device_rules
 
         self.device = DeviceFacts(rules.device or load_device_rules())
+        self.kinds = KindCheck(rules.not_switch or DEFAULT_NOT_SWITCH)
         caps = rules.caps
         self._file_cap, self._change_cap, self._line_cap = caps["file_lines"], caps["change_lines"], caps["line_chars"]
 
@@ -303,6 +308,8 @@ class ChangeFacts:
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
         self.device.line(sign, text)
+        if f.kind == "python":
+            self.kinds.line(f.path, sign, text)
         if f.pending:
             pending = f.pending.pop(sign, "")
             if pending:
@@ -394,6 +401,7 @@ class ChangeFacts:
         out["removed"] = self._removed()
         out["tests"] = list(dict.fromkeys(self.tests))
         out["casts"] = self.casts
+        self.kinds.correct(out, self.done)
         for kind in FACT_KINDS:
             if len(out[kind]) > _LIST_CAP:
                 out[kind] = out[kind][:_LIST_CAP]

@@ -51,6 +51,7 @@ class DeviceRules:
     by_gate: dict[str, list[_Rule]]
     kernel_paths: list[tuple[str, re.Pattern[str]]]
     host: re.Pattern[str] | None
+    aux: re.Pattern[str] | None = None
     labels: dict[str, str] = field(default_factory=dict)  # lib id -> label
     targets: dict[str, str] = field(default_factory=dict)  # profile topic -> device platform
     removal: dict[str, int] = field(default_factory=dict)
@@ -85,7 +86,8 @@ def compile_device_rules(data: dict[str, Any]) -> DeviceRules:
     return DeviceRules(
         gate=re.compile("|".join(map(re.escape, words))) if words else None, by_gate=by_gate,
         kernel_paths=[(e["lang"], regex) for e in kernels.get("paths", []) if (regex := _globs(e["globs"]))],
-        host=_globs(data.get("host", {}).get("paths", [])), labels=labels, targets=dict(data.get("targets", {})),
+        host=_globs(data.get("host", {}).get("paths", [])), aux=_globs(data.get("aux", {}).get("paths", [])),
+        labels=labels, targets=dict(data.get("targets", {})),
         removal={"min_lines": 10, "ratio": 5, **data.get("removal", {})})
 
 
@@ -106,10 +108,13 @@ def load_device_rules(rules_dir: str | None = None) -> DeviceRules:
 class _Seen:
     plus: int = 0
     minus: int = 0
+    core: int = 0  # lines outside auxiliary files (CI, docs, examples, scripts)
     files: dict[str, None] = field(default_factory=dict)
     line: str = ""
 
-    def add(self, sign: str, path: str, text: str) -> None:
+    def add(self, sign: str, path: str, text: str, aux: bool = False) -> None:
+        if not aux:
+            self.core += 1
         if sign == "+":
             self.plus += 1
         else:
@@ -138,11 +143,16 @@ class DeviceFacts:
         self.code_files: dict[str, str] = {}  # path -> status, every file a line rule reads
         self.platform: dict[str, str] = {}  # rule id -> platform
         self.docstring: dict[str, bool] = {}  # sign -> inside a docstring of the current Python file
+        self.aux = False  # the current file is auxiliary (CI, docs, examples, scripts)
+        self.aux_files = 0
 
     def file(self, path: str, status: str, kind: str) -> None:
         """The next file whose lines are read (`kind`: its code-fact file kind)."""
         self.path, self.kind = path, kind
-        if len(self.code_files) < 400:
+        self.aux = _match(self.rules.aux, path)
+        if self.aux:
+            self.aux_files += 1
+        elif len(self.code_files) < 400:
             self.code_files[path] = status
         lang = self.rules.kernel_lang(path)
         if lang:
@@ -173,7 +183,7 @@ class DeviceFacts:
                 done.add(key)
                 self.platform[rule.id] = rule.platform
                 if rule.group == "lib":
-                    self.libs.setdefault(rule.id, _Seen()).add(sign, self.path, text)
+                    self.libs.setdefault(rule.id, _Seen()).add(sign, self.path, text, self.aux)
                 elif rule.group == "guard":
                     self.guards.setdefault((rule.id, self.path), _Seen()).add(sign, self.path, text)
                 else:
@@ -206,7 +216,8 @@ class DeviceFacts:
         """The record kept with the code facts (`code.device`); `removed`: the files the change deletes."""
         gone = set(removed)
         libs = [{"id": lib, "label": self.rules.labels.get(lib, lib), "platform": self.platform[lib],
-                 "change": _change(s.plus, s.minus), "added": s.plus, "removed": s.minus, "files": list(s.files),
+                 "change": _change(s.plus, s.minus), "added": s.plus, "removed": s.minus, "core": s.core,
+                 "files": list(s.files),
                  "line": s.line} for lib, s in self.libs.items()]
         guards = [{"id": gid, "platform": self.platform[gid], "change": _change(s.plus, s.minus), "added": s.plus,
                    "removed": s.minus, "file": path, "line": s.line}
@@ -218,7 +229,7 @@ class DeviceFacts:
                 kernels.append({"file": path, "lang": lang, "change": _change(s.plus, s.minus)})
         host = [p for p in self.code_files if self.rules.host_path(p)]
         return {"libs": libs[:_CAP], "guards": guards[:_CAP], "kernels": kernels[:_CAP], "host": host[:_CAP],
-                "files": len(self.code_files),
+                "files": len(self.code_files), "aux_files": self.aux_files,
                 "removed_files": [p for p in self.code_files if p in gone][:_CAP]}
 
 

@@ -144,7 +144,7 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
     code = read_target(item.code, rules.profile.topic, item.repo.lower() in rules.profile.native_repos)
     if code.removes_target:
         return "M", is_native(item, facts, rules), _reason("M_removes_target", _Evidence(), facts, rules,
-                                                         removed=code.removed)
+                                                         removed=[*code.removed, *code.removed_guards[:1]])
     found = _grade(item, kind, claims, facts, rules, code)
     if found[0] == "S" and not found[1] and (code.other or code.kernels):
         labels = code.other_labels() or list(dict.fromkeys(k["lang"] for k in code.kernels))

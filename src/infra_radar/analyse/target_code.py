@@ -17,7 +17,8 @@ class TargetCode:
     read: bool = False  # the change's diff was read (its device facts are known)
     other: list[dict[str, Any]] = field(default_factory=list)  # libraries of another platform the diff uses
     own: list[dict[str, Any]] = field(default_factory=list)  # libraries of the target the diff uses or adds
-    removed: list[str] = field(default_factory=list)  # what of the target's own code the change removes
+    removed: list[str] = field(default_factory=list)  # the target's libraries whose code the change removes
+    removed_guards: list[str] = field(default_factory=list)  # the target's device branches it removes
     kernels: list[dict[str, Any]] = field(default_factory=list)  # kernel sources added or changed
     guards: list[dict[str, Any]] = field(default_factory=list)  # device guards added or removed
     host_only: bool = False  # every code file it reads is host-side
@@ -29,7 +30,7 @@ class TargetCode:
 
     @property
     def removes_target(self) -> bool:
-        return bool(self.removed)
+        return bool(self.removed or self.removed_guards)
 
     def other_labels(self, most: int = 3) -> list[str]:
         return list(dict.fromkeys(lib["label"] for lib in self.other))[:most]
@@ -55,30 +56,31 @@ def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bo
     for lib in device.get("libs", []):
         if lib["platform"] == own_platform:
             found.own.append(lib)
-        elif lib["change"] != "removed":
-            found.other.append(lib)
+        elif lib["change"] != "removed" and lib.get("core", 1):
+            found.other.append(lib)  # used outside CI, docs, examples and scripts
     found.kernels = [k for k in device.get("kernels", []) if k["change"] != "removed"]
     found.guards = list(device.get("guards", []))
     files = device.get("files", 0)
     found.host_only = bool(files) and len(device.get("host", [])) >= files
     if not native_repo:
-        found.removed = _removed(device, own_platform)
+        found.removed, found.removed_guards = _removed(device, own_platform)
     return found
 
 
-def _removed(device: dict[str, Any], platform: str) -> list[str]:
-    """What of the target's own code the change removes: its libraries' lines net removed, its guards removed."""
+def _removed(device: dict[str, Any], platform: str) -> tuple[list[str], list[str]]:
+    """What of the target's own code the change removes: (its libraries whose lines are net removed, the lines of
+    its device guards removed)."""
     rules = load_device_rules().removal
     libs = [lib for lib in device.get("libs", []) if lib["platform"] == platform]
     plus, minus = sum(lib["added"] for lib in libs), sum(lib["removed"] for lib in libs)
-    out = []
+    out, branches = [], []
     if minus >= rules["min_lines"] and plus * rules["ratio"] <= minus:
         out += [lib["label"] for lib in libs if lib["removed"] > lib["added"]]
     guards = [g for g in device.get("guards", []) if g["platform"] == platform]
     # a guard removed where nothing of the target is added (a branch moved or rewritten adds its new form)
     if not plus and not any(g["added"] for g in guards) and any(g["removed"] for g in guards):
-        out += [g["line"] for g in guards if g["change"] == "removed"][:2]
-    return list(dict.fromkeys(out))
+        branches += [g["line"] for g in guards if g["change"] == "removed"][:2]
+    return list(dict.fromkeys(out)), list(dict.fromkeys(branches))
 
 
 def for_target(item: Any, target: str) -> TargetCode:

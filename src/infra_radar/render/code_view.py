@@ -152,5 +152,6 @@ def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
         out.append((fmt(k["device_host"], files=join([code(f) for f in device["host"][:3]], sep)),
                     ", ".join(device["host"][:3]), "device_facts.toml [host]"))
     if not out:
-        out.append((fmt(k["device_none"], n=files), f"{files} file(s) read", "device_facts.toml"))
+        read = files + device.get("aux_files", 0)
+        out.append((fmt(k["device_none"], n=read), f"{read} file(s) read", "device_facts.toml"))
     return out

@@ -223,8 +223,8 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
     found = for_target(ai.item, target)
     listed = ", " if lang == "en" else "、"
     values = {"devices": listed.join(found.other_labels() or dict.fromkeys(k["lang"] for k in found.kernels)),
-              "removed": Md(listed.join(str(code(r)) if " " in r or "(" in r else str(text(r))
-                                        for r in found.removed[:2])),
+              "removed": Md(listed.join([*(str(text(r)) for r in found.removed[:2]),
+                                         *(str(code(r)) for r in found.removed_guards[:1])])),
               "target": target_short(target, lang),
               "brief": pick(gpu[0].brief, lang) if gpu else "",
               "entry": pick(gpu[0].entry.name, lang) if gpu else "",
@@ -399,6 +399,17 @@ def _variants(short: bool) -> list[dict[str, Any]]:
             dict(ids=0, module=False, cond=False, count=1, mods=0, most=3, figure=False)]
 
 
+def _all_under(ids: list[str], module: str, files: list[Any]) -> bool:
+    """Every changed file a name of `ids` stands for lies under `module` ("位于 X" says so of each file named);
+    a name that is no changed file's name says nothing of the place."""
+    where = module.rstrip("/") + "/"
+    for ident in ids:
+        paths = [f.path for f in files if f.path.rsplit("/", 1)[-1] == ident or f.path == ident]
+        if paths and not any(p.startswith(where) for p in paths):
+            return False
+    return True
+
+
 def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
     """"mechanism（`a`、`b`，位于 `dir/`）"."""
     c = t["common"]
@@ -442,7 +453,8 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
         what = _once(memo, ("what", v["most"], v["mods"], v["count"]),
                      lambda v=v: mechanism(ai, t, v["most"], v["mods"], v["count"], read_as))
         ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
-        what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
+        place = module if v["module"] and module not in what and _all_under(ids, module, ai.item.files) else ""
+        what = _with_names(what, ids, place, t)
         figure = _once(memo, ("figure", v["cond"]), lambda v=v: _figure(ai, t, v["cond"])) if v["figure"] else Md("")
         rest = [p for p in (figure, _once(memo, ("then", bool(figure)),
                                                lambda f=bool(figure): consequence(ai, t, porting, target, short, f)))
