@@ -121,7 +121,7 @@ class _Seen:
             self.minus += 1
         if len(self.files) < _FILES_KEPT:
             self.files.setdefault(path, None)
-        if not self.line:
+        if not self.line or self.line.startswith(("from ", "import ")):  # a use says more than its import
             self.line = " ".join(text.split())[:_LINE_CHARS]
 
 

@@ -22,6 +22,8 @@ class TargetCode:
     kernels: list[dict[str, Any]] = field(default_factory=list)  # kernel sources added or changed
     guards: list[dict[str, Any]] = field(default_factory=list)  # device guards added or removed
     host_only: bool = False  # every code file it reads is host-side
+    aux: list[dict[str, Any]] = field(default_factory=list)  # another platform's libraries in CI, examples, scripts
+    other_guards: list[dict[str, Any]] = field(default_factory=list)  # another platform's guards it adds
 
     @property
     def device_free(self) -> bool:
@@ -34,6 +36,23 @@ class TargetCode:
 
     def other_labels(self, most: int = 3) -> list[str]:
         return list(dict.fromkeys(lib["label"] for lib in self.other))[:most]
+
+    def primary(self) -> str:
+        """The one reading a conclusion states: clean (read, no device code of any platform), device (another
+        platform's libraries or kernels in the change's own code), target (the target's own libraries), guard
+        (another platform's branch added), aux (another platform's libraries in CI, examples or scripts only),
+        unread (no diff read), else read."""
+        if not self.read:
+            return "unread"
+        if self.device_free:
+            return "clean"
+        if self.other or self.kernels:
+            return "device"
+        if [lib for lib in self.own if lib["change"] != "removed"]:
+            return "target"
+        if self.other_guards:
+            return "guard"
+        return "aux" if self.aux else "read"
 
     def other_files(self, most: int = 2) -> list[str]:
         return list(dict.fromkeys(f for lib in self.other for f in lib["files"]))[:most]
@@ -58,8 +77,12 @@ def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bo
             found.own.append(lib)
         elif lib["change"] != "removed" and lib.get("core", 1):
             found.other.append(lib)  # used outside CI, docs, examples and scripts
+        elif lib["change"] != "removed":
+            found.aux.append(lib)
     found.kernels = [k for k in device.get("kernels", []) if k["change"] != "removed"]
     found.guards = list(device.get("guards", []))
+    found.other_guards = [g for g in found.guards if g["platform"] not in (own_platform, "other")
+                          and g["change"] == "added"]
     files = device.get("files", 0)
     found.host_only = bool(files) and len(device.get("host", [])) >= files
     if not native_repo:

@@ -202,11 +202,10 @@ def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str
 
 
 def _code_flags(ai: AnalysedItem, target: str) -> set[str]:
-    """What the diff says for the target (analyse/target_code.py): diff:clean (read, no device code of any
-    platform), diff:unread, diff:device (another platform's libraries or kernels), host-only, removes-target."""
+    """What the diff says for the target (analyse/target_code.py): diff:<TargetCode.primary()>, host-only,
+    removes-target."""
     code = for_target(ai.item, target)
-    flags = {"diff:clean" if code.device_free else "diff:device" if code.other or code.kernels else
-             "diff:unread" if not code.read else "diff:target"}
+    flags = {f"diff:{code.primary()}"}
     if code.read and code.host_only:
         flags.add("host-only")
     if code.removes_target:
@@ -223,6 +222,8 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
     found = for_target(ai.item, target)
     listed = ", " if lang == "en" else "、"
     values = {"devices": listed.join(found.other_labels() or dict.fromkeys(k["lang"] for k in found.kernels)),
+              "guards": Md(listed.join(str(code(g["line"])) for g in found.other_guards[:1])),
+              "aux": Md(listed.join(str(code(f)) for lib in found.aux for f in lib["files"][:1])),
               "removed": Md(listed.join([*(str(text(r)) for r in found.removed[:2]),
                                          *(str(code(r)) for r in found.removed_guards[:1])])),
               "target": target_short(target, lang),
