@@ -90,6 +90,9 @@ def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bo
     return found
 
 
+_CI = (".github/", ".buildkite/", ".ci/")
+
+
 def _removed(device: dict[str, Any], platform: str) -> tuple[list[str], list[str]]:
     """What of the target's own code the change removes: (its libraries whose lines are net removed, the lines of
     its device guards removed)."""
@@ -97,7 +100,10 @@ def _removed(device: dict[str, Any], platform: str) -> tuple[list[str], list[str
     libs = [lib for lib in device.get("libs", []) if lib["platform"] == platform]
     plus, minus = sum(lib["added"] for lib in libs), sum(lib["removed"] for lib in libs)
     out, branches = [], []
-    if minus >= rules["min_lines"] and plus * rules["ratio"] <= minus:
+    # the target's code itself (outside examples, docs and scripts) or its CI jobs, not only a launch script
+    own_code = sum(lib.get("core", lib["removed"]) for lib in libs) >= rules["min_lines"] or any(
+        f.startswith(_CI) for lib in libs for f in lib["files"])
+    if own_code and minus >= rules["min_lines"] and plus * rules["ratio"] <= minus:
         out += [lib["label"] for lib in libs if lib["removed"] > lib["added"]]
     guards = [g for g in device.get("guards", []) if g["platform"] == platform]
     # a guard removed where nothing of the target is added (a branch moved or rewritten adds its new form)
