@@ -43,6 +43,13 @@ def _unwrapped(body: str) -> str:
     return "\n".join(out)
 
 
+def _noise(name: str, own: tuple[str, ...]) -> bool:
+    """A name that says nothing of the change: the project's own package, a web address, an exception type."""
+    low = name.lower()
+    return (low in own or low.replace("_", "-") in own or "github" in low or low.startswith("www.")
+            or low.endswith((".com", ".org", ".io", ".ai", ".html")) or name.endswith(("Error", "Exception")))
+
+
 def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -> list[str]:
     """The code names of the description's own change sentences, one per sentence, in order (at most
     `most`); [] when fewer than `least` sentences name one."""
@@ -63,7 +70,7 @@ def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -
             continue
         name = next((m.group(0) for m in _TOKEN.finditer(sentence) if _code_name(m.group(0).strip(_EDGE))), "")
         name = name.strip(_EDGE)
-        if name and name not in found and name.lower() not in title.lower():
+        if name and name not in found and name.lower() not in title.lower() and not _noise(name, own):
             found.append(name)
             if len(found) >= most:
                 break
