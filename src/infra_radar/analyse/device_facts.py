@@ -141,7 +141,7 @@ class DeviceFacts:
         self.kernel_lines: dict[tuple[str, str], _Seen] = {}  # (file, language)
         self.kernels: dict[tuple[str, str], str] = {}  # (file, language) -> file status
         self.code_files: dict[str, str] = {}  # path -> status, every file a line rule reads
-        self.platform: dict[str, str] = {}  # rule id -> platform
+        self.platform: dict[tuple[str, str], str] = {}  # (group, rule id) -> platform
         self.docstring: dict[str, bool] = {}  # sign -> inside a docstring of the current Python file
         self.aux = False  # the current file is auxiliary (CI, docs, examples, scripts)
         self.aux_files = 0
@@ -181,7 +181,7 @@ class DeviceFacts:
                 if rule.pattern is not None and rule.pattern.search(text) is None:
                     continue
                 done.add(key)
-                self.platform[rule.id] = rule.platform
+                self.platform[key] = rule.platform
                 if rule.group == "lib":
                     self.libs.setdefault(rule.id, _Seen()).add(sign, self.path, text, self.aux)
                 elif rule.group == "guard":
@@ -215,11 +215,11 @@ class DeviceFacts:
     def facts(self, removed: list[str] = ()) -> dict[str, Any]:
         """The record kept with the code facts (`code.device`); `removed`: the files the change deletes."""
         gone = set(removed)
-        libs = [{"id": lib, "label": self.rules.labels.get(lib, lib), "platform": self.platform[lib],
+        libs = [{"id": lib, "label": self.rules.labels.get(lib, lib), "platform": self.platform[("lib", lib)],
                  "change": _change(s.plus, s.minus), "added": s.plus, "removed": s.minus, "core": s.core,
                  "files": list(s.files),
                  "line": s.line} for lib, s in self.libs.items()]
-        guards = [{"id": gid, "platform": self.platform[gid], "change": _change(s.plus, s.minus), "added": s.plus,
+        guards = [{"id": gid, "platform": self.platform[("guard", gid)], "change": _change(s.plus, s.minus), "added": s.plus,
                    "removed": s.minus, "file": path, "line": s.line}
                   for (gid, path), s in self.guards.items() if s.plus != s.minus]
         kernels = [{"file": path, "lang": lang, "change": "removed" if path in gone else status}

@@ -24,6 +24,7 @@ class TargetCode:
     host_only: bool = False  # every code file it reads is host-side
     aux: list[dict[str, Any]] = field(default_factory=list)  # another platform's libraries in CI, examples, scripts
     other_guards: list[dict[str, Any]] = field(default_factory=list)  # another platform's guards it adds
+    own_removed: list[str] = field(default_factory=list)  # in the target's own repository: its code removed
 
     @property
     def device_free(self) -> bool:
@@ -85,8 +86,11 @@ def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bo
                           and g["change"] == "added"]
     files = device.get("files", 0)
     found.host_only = bool(files) and len(device.get("host", [])) >= files
-    if not native_repo:
-        found.removed, found.removed_guards = _removed(device, own_platform)
+    removed, branches = _removed(device, own_platform)
+    if native_repo:  # the target's own repository removing its own code: its own business, said apart
+        found.own_removed = removed
+    else:
+        found.removed, found.removed_guards = removed, branches
     return found
 
 

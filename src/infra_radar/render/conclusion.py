@@ -210,6 +210,8 @@ def _code_flags(ai: AnalysedItem, target: str) -> set[str]:
         flags.add("host-only")
     if code.removes_target:
         flags.add("removes-target")
+    if code.own_removed:
+        flags.add("removes-own")
     return flags
 
 
@@ -224,7 +226,7 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
     values = {"devices": listed.join(found.other_labels() or dict.fromkeys(k["lang"] for k in found.kernels)),
               "guards": Md(listed.join(str(code(g["line"])) for g in found.other_guards[:1])),
               "aux": Md(listed.join(str(code(f)) for lib in found.aux for f in lib["files"][:1])),
-              "removed": Md(listed.join([*(str(text(r)) for r in found.removed[:2]),
+              "removed": Md(listed.join([*(str(text(r)) for r in (found.removed or found.own_removed)[:2]),
                                          *(str(code(r)) for r in found.removed_guards[:1])])),
               "target": target_short(target, lang),
               "brief": pick(gpu[0].brief, lang) if gpu else "",
