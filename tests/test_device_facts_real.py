@@ -191,3 +191,18 @@ def test_dive_names_the_changes_the_author_lists(verdicts):
     for name in ("RotaryEmbedding", "FusedMoE.weight_loader", "StatelessProcessGroup",
                  "VLLM_ASCEND_AUTO_DETECT_QUANTIZATION"):
         assert name in dive, name
+
+
+@pytest.mark.no_store
+def test_the_targets_own_repository_removing_its_op(shared_clones):
+    """vllm-ascend#12232 removes its custom top-k/top-p Ascend C op: its own business (no breaking change of an
+    upstream), said as a removal of its own implementation; the CUDA-looking kernel line keeps the lib apart."""
+    clone = shared_clones / "vllm-project+vllm-ascend.git"
+    diff = subprocess.run(["git", "-C", str(clone), "show", "--format=", "4f40494977124f8e7ef5abae25f91d8802fe5294"],
+                          check=True, capture_output=True, text=True).stdout
+    facts = facts_of_diff(load_code_rules(), diff.splitlines(), "git")
+    libs = {lib["id"]: lib for lib in facts["device"]["libs"]}
+    assert libs["ascendc"]["change"] == "removed" and libs["ascendc"]["platform"] == "npu"
+    assert all(lib["platform"] in ("gpu", "rocm", "triton", "npu") for lib in libs.values())
+    reading = read_target(facts, "npu", native_repo=True)
+    assert reading.own_removed == ["Ascend C / aclnn"] and not reading.removes_target
