@@ -30,3 +30,12 @@ def test_a_cause_not_asserted_is_not_read(said):
 
 def test_struck_text_is_no_sentence():
     assert sentence_list("It crashes. ~~It also hangs on A3.~~ It is fixed now.") == ("It crashes.", "It is fixed now.")
+
+
+def test_a_table_of_runs_is_never_no_figures():
+    """A table whose cells are bare numbers (an accuracy per run) holds figures: never "描述中未见数字"."""
+    from infra_radar.analyse.figures import unread_figure
+
+    body = "Results on GSM8K:\n\n| run | acc |\n|---|---|\n| base | 0.842 |\n| new | 0.861 |\n"
+    assert unread_figure(body) == ("0.842", "| base | 0.842 |")
+    assert unread_figure("Version 2 of the plan; see step 3.") == ("", "")
