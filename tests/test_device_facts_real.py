@@ -103,6 +103,7 @@ def verdicts(shared_clones, tmp_path_factory) -> dict[str, str]:
                                           (VERL, "verl-project/verl", "2026-08-13", "2026-08-16")):
             radar(url, "import-git", str(shared_clones / clone), "--repo", repo, "--branches", "main",
                   "--since", since, "--until", until)
+        radar(url, "import-page", str(SHARED / "pages" / "threads-2026-07-02" / "vllm-project+vllm+47363.txt"))
         radar(url, "analyze")
         out["daily"] = radar(url, "daily", *DAY, "--lang", "zh")
         out["august"] = radar(url, "daily", *AUGUST, "--lang", "zh")
@@ -206,3 +207,10 @@ def test_the_targets_own_repository_removing_its_op(shared_clones):
     assert all(lib["platform"] in ("gpu", "rocm", "triton", "npu") for lib in libs.values())
     reading = read_target(facts, "npu", native_repo=True)
     assert reading.own_removed == ["Ascend C / aclnn"] and not reading.removes_target
+
+
+def test_the_dependency_the_page_names_not_the_graph_word(verdicts):
+    """vllm#47363 reserves the KV cache's address range with CUDA virtual memory so captured graphs keep their
+    addresses: its row names the allocator, not "graph capture becomes ACL graph"."""
+    row = _row(verdicts["daily"], "vllm-project/vllm#47363")
+    assert "ACL Graph" not in row and "分配器" in row
