@@ -254,7 +254,7 @@ def test_weekly_risks_follow_the_code_when_a_diff_was_read():
     ("acme/run.py", 'x = os.getenv("ACME_FAST", "1")', "defaults", ("ACME_FAST", '"1"')),
     ("acme/envs.py", '    "ACME_DEBUG_SYNC": lambda: bool(int(os.getenv("ACME_DEBUG_SYNC", "0"))),', "switches",
      ("ACME_DEBUG_SYNC", "env")),
-    ("acme/cfg.py", 'if getattr(model_config, "use_mla", False):', "switches", ("use_mla", "config")),
+    ("acme/cfg.py", 'if getattr(cfg, "use_mla", False):', "switches", ("use_mla", "config")),
     ("acme/compat.py", 'if version.parse(torch.__version__) >= version.parse("2.6.0"):', "version_gates", ("torch", ">= 2.6.0")),
     ("acme/compat.py", 'if vllm_version_is("0.19.0"):', "version_gates", ("vllm", "0.19.0")),
     ("acme/compat.py", 'elif _VLLM_VERSION >= version.parse("0.19.0"):', "version_gates", ("vllm", ">= 0.19.0")),

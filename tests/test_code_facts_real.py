@@ -111,7 +111,8 @@ def test_export_carries_code_and_contradictions(code_store):
     assert {"name": "pad_bshd_to_minibatch_max", "value": "True", "previous": None,
             "file": "verl/workers/config/engine.py"} in item["code"]["defaults"]
     assert set(item["code"]) == {"source", "complete", "defaults", "switches", "version_gates", "device_checks",
-                                 "kernels", "removed", "tests"}
+                                 "kernels", "removed", "tests", "device"}
+    assert item["code"]["device"]["libs"] == []  # cuDNN named in a docstring only
     assert {c["file"] for c in item["contradictions"]} == {"verl/trainer/config/engine/megatron.yaml",
                                                           "verl/workers/config/engine.py"}
     assert all(set(c) == {"description", "code", "file"} for c in item["contradictions"])

@@ -212,6 +212,8 @@ def test_real_item_explained(cards, ref: str) -> None:
         for word in want["conclusion"]:
             if lang == "en" or not word.isascii() or "`" in word or "→" in word:
                 assert word in conclusion, f"{lang} {ref}: conclusion lacks {word!r}: {conclusion}"
+        for word in want.get("conclusion_not", []):
+            assert word not in conclusion, f"{lang} {ref}: conclusion says {word!r}: {conclusion}"
         if lang == "en":
             for entry in want["porting"]:
                 assert entry in porting, f"{ref}: porting view lacks {entry!r}"

@@ -372,8 +372,8 @@ def test_daily_prompt_grounds_each_conclusion_and_the_headline(tmp_path, stub):
     assert run.dropped_by["ungrounded"] == 2 + 2 + 1 + 2 * 5 * 2
     text = render_daily_llm(inp, "en", run)
     assert "**Headline:** Rope got faster: TTFT 512 ms. Start with #12." in text
-    # the model's line, then the rules' consequence for the target (its figure is the model's already)
-    assert "| TTFT fell from 1,048.64 ms to 512 ms; Python-level logic with no device-specific code; carries over to NPU. |" in text
+    # the model's line, then the rules' consequence for the target (its figure is the model's already; no diff was read)
+    assert "| TTFT fell from 1,048.64 ms to 512 ms; Python-level by its paths; its diff was not read, so read it for device code before reusing it on NPU. |" in text
     assert INVENTED_NUMBER not in text
     again = daily_llm(settings, engine, inp, "en", config=config)
     assert len(stub.requests) == 5 and again.cached == 5 and again.report == run.report

@@ -66,11 +66,18 @@ def sentence_list(text: str) -> tuple[str, ...]:
     return tuple(sentences(text))
 
 
+# struck-through text (`~~withdrawn~~`, `~withdrawn~`): what the author took back is no claim
+STRUCK = re.compile(r"~~[^~\n]{1,400}~~|(?<![~\w])~[^~\s][^~\n]{0,400}~(?![~\w])")
+
+
 def sentences(text: str) -> Iterator[str]:
-    """The prose sentences of `text`: quoted lines, commands, logs and stack-trace frames left out."""
+    """The prose sentences of `text`: quoted lines, commands, logs, stack-trace frames and struck-through text
+    left out."""
     for _, line in prose_lines(text):
         if line.lstrip().startswith(">"):
             continue
+        if "~" in line:
+            line = STRUCK.sub(" ", line)
         for s in _SENTENCE.split(line):
             if s.strip():
                 yield s.strip()

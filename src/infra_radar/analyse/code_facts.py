@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .fact_kinds import DEFAULT_NOT_SWITCH, KindCheck
 from .live_code import LiveCode, Syntax, syntaxes
 
 FACT_KINDS = ("defaults", "switches", "version_gates", "device_checks", "kernels", "removed", "tests", "casts")
@@ -74,6 +75,8 @@ class CodeRules:
     gate_regex: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
     gate_rules: dict[str, dict[str, list[tuple[str, _Rule]]]] = field(default_factory=dict)
     live: dict[str, Syntax] = field(default_factory=dict)  # how each file kind writes comments and strings
+    device: Any = None  # device_facts.DeviceRules of the same rules directory (None: the packaged ones)
+    not_switch: tuple[str, ...] = ()  # [fact_kinds] objects whose reads are no switch (fact_kinds.py)
 
     def gate_for(self, kind: str) -> tuple[re.Pattern[str] | None, dict[str, list[tuple[str, _Rule]]]]:
         """One regex finding the gates of the rules of `kind`, and the rules each gate it finds lets through
@@ -164,6 +167,7 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
         ignore_values=frozenset(data.get("no_defaults", {}).get("ignore_values", [])),
         ignore_prefixes=tuple(data.get("no_defaults", {}).get("ignore_prefixes", [])),
         live=syntaxes(data.get("live_code", {})),
+        not_switch=tuple(data.get("fact_kinds", {}).get("not_switch_objects", DEFAULT_NOT_SWITCH)),
     )
 
 
@@ -184,7 +188,11 @@ def _load(rules_dir: str | None) -> CodeRules:
             user_data = read_toml(user, RULES_BYTES)
             check_rule_data(user_data, user)
             data.update(user_data)
-    return compile_rules(data)
+    from .device_facts import load_device_rules
+
+    compiled = compile_rules(data)
+    compiled.device = load_device_rules(rules_dir)
+    return compiled
 
 
 def load_code_rules(settings=None) -> CodeRules:
@@ -242,6 +250,10 @@ class ChangeFacts:
         self.casts: list[dict[str, str]] = []
         self.last_reason = ""  # why the last file started was skipped ("" when it was not)
         self.last_path = ""
+        from .device_facts import DeviceFacts, load_device_rules
+
+        self.device = DeviceFacts(rules.device or load_device_rules())
+        self.kinds = KindCheck(rules.not_switch or DEFAULT_NOT_SWITCH)
         caps = rules.caps
         self._file_cap, self._change_cap, self._line_cap = caps["file_lines"], caps["change_lines"], caps["line_chars"]
 
@@ -276,6 +288,7 @@ class ChangeFacts:
         self.current = _File(path, kind, rules=rules, gate=gate, gate_rules=gate_rules, excluded=excluded,
                              no_defaults=_glob_match(self.rules.no_defaults, path),
                              live=LiveCode(syntax, gate) if syntax is not None else None)
+        self.device.file(path, status, kind)
         return True
 
     def binary(self) -> None:
@@ -307,6 +320,9 @@ class ChangeFacts:
         self.lines_read += 1
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
+        self.device.line(sign, text)
+        if f.kind == "python":
+            self.kinds.line(f.path, sign, text)
         if f.pending:
             pending = f.pending.pop(sign, "")
             if pending:
@@ -328,6 +344,7 @@ class ChangeFacts:
         """An unchanged line of the current file: it may open or close a docstring or a block comment."""
         if self.current is not None and self.current.live is not None:
             self.current.live.context(text)
+        self.device.context(text)  # a docstring opened on an unchanged line
 
     def hunk(self, header: str = "") -> None:
         """A hunk of the current file starts (`header`: its "@@" line; see live_code.LiveCode.reset)."""
@@ -398,6 +415,7 @@ class ChangeFacts:
             self.top_level.add((kind, name))
 
     def _close_file(self) -> None:
+        self.device.close()
         if self.current is not None:
             self.done.append(self.current)
             self.current = None
@@ -414,12 +432,14 @@ class ChangeFacts:
         out["removed"] = self._removed()
         out["tests"] = list(dict.fromkeys(self.tests))
         out["casts"] = self.casts
+        self.kinds.correct(out, self.done)
         for kind in FACT_KINDS:
             if len(out[kind]) > _LIST_CAP:
                 out[kind] = out[kind][:_LIST_CAP]
                 out["complete"] = False
         out["skipped"] = {k: v for k, v in self.skipped.items() if v}
         out["read"] = {"files": self.files_read, "lines": self.lines_read}
+        out["device"] = self.device.facts(self.removed_files)
         return out
 
     def _removed(self) -> list[dict[str, str]]:
@@ -488,6 +508,9 @@ def with_file_list(facts: dict[str, Any] | None, files: list[tuple[str, bool]], 
         if kind and (path, kind) not in kernels and len(facts["kernels"]) < _LIST_CAP:
             kernels.add((path, kind))
             facts["kernels"].append({"file": path, "kind": kind})
+    from .device_facts import add_file_list
+
+    add_file_list(facts.get("device"), [path for path, _ in files], rules.device or load_code_rules().device)
     facts["tests"] = list(dict.fromkeys(tests))[:_LIST_CAP]
     facts["skipped"] = {k: v for k, v in skipped.items() if v}
     return facts

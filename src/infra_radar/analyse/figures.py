@@ -279,12 +279,19 @@ _MEASURED = re.compile(r"(?<![\w.])(?:[+\-−]\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?
                        r"|\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|seconds|GB|GiB|MB|MiB|tok/s|tokens/s|it/s|req/s)(?![\w/]))")
 
 
+_CELL_NUMBER = re.compile(r"\|\s{0,8}(\d{1,9}(?:\.\d{1,9})?)\s{0,8}(?=\|)")
+
+
 def unread_figure(text: str) -> tuple[str, str]:
     """(the first measurement-looking number of the description's prose and tables, its line), or ("", "") when
     there is none: a description that holds one is never said to hold no figure, even when no shape read it."""
+    rows: list[tuple[str, str]] = []  # (a number, its line) of table rows with a figure cell
     for _, line in prose_lines(text, digits=True):
         m = _MEASURED.search(line)
         if m:
             return m.group(0).strip(), _clean(line)
-    return "", ""
+        if line.lstrip().startswith("|") and (cell := _CELL_NUMBER.search(line)):
+            rows.append((cell.group(1), _clean(line)))
+    # a table of runs whose cells are bare numbers (an accuracy, a score): figures all the same
+    return rows[0] if len(rows) >= 2 else ("", "")
 

@@ -14,6 +14,7 @@ from .facts import Facts
 from .grading import host_tool
 from .ruleset import RuleSet, _Rule, _Scores, is_bot
 from .summary import _win, no_gain
+from .target_code import read_target
 
 
 def _numbers(claims: Sequence[PerfClaim]) -> bool:
@@ -79,6 +80,9 @@ def _flags(item: Item, kind: str, topics: list[str], grade: str, native: bool, r
         "install-title": bool(facts.hit("title", "installtitle") or facts.hit("tags", "installtitle")),
         "kernel-title": bool(facts.hit("title", "kerneltitle") or facts.hit("tags", "kerneltitle")),
         "compile-title": bool(facts.hit("title", "compiletitle") or facts.hit("tags", "compiletitle")),
+        # its diff removes the target's own code (target_code.py): a breaking change for the target
+        "removes-target": read_target(item.code, rules.profile.topic,
+                                      item.repo.lower() in rules.profile.native_repos).removes_target,
     }
     flags.update(name for name, on in conditions.items() if on)
     if flags & {"mechanism", "design", "long", "numbers"}:

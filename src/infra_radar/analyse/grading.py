@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .target_code import TargetCode, read_target
+
 if TYPE_CHECKING:  # pragma: no cover - types only
     from ..models import Item, PerfClaim, Text
     from .facts import Facts
@@ -136,7 +138,23 @@ def _measured(kind: str, claims: Sequence[PerfClaim], facts: Facts) -> bool:
 
 def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
           rules: RuleSet) -> tuple[str, bool, Text]:
-    """(grade, native, reason) of one item."""
+    """(grade, native, reason) of one item. Where the diff was read its device facts decide first: removing the
+    target's own code is a breaking change for the target (M, never S); an S whose diff uses another
+    platform's libraries or kernels is M (the target needs their counterparts)."""
+    code = read_target(item.code, rules.profile.topic, item.repo.lower() in rules.profile.native_repos)
+    if code.removes_target:
+        return "M", is_native(item, facts, rules), _reason("M_removes_target", _Evidence(), facts, rules,
+                                                         removed=[*code.removed, *code.removed_guards[:1]])
+    found = _grade(item, kind, claims, facts, rules, code)
+    if found[0] == "S" and not found[1] and (code.other or code.kernels):
+        labels = code.other_labels() or list(dict.fromkeys(k["lang"] for k in code.kernels))
+        files = code.other_files() or [k["file"] for k in code.kernels][:2]
+        return "M", False, _reason("M_device_code", _Evidence(), facts, rules, libs=labels, files=files)
+    return found
+
+
+def _grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts, rules: RuleSet,
+           code: TargetCode) -> tuple[str, bool, Text]:
     profile = rules.profile
     if is_native(item, facts, rules):
         return _native_grade(item, kind, facts, rules)
@@ -164,7 +182,9 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
         return "M", False, _reason("M", found, facts, rules, what=found.paths or found.words)
     if _measured(kind, claims, facts):
         return "M", False, _reason("M_measure", _Evidence(), facts, rules)
-    return "S", False, _reason("S" if facts.files and facts.diffstat else "S_nofiles", _Evidence(), facts, rules)
+    if not (facts.files and facts.diffstat):
+        return "S", False, _reason("S_nofiles", _Evidence(), facts, rules)
+    return "S", False, _reason("S" if code.device_free else "S_unread", _Evidence(), facts, rules)
 
 
 def host_tool(facts: Facts) -> bool:
@@ -253,7 +273,8 @@ _WORD_AFTER_WHAT = re.compile(r"\{what\}\s?([\u4e00-\u9fff]+|[A-Za-z]+)")
 
 
 def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
-            what: Sequence[tuple[str, str]] = (), counterpart: Sequence[tuple[Text, Text]] = ()) -> Text:
+            what: Sequence[tuple[str, str]] = (), counterpart: Sequence[tuple[Text, Text]] = (),
+            removed: Sequence[str] = (), libs: Sequence[str] = (), files: Sequence[str] = ()) -> Text:
     grades = rules.data["grades"]
     template = grades["reasons"][key]
     target = rules.profile.label
@@ -268,8 +289,11 @@ def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
             subject = subject[: -len(after.group(1))].rstrip()
         sep = "; " if lang == "en" else "；"
         pairs = sep.join(f"{_lang(name, lang)} → {_lang(other, lang)}" for name, other in counterpart)
+        listed = ", " if lang == "en" else "、"
         out[lang] = template[lang].format(evidence=_evidence_text(found, ranked, rules, lang), target=target[lang],
-                                          what=subject, area=_area(ranked, grades, lang), counterpart=pairs)
+                                          what=subject, area=_area(ranked, grades, lang), counterpart=pairs,
+                                          removed=listed.join(removed), libs=listed.join(libs),
+                                          files=listed.join(files))
     return out
 
 

@@ -40,6 +40,8 @@ class PortingEntry:
     # words one of which must be in the same sentence as a word hit (`with_words`): "fp8" counts for the
     # low-precision entry only where the sentence says what computes in it (a GEMM, a kernel, quantization)
     near: re.Pattern[str] | None = None
+    # device_facts.toml lib ids one of which a read diff must use for the entry to apply (empty: no such need)
+    needs_libs: tuple[str, ...] = ()
 
     def matches(self, text: str) -> bool:
         """A phrase or a path of grade evidence is this mechanism (its words or its path patterns)."""
@@ -112,7 +114,7 @@ def compile_entries(data: dict[str, Any]) -> list[PortingEntry]:
         if not all(isinstance(w, str) and w for w in near):
             raise ConfigError(f"porting.toml: {where}: `with_words` is a list of strings")
         out.append(PortingEntry(raw["id"], _text(raw.get("name"), f"{where}.name"), _words(words), compiled,
-                                counterpart, caveat, brief, grade, _words(near)))
+                                counterpart, caveat, brief, grade, _words(near), tuple(raw.get("needs_libs", []))))
     return out
 
 
@@ -144,9 +146,13 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
     found: list[tuple[int, int, Applied]] = []
     head, body = item.title, (item.body if text is None else text)[:20000]
     own = own_names(item.repo)
+    device = (item.code or {}).get("device")
+    used = {lib["id"] for lib in device.get("libs", []) if lib["change"] != "removed"} if device else set()
     for order, e in enumerate(entries):
         if profile not in e.counterpart:
             continue
+        if e.needs_libs and device is not None and not used.intersection(e.needs_libs):
+            continue  # the diff was read and does not use what the entry is about
         hit = None
         if e.words is not None:
             in_title = e.words.search(head)

@@ -396,6 +396,10 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     cap = rules.data["priority"].get("backport", {})
     if "backport" in flags and priority == "P0" and cap.get("max") == "P1":
         priority, why = "P1", {lang: f"{why[lang]}{cap['why'][lang]}" for lang in why}
+    order = ("none", "P2", "P1", "P0")
+    for floor in rules.data["priority"].get("floor", []):  # a flag that ranks an item at least this high
+        if floor["flag"] in flags and order.index(priority) < order.index(floor["min"]):
+            priority, why = floor["min"], {lang: f"{why[lang]}{floor['why'][lang]}" for lang in why}
     features = sorted(flags | {f"repo:{item.repo.lower()}", f"why:{why['en']}"} | kin_features(facts))
     flags.add(f"priority:{priority}")
     decision, decision_reason = _first(rules.decision_rules, flags, ("track-only", {"en": "-", "zh": "-"}))

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..analyse.porting import Applied
+from ..analyse.target_code import for_target
 from ..config import rule_data, rules_cache
 from ..models import AnalysedItem
 from .base import context_text
@@ -207,7 +208,10 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
              "graph": bool(modes) or any(p.entry.id == "cuda-graph" for p in porting),
              "porting": bool(gpu), **{f"topic:{t}": True for t in topics},
              # the parallel setting is the change's own: named in its title or where it says what it does
-             "parallel-own": any(p in own.replace(" ", "") for p in parallel)}
+             "parallel-own": any(p in own.replace(" ", "") for p in parallel),
+             # not all on the host: its code files are not all host-side (tokenizer, API server, scheduler,
+             # data loading) by their paths or by the read diff; a loss curve checks what runs on the device
+             "device-side": "host-code" not in a.features and not for_target(item, "ascend").host_only}
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts

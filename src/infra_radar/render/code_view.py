@@ -121,9 +121,37 @@ def code_lines(item: Item, t: dict[str, Any]) -> list[Md]:
         said = "nothing_page" if facts.get("source") == "page" else "nothing" if facts.get("complete") \
             else "nothing_partial"
         out.append(Md(text(k[said])))
+    out += [line for line, _, _ in device_lines(item, t)[:_SHOWN + 2] if facts.get("device") is not None]
     tests = facts.get("tests", [])
     if tests:
         out.append(fmt(k["tests"], n=len(tests), paths=join([code(p) for p in tests[:3]], t["common"]["sep"])))
     elif facts.get("source") != "page":  # a page's hunks are not the change's whole file list
         out.append(Md(text(k["no_tests"])))
+    return out
+
+
+def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
+    """What the diff's device facts say (analyse/device_facts.py), as (statement, the line or file it rests on,
+    the rule): the libraries it uses, the device branches it adds or removes, the kernel sources it touches, a
+    change all on the host; "no device-specific code" only when a diff was read and holds none."""
+    k, sep = t["code"], t["common"]["sep"]
+    device = (item.code or {}).get("device")
+    if device is None:
+        return [(Md(text(k["device_unread"])), "", "device_facts.toml")]
+    changes, platforms = k["device_changes"], k["device_platforms"]
+    out = [(fmt(k["device_lib"], label=lib["label"], change=changes.get(lib["change"], lib["change"]),
+                n=lib["added"] + lib["removed"], files=join([code(f) for f in lib["files"][:2]], sep)),
+            lib["line"], f"device_facts.toml [[lib]] {lib['id']}") for lib in device.get("libs", [])]
+    out += [(fmt(k["device_guard"], platform=platforms.get(g["platform"], g["platform"]),
+                 change=changes.get(g["change"], g["change"]), line=g["line"], file=g["file"]),
+             g["line"], f"device_facts.toml [[guard]] {g['id']}") for g in device.get("guards", [])]
+    out += [(fmt(k["device_kernel"], lang=x["lang"], change=changes.get(x["change"], x["change"]), file=x["file"]),
+             x["file"], "device_facts.toml [kernels]") for x in device.get("kernels", [])]
+    files = device.get("files", 0)
+    if files and len(device.get("host", [])) >= files:
+        out.append((fmt(k["device_host"], files=join([code(f) for f in device["host"][:3]], sep)),
+                    ", ".join(device["host"][:3]), "device_facts.toml [host]"))
+    if not out:
+        read = files + device.get("aux_files", 0)
+        out.append((fmt(k["device_none"], n=read), f"{read} file(s) read", "device_facts.toml"))
     return out

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..analyse.porting import Applied, profile_topics
 from ..analyse.summary import _best_claim, calls_flat, no_gain
+from ..analyse.target_code import for_target
 from ..models import AnalysedItem, PerfClaim
 from .base import change_text, context_text, name, pick, signed, with_unit
 from .cjk import tidy
@@ -182,7 +183,8 @@ def _platform(ai: AnalysedItem, target: str) -> tuple[str, str]:
     return ("other", other) if other else ("", "")
 
 
-def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str = "") -> set[str]:
+def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str = "",
+           target: str = "ascend") -> set[str]:
     a, item = ai.analysis, ai.item
     state = "open" if item.draft else item.state
     gpu = [p for p in porting if p.entry.id != "npu-native"]
@@ -198,6 +200,20 @@ def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str
         flags.add("no-gain")
     if platform:
         flags.add(f"platform:{platform}")
+    return flags | _code_flags(ai, target)
+
+
+def _code_flags(ai: AnalysedItem, target: str) -> set[str]:
+    """What the diff says for the target (analyse/target_code.py): diff:<TargetCode.primary()>, host-only,
+    removes-target."""
+    code = for_target(ai.item, target)
+    flags = {f"diff:{code.primary()}"}
+    if code.read and code.host_only:
+        flags.add("host-only")
+    if code.removes_target:
+        flags.add("removes-target")
+    if code.own_removed:
+        flags.add("removes-own")
     return flags
 
 
@@ -205,9 +221,16 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
                 figure: bool = False) -> Md:
     """What the change means for the target, from the first [[consequence]] rule whose flags hold."""
     platform, other = _platform(ai, target)
-    lang, flags = t["lang"], _flags(ai, porting, figure, platform)
+    lang, flags = t["lang"], _flags(ai, porting, figure, platform, target)
     gpu = [p for p in porting if p.entry.id != "npu-native"]
-    values = {"target": target_short(target, lang),
+    found = for_target(ai.item, target)
+    listed = ", " if lang == "en" else "、"
+    values = {"devices": listed.join(found.other_labels() or dict.fromkeys(k["lang"] for k in found.kernels)),
+              "guards": Md(listed.join(str(code(g["line"])) for g in found.other_guards[:1])),
+              "aux": Md(listed.join(str(code(f)) for lib in found.aux for f in lib["files"][:1])),
+              "removed": Md(listed.join([*(str(text(r)) for r in (found.removed or found.own_removed)[:2]),
+                                         *(str(code(r)) for r in found.removed_guards[:1])])),
+              "target": target_short(target, lang),
               "brief": pick(gpu[0].brief, lang) if gpu else "",
               "entry": pick(gpu[0].entry.name, lang) if gpu else "",
               "platform": target_short(other, lang) if other else ""}
@@ -400,6 +423,17 @@ def _variants(short: bool) -> list[dict[str, Any]]:
             dict(ids=0, module=False, cond=False, count=1, mods=0, most=3, figure=False)]
 
 
+def _all_under(ids: list[str], module: str, files: list[Any]) -> bool:
+    """Every changed file a name of `ids` stands for lies under `module` ("位于 X" says so of each file named);
+    a name that is no changed file's name says nothing of the place."""
+    where = module.rstrip("/") + "/"
+    for ident in ids:
+        paths = [f.path for f in files if f.path.rsplit("/", 1)[-1] == ident or f.path == ident]
+        if paths and not any(p.startswith(where) for p in paths):
+            return False
+    return True
+
+
 def _with_names(what: Md, ids: list[str], module: str, t: dict[str, Any]) -> Md:
     """"mechanism（`a`、`b`，位于 `dir/`）"."""
     c = t["common"]
@@ -460,7 +494,8 @@ def conclusion_parts(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied]
             if beside:  # the row shows the title: the conclusion opens with what the change touches
                 what, title = Md(""), ""
             ids = own_identifiers(ai, v["ids"], what, memo) if v["ids"] else []
-            what = _with_names(what, ids, module if v["module"] and module not in what else "", t)
+            place = module if v["module"] and module not in what and _all_under(ids, module, ai.item.files) else ""
+            what = _with_names(what, ids, place, t)
             if beside:
                 inner = what[1:-1] if what.startswith(t["common"]["paren"].format("")[:1]) else what
                 what = Md(t["figure"]["touches"].format(names=inner) if inner else

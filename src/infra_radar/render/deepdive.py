@@ -165,7 +165,15 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     what = mechanism(ai, t)
     # identifiers the table row did not already name (`shown`: the row's conclusion)
     what_said = plain(what)
-    ids = [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown and is_identifier(i)][:2]
+    from ..analyse.change_list import change_names
+    from .why import dive_rules
+
+    # the author's own list of changes names what the change does, one name per change sentence; else the
+    # identifiers the description uses most
+    ids = [i for i in change_names(item.body, item.repo, dive_rules().get("changes", {}), item.title)
+           if i not in what_said]
+    ids = ids or [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown
+                  and is_identifier(i)][:2]
     if ids:
         what = Md(f"{what}{c['paren'].format(join([code(i) for i in ids], c['sep']))}")
     view["mechanism"] = view["mechanism_rule"] = what

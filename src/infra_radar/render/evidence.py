@@ -116,6 +116,9 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
             "files" if any(f.path == p.evidence for f in item.files) else "body")
         out.append(Evidence(pick(p.brief, lang) or pick(p.caveat, lang), src, field, p.evidence,
                             f"porting.toml:{p.entry.id}"))
+    from .code_view import device_lines
+
+    out += [Evidence(plain(said), src, "diff", line or "—", rule) for said, line, rule in device_lines(item, t)]
     for rid in ai.analysis.risk_labels:
         found = risk_evidence(ai, rid, t)
         if found is not None:

@@ -152,6 +152,8 @@ def code_json(code: dict[str, Any] | None) -> dict[str, Any] | None:
     out = {"source": code.get("source"), "complete": bool(code.get("complete")),
            **{key: list(code.get(key) or []) for key in _CODE_KEYS}}
     out["removed"] = [{k: r.get(k) for k in ("name", "kind", "file")} for r in out["removed"]]
+    if code.get("device") is not None:  # device libraries, guards, kernels and host files (device_facts.py)
+        out["device"] = code["device"]
     return out
 
 

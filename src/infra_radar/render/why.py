@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..analyse.assertions import STRUCK, why_not
 from ..config import rule_data, rules_cache
 from ..models import AnalysedItem
 from .escape import Md
@@ -58,6 +59,9 @@ def _head(text: str, most: int) -> list[str]:
     return (text[: m.start()] if m else text).split()[:most]
 
 
+_QUOTES = ('"', "“", "「", "'")
+
+
 def causes(body: str, most: int = 1) -> list[Cause]:
     """The causal sentences of a description (the motivation and mechanism parts), at most `most`."""
     rules = dive_rules()
@@ -65,13 +69,17 @@ def causes(body: str, most: int = 1) -> list[Cause]:
     e = explain_body(body)
     out: list[Cause] = []
     for _, block in e.motivation + e.mechanism:
-        for s in sentences(block):
-            if len(s) > 600 or cr["_not"].search(s):
+        if block.lstrip().startswith(">"):
+            continue  # a quoted block: someone else's words
+        for s in sentences(STRUCK.sub(" ", block) if "~" in block else block):
+            if len(s) > 600 or cr["_not"].search(s) or s[:1] in _QUOTES:
                 continue
             for c in rules.get("cause", []):
                 m = c["_re"].search(s)
                 if not m:
                     continue
+                if why_not(s, m.start(), m.end()) in ("negated", "hypothetical"):
+                    break  # a cause the sentence denies or only supposes is no cause of this change
                 y_text = m.group("y")
                 figure = ""
                 for p in _PAREN.finditer(y_text[:200]):

@@ -1,0 +1,77 @@
+"""What a change does, from the author's own list of changes: the sentences of the description that open with an
+imperative or present-tense verb of `dives.toml [changes] verbs` ("Wrap FusedMoE.weight_loader to keep ...",
+"Add a new create_tcp_store helper ...") and are asserted (not negated, not hypothetical), each giving the first
+code name it holds (a dotted or called name, CamelCase, snake_case, an UPPER_CASE variable). The deep dive names
+them as the change's mechanism instead of identifiers picked by frequency. One pass over the sentences; each
+token is checked by a pattern with no nested or adjacent unbounded repeats.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .assertions import own_names, sentence_list, why_not
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,80}(?:\.[A-Za-z_][A-Za-z0-9_]{0,80}){0,4}(?:=[\w.]{1,20})?")
+_CAMEL = re.compile(r"[A-Z][a-z0-9]{1,40}[A-Z]")
+_EDGE = "`*_:,.;()[]\"'"
+_OWN_LINE = ("-", "*", "#", ">", "|", "```", "+")
+_LEAD = frozenset({"for", "when", "on", "with", "in", "if"})
+
+
+def _code_name(word: str) -> bool:
+    """A word that names code: dotted, snake_case, CamelCase with an inner capital, or an UPPER_CASE variable."""
+    if "." in word.strip(".") or ("_" in word.strip("_") and not word.isupper()):
+        return True
+    if "_" in word and word.replace("=", "").replace("_", "").isalnum() and word.split("=")[0].isupper():
+        return True
+    return len(word) >= 6 and _CAMEL.match(word) is not None
+
+
+def _unwrapped(body: str) -> str:
+    """A description whose prose lines were wrapped at a fixed width, each paragraph on one line again (a list
+    item, a heading, a quote, a table row or a code fence starts its own line)."""
+    out: list[str] = []
+    for line in body.split("\n"):
+        bare = line.strip()
+        if out and out[-1].strip() and bare and not bare.startswith(_OWN_LINE) and not bare[:1].isdigit() \
+                and not out[-1].rstrip().endswith((":", "```")):
+            out[-1] = f"{out[-1].rstrip()} {bare}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _noise(name: str, own: tuple[str, ...]) -> bool:
+    """A name that says nothing of the change: the project's own package, a web address, an exception type."""
+    low = name.lower()
+    return (low in own or low.replace("_", "-") in own or "github" in low or low.startswith("www.")
+            or low.endswith((".com", ".org", ".io", ".ai", ".html")) or name.endswith(("Error", "Exception")))
+
+
+def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -> list[str]:
+    """The code names of the description's own change sentences, one per sentence, in order (at most
+    `most`); [] when fewer than `least` sentences name one."""
+    verbs = frozenset(rules.get("verbs", []))
+    most, least = int(rules.get("most", 4)), int(rules.get("least", 2))
+    own = own_names(repo)
+    found: list[str] = []
+    for sentence in sentence_list(_unwrapped(body[:20000])):
+        sentence = sentence.lstrip("-*•0123456789. ")
+        words = sentence.split(None, 1)
+        if words and words[0].lower() in _LEAD and "," in sentence:  # "For vLLM >= 0.19, continue disabling ..."
+            sentence = sentence.split(",", 1)[1].lstrip()
+            words = sentence.split(None, 1)
+        if not words or words[0].lower() not in verbs:
+            continue
+        start = sentence.find(words[0])
+        if why_not(sentence, start, start + len(words[0]), own):
+            continue
+        name = next((m.group(0) for m in _TOKEN.finditer(sentence) if _code_name(m.group(0).strip(_EDGE))), "")
+        name = name.strip(_EDGE)
+        if name and name not in found and name.lower() not in title.lower() and not _noise(name, own):
+            found.append(name)
+            if len(found) >= most:
+                break
+    return found if len(found) >= least else []
