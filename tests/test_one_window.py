@@ -5,6 +5,7 @@ shows (a rerun, a push, the site); a window much longer than the schedule is sai
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -197,3 +198,23 @@ def test_a_tag_without_a_release_record_gives_no_release_date(radar_home):
     scope = section(store.radar(2), "Scope")
     assert f"{REPO} tag v1.0 points at a commit of 2026-08-01" in scope, scope
     assert "v1.0 (2026-08-01)" not in scope
+
+
+def test_a_push_sends_the_published_text_whatever_the_store_holds_since(radar_home):
+    from infra_radar.publish.push import push_reports
+
+    store = Store(radar_home)
+    first_day(store)
+    first = daily(store.settings, store.engine, at(1, 2), at(2, 2), out_dir=store.out)
+    shown = set(re.findall(r"\[(acme/[\w-]+#\d+)\]", first.text))
+    assert shown
+    # after publication an item of that window arrives, ranked P0: the published radar did not show it
+    store.put((pr(501, "[Perf] Arrived after publication", created_at=at(1, 5), updated_at=at(1, 6)),
+               judged("P0", "adapt-now", 5)))
+    lines = push_reports(store.settings, store.engine, "daily", "slack", dry_run=True, day="2026-08-02")
+    pushed = json.dumps([json.loads(ln.split("\n", 1)[1]) for ln in lines], ensure_ascii=False)
+    assert f"{REPO}#501" not in pushed
+    assert set(re.findall(r"(acme/[\w-]+#\d+)", pushed)) == shown
+    # the last published radar, pushed without a date, is the same text
+    again = push_reports(store.settings, store.engine, "daily", "slack", dry_run=True)
+    assert f"{REPO}#501" not in "".join(again)

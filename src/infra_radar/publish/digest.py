@@ -6,6 +6,7 @@ the weekly report's context, read as plain lines.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from ..errors import WindowError
 from ..models import Window
 from ..pipeline.judgment import judge
 from ..render.context import WeeklyInput, load_strings, weekly_context
-from ..render.escape import plain, plain_line
+from ..render.escape import Md, plain, plain_line
 from ..store import queries
 from ..windows import horizon, iso_week
 from .data import day_window, week_of
@@ -111,6 +112,55 @@ def daily_digest(settings: Settings, engine: Engine, window: Window | date, repo
     title = t["daily"]["title"].format(date=day.isoformat())
     return Digest(title, lines, site_url + daily_page(day) if site_url else "",
                   f"daily {day.isoformat()} {settings.lang}", lambda: radar.publish(engine, t))
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_ITEM_CELL = re.compile(r"\[(?P<ref>[^\]\n]{1,200})\]\((?P<url>[^()\s]{1,500})\)[ \t]*+(?P<title>.*)")
+_HEADING = re.compile(r"#{2,3} ")
+
+
+def published_digest(text: str, lang: str, day: date, site_url: str) -> Digest:
+    """The digest of a published daily radar read from its stored text (`published_radars.text`), so a push
+    sends what was published whatever the store holds now: the scope's count line, the rows of the P0/P1 table
+    and of the short table, and the downstream section's lines, each as the radar wrote it (Markdown read as
+    plain text). One pass over the lines: linear in the text."""
+    t = load_strings(lang)
+    dash = t["common"]["dash"]
+    counts = t["daily"]["counts"].split("{", 1)[0]
+    downstream = t["daily"]["downstream"]
+    lines: list[Line] = []
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if _HEADING.match(line):
+            section = line.lstrip("#").strip()
+            if section == downstream:
+                lines.append(Line(downstream, heading=True))
+            continue
+        if line.startswith("- ") and counts and line[2:].startswith(counts) and not lines:
+            lines.append(Line(plain_line(line[2:])))
+        elif line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip() for c in _CELL_SPLIT.split(line)[1:-1]]
+            if len(cells) < 4 or cells[0] not in ("P0", "P1", "P2"):
+                continue
+            item = _ITEM_CELL.match(cells[1])
+            if item is None:
+                continue
+            title, note = _unmark(item["title"]), _unmark(cells[-1])
+            lines.append(Line(f"{title}{dash}{note}", cells[0], item["ref"],
+                              _item_url(item["ref"], item["url"], site_url)))
+        elif section == downstream and line.startswith("- ["):
+            item = _ITEM_CELL.match(line[2:])
+            if item is not None:
+                lines.append(Line(_unmark(item["title"]), "", item["ref"],
+                                  _item_url(item["ref"], item["url"], site_url)))
+    title = t["daily"]["title"].format(date=day.isoformat())
+    return Digest(title, lines, site_url + daily_page(day) if site_url else "", f"daily {day.isoformat()} {lang}")
+
+
+def _unmark(cell: str) -> str:
+    """A cell or line of the radar's Markdown as plain text: its backslash escapes undone (code spans kept)."""
+    return plain(Md(cell))
 
 
 def weekly_digest(settings: Settings, engine: Engine, repo: str, week: str, site_url: str) -> Digest:

@@ -30,7 +30,7 @@ from ..store.schema import repos as repos_table
 from ..windows import horizon, parse_when
 from .chat import Message, build_messages
 from .data import week_of
-from .digest import Digest, daily_digest, load_limits, weekly_digest
+from .digest import Digest, daily_digest, load_limits, published_digest, weekly_digest
 
 REDACTED = "***"
 
@@ -173,8 +173,15 @@ def _daily(settings: Settings, engine: Engine, names: list[str], day: str | None
             raise NotFoundError("no daily radar has been published yet: publish one with radar daily --out DIR, "
                                 "or name the radar to push with --date YYYY-MM-DD or --since/--until")
         window = Window(*last)
-        found = record_at(engine, window.until)
-        names = names or (found[1].repos if found else [])  # the repositories the published radar covered
+    found = record_at(engine, window.until)
+    if (found is not None and found[1].text and Window(found[1].since, found[1].until) == window
+            and (found[1].lang or settings.lang) == settings.lang):
+        # a published radar is sent as its stored text says, whatever the store holds since
+        from ..windows import report_day
+
+        return published_digest(found[1].text, found[1].lang or settings.lang, report_day(window), site_url)
+    if found is not None:
+        names = names or found[1].repos  # the repositories the published radar covered
     return daily_digest(settings, engine, window, names, site_url)
 
 
