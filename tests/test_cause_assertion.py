@@ -39,3 +39,23 @@ def test_a_table_of_runs_is_never_no_figures():
     body = "Results on GSM8K:\n\n| run | acc |\n|---|---|\n| base | 0.842 |\n| new | 0.861 |\n"
     assert unread_figure(body) == ("0.842", "| base | 0.842 |")
     assert unread_figure("Version 2 of the plan; see step 3.") == ("", "")
+
+
+def test_a_list_of_what_a_change_adds_is_no_cost():
+    """"each X adds Y" is a cost only when Y reads as one (a figure, time, memory, a copy, a sync)."""
+    assert causes(HEAD + "Each reviewable commit adds offline multimodal DPO training to the trainer.\n") == []
+    found = causes(HEAD + "Each decode step adds 2 ms of host-side synchronisation.\n")
+    assert [c.sentence for c in found] == ["Each decode step adds 2 ms of host-side synchronisation."]
+
+
+def test_a_cause_cue_names_what_the_description_says_went_wrong():
+    """A bandwidth cap is said as one; "not supported" in a sentence about another design is no missing-support
+    cause of this change (conclusions.toml [motivation] cues)."""
+    from infra_radar.models import AnalysedItem, Analysis, Item
+    from infra_radar.render.deepdive import motivation_evidence
+
+    body = ("## Motivation\n\nWith a single sender, broadcast bandwidth is capped by the one NIC reachable from the "
+            "source GPU. The other design relies on a transport which is not supported on certain backends.\n")
+    item = Item(repo="acme/infer", kind="pr", key="9", title="Multi-sender broadcast", number=9, body=body)
+    said = [cue for cue, _ in motivation_evidence(AnalysedItem(item, Analysis("feature")), "zh")]
+    assert "带宽受限" in said and "能力缺失" not in said

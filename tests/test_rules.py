@@ -241,6 +241,16 @@ def test_external_dependency_from_cross_repo_reference(rules, conf):
     assert "external-dependency" not in analyse_item(mention, rules, [], conf).risk_labels
 
 
+@pytest.mark.parametrize("body, dependent", [
+    ("Blocked by the model loading path (not a limitation of this builder).", False),
+    ("Blocked by upstream PR vllm-project/vllm#12345 landing first.", True),
+    ("This is blocked by the next release of the runtime.", True),
+])
+def test_blocked_by_is_an_external_dependency_only_of_a_pr_release_or_upstream(rules, conf, body, dependent):
+    item = make("Add a token builder", [("infer/tok.py", 10, 2)], body=body)
+    assert ("external-dependency" in analyse_item(item, rules, [], conf).risk_labels) is dependent
+
+
 @pytest.mark.parametrize("title, files, kind", [
     ("[Perf] Avoid a host sync in the sampler", [("infer/sample/sampler.py", 9, 2)], "perf"),
     ("[Bugfix] Guard empty batches", [("infer/core/s.py", 9, 2)], "bugfix"),
