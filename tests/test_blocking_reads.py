@@ -1,5 +1,5 @@
 """Every file the radar is given is opened without blocking, checked to be a regular file and read up to a cap
-(safe_read.py): a FIFO nobody writes to, /dev/zero or a huge file is one line naming it, never a wait for ever
+(guard/files.py): a FIFO nobody writes to, /dev/zero or a huge file is one line naming it, never a wait for ever
 nor a read without end. Each command runs in a subprocess whose timeout is only a safety net: the assertions
 are on what it said."""
 

@@ -213,9 +213,9 @@ WITHDRAWAL_BODIES = {
 
 @pytest.mark.parametrize("make", WITHDRAWAL_BODIES.values(), ids=WITHDRAWAL_BODIES.keys())
 def test_withdrawal_rules_are_linear(make):
+    from infra_radar.analyse.withdrawal import compile_rules, withdrawal
     from infra_radar.config import Settings
     from infra_radar.models import Comment
-    from infra_radar.pipeline.withdrawal import compile_rules, withdrawal
 
     rules = compile_rules(Settings(home=None, db_url="sqlite://"))
     until = datetime(2026, 8, 2, tzinfo=UTC)

@@ -10,13 +10,9 @@ import sys
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 from infra_radar.config import load_settings
 
 from .test_settings_checked import one_error, run
-
-pytestmark = pytest.mark.no_store
 
 START = """\
 # the team's radar

@@ -15,8 +15,8 @@ import pytest
 
 from infra_radar.analyse import code_facts as code_facts_module
 from infra_radar.analyse.code_facts import ChangeFacts, compile_rules
-from infra_radar.analyse.regex_safety import UnsafePattern, check_rule_data, findings, witnesses
 from infra_radar.config import DEFAULTS, load_rules_in
+from infra_radar.guard.patterns import UnsafePattern, check_rule_data, findings, witnesses
 
 pytestmark = pytest.mark.no_store
 
@@ -187,9 +187,9 @@ def _built_patterns() -> dict[str, list[re.Pattern[str]]]:
     from infra_radar.analyse.claim_rules import default_claim_rules
     from infra_radar.analyse.figures import default_figure_rules
     from infra_radar.analyse.refs import _SUFFIX
-    from infra_radar.render.evidence_risks import _risk_patterns
+    from infra_radar.render.evidence_risks import _risk_patterns, _risk_words
 
-    return {"risks": _compiled(_risk_patterns(), []), "claims": _compiled(default_claim_rules(), []),
+    return {"risks": _compiled([_risk_patterns(rid) for rid in _risk_words()], []), "claims": _compiled(default_claim_rules(), []),
             "figures": _compiled(default_figure_rules(), []), "refs": [_SUFFIX]}
 
 

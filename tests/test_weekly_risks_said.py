@@ -75,7 +75,10 @@ def test_a_class_kept_as_an_alias_is_no_removal():
     patch = "@@ -1,3 +1,1 @@\n-class OldRunner:\n-    pass\n-\n+OldRunner = NewRunner\n"
     alias = _ai("Rename OldRunner to NewRunner", "refactor", patch=patch, added=1, deleted=3,
                 body="`OldRunner` is kept as an alias of `NewRunner` for backward compatibility.")
-    gone = _ai("Rename OldRunner to NewRunner", "refactor", patch=patch, added=1, deleted=3,
+    # the code itself keeps the name (`OldRunner = NewRunner`): no removal whatever the description says
+    kept = _ai("Rename OldRunner to NewRunner", "refactor", patch=patch, added=1, deleted=3,
                body="Renames the runner.")
-    assert removed(alias) is None
+    gone = _ai("Remove OldRunner", "refactor", patch="@@ -1,3 +0,0 @@\n-class OldRunner:\n-    pass\n-\n",
+               added=0, deleted=3, body="Removes the runner.")
+    assert removed(alias) is None and removed(kept) is None
     assert str(removed(gone)) == "`OldRunner`"

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import safe_read
 from .errors import ConfigError
+from .guard import files as safe_read
 from .models import repo_problem
 
 DEFAULTS = resources.files("infra_radar") / "defaults"
@@ -105,7 +105,7 @@ MAX_LIST = 10_000  # entries of any list of the configuration (repos, branches, 
 
 def _read_toml(path: Path, most: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     """The TOML file `path`: a regular file of at most `most` bytes (a device such as /dev/zero, a FIFO or a
-    folder is refused, never read without end nor waited on; safe_read)."""
+    folder is refused, never read without end nor waited on; guard/files.py)."""
     hint = "a configuration file is a few KiB" if most == MAX_CONFIG_BYTES else "a rules file is a few KiB"
     return safe_read.read_toml(path, most, ConfigError, f"{path}: larger than {most >> 20} MiB; {hint}")
 
@@ -210,7 +210,7 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
     "RADAR_FETCH_RETRIES": (0, 100, True),
     "RADAR_MAX_LINE_BYTES": (1024, 1 << 31, True),  # the longest history-export line read (sources/jsonl.py)
     "RADAR_MAX_PAGE_BYTES": (1024, 1 << 31, True),  # the largest saved page read (sources/page.py)
-    "RADAR_PIPE_WAIT": (0.001, 86400, False),  # seconds a pipe given as a file may stay silent (safe_read.py)
+    "RADAR_PIPE_WAIT": (0.001, 86400, False),  # seconds a pipe given as a file may stay silent (guard/files.py)
     "RADAR_LLM_TIMEOUT": LLM_NUMBERS["timeout"],
     "RADAR_LLM_CONCURRENCY": LLM_NUMBERS["max_concurrency"],
 }
@@ -369,7 +369,7 @@ def load_rules_in(name: str, rules_dir: Path | None) -> dict[str, Any]:
     if rules_dir is not None:
         user = rules_dir / f"{name}.toml"
         if os.path.lexists(user):  # a broken or looping link is said, not skipped
-            from .analyse.regex_safety import check_rule_data
+            from .guard.patterns import check_rule_data
 
             user_data = _read_toml(user, MAX_RULES_BYTES)
             check_rule_data(user_data, user)

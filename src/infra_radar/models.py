@@ -310,7 +310,7 @@ class AnalysedItem:
     # a state the item reached after the report's window that the store knows only without its time (a
     # page saved later says "closed"): shown beside the window's own state, never deciding anything
     later_state: str = ""
-    # the author withdrew or superseded the change in a comment by the window's end (pipeline/withdrawal.py);
+    # the author withdrew or superseded the change in a comment by the window's end (analyse/withdrawal.py);
     # None: not said
     withdrawn: object = None
 

@@ -179,11 +179,11 @@ def _load(rules_dir: str | None) -> CodeRules:
 
     data = tomllib.loads((DEFAULTS / "rules" / "code_facts.toml").read_text(encoding="utf-8"))
     if rules_dir is not None:
-        from ..safe_read import RULES_BYTES, read_toml
+        from ..guard.files import RULES_BYTES, read_toml
 
         user = Path(rules_dir) / "code_facts.toml"
         if os.path.lexists(user):  # a pipe or a device is refused, never waited on nor read without end
-            from .regex_safety import check_rule_data
+            from ..guard.patterns import check_rule_data
 
             user_data = read_toml(user, RULES_BYTES)
             check_rule_data(user_data, user)

@@ -101,8 +101,8 @@ def load_device_rules(rules_dir: str | None = None) -> DeviceRules:
     if rules_dir is not None:
         user = Path(rules_dir) / "device_facts.toml"
         if os.path.lexists(user):  # a pipe or a device is refused, never waited on nor read without end
-            from ..safe_read import RULES_BYTES, read_toml
-            from .regex_safety import check_rule_data
+            from ..guard.files import RULES_BYTES, read_toml
+            from ..guard.patterns import check_rule_data
 
             user_data = read_toml(user, RULES_BYTES)
             check_rule_data(user_data, user)

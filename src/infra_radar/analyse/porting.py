@@ -125,8 +125,8 @@ def load_map(rules_dir: Path | None = None) -> tuple[PortingEntry, ...]:
     entries = {e.id: e for e in compile_entries(tomllib.loads(text))}
     user = rules_dir / "porting.toml" if rules_dir else None
     if user is not None and os.path.lexists(user):
-        from ..safe_read import RULES_BYTES, read_toml
-        from .regex_safety import check_rule_data
+        from ..guard.files import RULES_BYTES, read_toml
+        from ..guard.patterns import check_rule_data
 
         user_data = read_toml(user, RULES_BYTES)
         check_rule_data(user_data, user)

@@ -118,8 +118,8 @@ def _removed(device: dict[str, Any], platform: str) -> tuple[list[str], list[str
 
 def for_target(item: Any, target: str) -> TargetCode:
     """The reading for a target profile by name ("ascend"), its topic and own repositories from grades.toml."""
-    from ..config import rule_data
+    from .porting import _profiles
 
-    profile = rule_data("grades").get("profiles", {}).get(target, {})
+    profile = _profiles().get(target, {})  # grades.toml [profiles], read once
     native = item.repo.lower() in [r.lower() for r in profile.get("native_repos", [])]
     return read_target(item.code, profile.get("topic", target), native)

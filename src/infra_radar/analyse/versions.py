@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULTS, Settings, load_rule_file
-from ..safe_read import RULES_BYTES, read_bytes
+from ..guard.files import RULES_BYTES, read_bytes
 
 ENGINE_VERSION = "2"
 RULE_FILES = ("kinds", "topics", "priority", "grades", "risks", "bots")

@@ -97,7 +97,7 @@ def _spooled(files: list[Path]):
     import tempfile
 
     from ..errors import SourceError
-    from ..safe_read import chunks
+    from ..guard.files import chunks
 
     sweep_spools()
     if all(path.is_file() for path in files):

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..guard.files import open_file
 from ..models import DECISIONS, GRADES, PRIORITIES, REF_FORM
-from ..safe_read import open_file
 
 PARTS = ("all", "tune", "holdout")
 TEAM = "team"

@@ -30,7 +30,7 @@ def _llm_table(settings: Settings) -> dict[str, Any]:
     path = settings.config_path
     if path is None or not path.exists():
         return {}
-    from ..safe_read import CONFIG_BYTES, read_toml
+    from ..guard.files import CONFIG_BYTES, read_toml
 
     table = read_toml(path, CONFIG_BYTES).get("llm", {})
     if not isinstance(table, dict):
@@ -201,7 +201,7 @@ def _packaged_prompt(name: str) -> Prompt:
 
 @lru_cache(maxsize=16)
 def _user_prompt(path: str, name: str, stamp: tuple[int, int]) -> Prompt:  # stamp: re-read once the file changes
-    from ..safe_read import PROMPT_BYTES, read_text
+    from ..guard.files import PROMPT_BYTES, read_text
 
     return parse_prompt(read_text(path, PROMPT_BYTES), name, path)
 

@@ -17,7 +17,7 @@ what it showed (store/published.py). A later radar reads the records of the wind
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -411,10 +411,11 @@ def _watched_by(entry: queries.WatchEntry, until: datetime) -> bool:
 
 
 def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
-           compiled: dict | None = None) -> Recall:
+           compiled: dict | None = None, unchanged: Callable[[Memory, DailyInput], dict] | None = None) -> Recall:
     """Fill the radar `inp` from memory: its rechecks (carried items, then the watch list), the items it must
     not deep-dive again, and what changed since the last radar. Returns what it recalled, to record the radar
-    with once it is published."""
+    with once it is published. `unchanged` (retable.unchanged) names what the previous radar tabled and has not
+    changed since: rechecked, not tabled again."""
     from ..analyse.links import load_relation_rules
     from ..analyse.stories import stories
 
@@ -432,9 +433,7 @@ def recall(settings: Settings, memory: Memory, lookup: Lookup, inp: DailyInput,
         [k for k in hand if k not in carried and _watched_by(hand[k], window.until)
          and _exists_at(found[k], window.until)]
     # what the previous radar tabled and has not changed since: rechecked, not tabled again
-    from .retable import unchanged
-
-    same = unchanged(memory, inp)
+    same = unchanged(memory, inp) if unchanged is not None else {}
     inp.unchanged = {f"{repo}#{number}" for repo, number in same}
     for key, ai in same.items():
         if key not in found:

@@ -108,7 +108,7 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
         found = [ai for ai in found if ai.item.repo.lower() in wanted]
     items = judge(settings, engine, as_of(settings, found, window.until, compiled))
     # what the author withdrew or superseded in a comment by the window's end (rules/withdrawal.toml)
-    from .withdrawal import compile_rules, withdrawal
+    from ..analyse.withdrawal import compile_rules, withdrawal
 
     if compiled is not None and "withdrawal" not in compiled:
         compiled["withdrawal"] = compile_rules(settings)
@@ -139,9 +139,11 @@ def daily_radar(settings: Settings, engine: Engine, window: Window, names: list[
     recalled = None
     if remember:
         from .memory import Memory, StoreLookup, recall
+        from .retable import unchanged
 
         memory = memory if memory is not None else Memory.load(settings, engine, before_id)
-        recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled)
+        recalled = recall(settings, memory, lookup if lookup is not None else StoreLookup(engine), inp, compiled,
+                          unchanged)
     return DailyRadar(settings, inp, recalled)
 
 

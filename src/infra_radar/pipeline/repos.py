@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ..config import CONFIG_NAME, ROLES, default_config_text, home_dir, load_settings
 from ..errors import ConfigError, few
+from ..guard.files import CONFIG_BYTES, open_file, problem, read_text
 from ..models import check_repo
-from ..safe_read import CONFIG_BYTES, open_file, problem, read_text
 
 LOCK_WAIT = 60.0  # seconds an edit waits for another edit of the same radar.toml
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
-from ..safe_read import chunks
+from ..guard.files import chunks
 
 INPUTS = ".radar-inputs.json"
 _LIBRARIES = ("jinja2", "markdown-it-py", "feedgen", "matplotlib", "markupsafe")

@@ -51,7 +51,7 @@ def load_strings(lang: str, template_dir: Path | None = None) -> dict[str, Any]:
     data = _packaged_strings()
     user = template_dir / "i18n.toml" if template_dir else None
     if user is not None and os.path.lexists(user):
-        from ..safe_read import RULES_BYTES, read_toml
+        from ..guard.files import RULES_BYTES, read_toml
 
         data = _deep_merge(data, read_toml(user, RULES_BYTES))
     return {**data[lang], "codes": data["codes"], "lang": lang}

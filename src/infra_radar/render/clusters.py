@@ -35,8 +35,8 @@ def weekly_rules(rules_dir: Path | None = None) -> dict[str, Any]:
     data = tomllib.loads(text)
     user = rules_dir / "weekly.toml" if rules_dir else None
     if user is not None and os.path.lexists(user):
-        from ..analyse.regex_safety import check_rule_data
-        from ..safe_read import RULES_BYTES, read_toml
+        from ..guard.files import RULES_BYTES, read_toml
+        from ..guard.patterns import check_rule_data
 
         user_data = read_toml(user, RULES_BYTES)
         check_rule_data(user_data, user)

@@ -196,10 +196,10 @@ def excerpt(text: str, anchor: str, limit: int) -> tuple[str, bool]:
 
 
 def _withdrawal_now(item) -> Any:
-    """The withdrawal or supersession the item's author said in any comment (pipeline/withdrawal.py), or None."""
+    """The withdrawal or supersession the item's author said in any comment (analyse/withdrawal.py), or None."""
     from datetime import UTC, datetime
 
-    from ..pipeline.withdrawal import active_rules, withdrawal
+    from ..analyse.withdrawal import active_rules, withdrawal
 
     return withdrawal(item, datetime.max.replace(tzinfo=UTC), active_rules())
 

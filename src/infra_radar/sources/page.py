@@ -91,7 +91,7 @@ def max_page_bytes() -> int:
 def read_page(path: Path) -> str:
     """The text of a saved page, line endings and invisible characters normalised; a page larger than the
     cap is refused with one line naming the file and the cap (a pipe is read only up to the cap)."""
-    from ..safe_read import read_bytes
+    from ..guard.files import read_bytes
 
     cap = max_page_bytes()
     raw = read_bytes(path, cap, SourceError, pipes=True,  # a FIFO nobody writes to is refused after RADAR_PIPE_WAIT

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 # The caps, by kind of file (what one can hold with room to spare; docs/safety.md lists them)
 CONFIG_BYTES = 1 << 20  # radar.toml: a configuration, not a data file
