@@ -9,7 +9,6 @@ Generated files, lock files, vendored code and binaries are skipped and counted.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from fnmatch import translate
@@ -173,21 +172,10 @@ def compile_rules(data: dict[str, Any]) -> CodeRules:
 
 @lru_cache(maxsize=8)
 def _load(rules_dir: str | None) -> CodeRules:
-    import tomllib
+    from ..config import load_rules_in
 
-    from ..config import DEFAULTS
-
-    data = tomllib.loads((DEFAULTS / "rules" / "code_facts.toml").read_text(encoding="utf-8"))
-    if rules_dir is not None:
-        from ..guard.files import RULES_BYTES, read_toml
-
-        user = Path(rules_dir) / "code_facts.toml"
-        if os.path.lexists(user):  # a pipe or a device is refused, never waited on nor read without end
-            from ..guard.patterns import check_rule_data
-
-            user_data = read_toml(user, RULES_BYTES)
-            check_rule_data(user_data, user)
-            data.update(user_data)
+    # the packaged file, its tables replaced by the user's copy (read capped, its patterns checked)
+    data = load_rules_in("code_facts", Path(rules_dir) if rules_dir is not None else None)
     from .device_facts import load_device_rules
 
     compiled = compile_rules(data)

@@ -10,9 +10,7 @@ bounds) only runs on a line holding one of its gates: linear in the diff.
 
 from __future__ import annotations
 
-import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import lru_cache
@@ -95,18 +93,10 @@ def compile_device_rules(data: dict[str, Any]) -> DeviceRules:
 @lru_cache(maxsize=8)
 def load_device_rules(rules_dir: str | None = None) -> DeviceRules:
     """The packaged device_facts.toml, its tables replaced by the rules directory's copy, compiled once."""
-    from ..config import DEFAULTS
+    from ..config import load_rules_in
 
-    data = tomllib.loads((DEFAULTS / "rules" / "device_facts.toml").read_text(encoding="utf-8"))
-    if rules_dir is not None:
-        user = Path(rules_dir) / "device_facts.toml"
-        if os.path.lexists(user):  # a pipe or a device is refused, never waited on nor read without end
-            from ..guard.files import RULES_BYTES, read_toml
-            from ..guard.patterns import check_rule_data
-
-            user_data = read_toml(user, RULES_BYTES)
-            check_rule_data(user_data, user)
-            data.update(user_data)
+    # the packaged file, its tables replaced by the user's copy (read capped, its patterns checked)
+    data = load_rules_in("device_facts", Path(rules_dir) if rules_dir is not None else None)
     return compile_device_rules(data)
 
 
