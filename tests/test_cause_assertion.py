@@ -59,3 +59,14 @@ def test_a_cause_cue_names_what_the_description_says_went_wrong():
     item = Item(repo="acme/infer", kind="pr", key="9", title="Multi-sender broadcast", number=9, body=body)
     said = [cue for cue, _ in motivation_evidence(AnalysedItem(item, Analysis("feature")), "zh")]
     assert "带宽受限" in said and "能力缺失" not in said
+
+
+def test_a_figure_takes_the_model_its_own_clause_names_after_it():
+    """"2.81x on A, 2.94x on B" after a table whose last row names B: the 2.81x is A's, not the model named last
+    before it (issue 41: figures with their own condition)."""
+    from infra_radar.analyse.claims import extract_claims
+
+    body = ("| Model | Mode | Mean (s) |\n|---|---|---:|\n| Qwen3-8B | old | 5.0 |\n| Qwen3-8B | new | 1.8 |\n"
+            "| Llama-3-70B | old | 5.6 |\n| Llama-3-70B | new | 1.9 |\n\nSpeedup: 2.81x on Qwen3-8B overall.\n")
+    (claim,) = [c for c in extract_claims(body) if c.ratio]
+    assert claim.context.get("model") == "Qwen3-8B"

@@ -321,11 +321,23 @@ def _context_index(rules: ClaimRules, text: str, last: int) -> dict[str, list[tu
     return index
 
 
-def _context_at(index: dict[str, list[tuple[int, str]]], pos: int) -> dict[str, str]:
+# what joins a figure to the condition that follows it in the same clause: "2.81x on Qwen3.5-27B", "for B200"
+_CONDITION_AFTER = re.compile(r"[ \t]*+(?:\*\*|__)?[ \t]*+(?:on|for|with|using|at|in)[ \t]++(?:the[ \t]++|a[ \t]++)?"
+                              r"(?:\*\*|__|`)?", re.I)
+
+
+def _context_at(index: dict[str, list[tuple[int, str]]], span: tuple[int, int], text: str) -> dict[str, str]:
+    """Per context key, the condition of the claim at `span`: the one its own clause names right after the figure
+    ("2.81x on Qwen3.5-27B"), else the last named before it, else the first."""
+    pos, end = span
     ctx = {}
     for key, hits in index.items():
         i = bisect_left(hits, pos, key=lambda h: h[0])  # the last hit starting before pos, else the first
-        ctx[key] = hits[i - 1][1] if i else hits[0][1]
+        after = next((h for h in hits[i:i + 4] if end <= h[0] <= end + 40), None)
+        if after is not None and (m := _CONDITION_AFTER.match(text, end, after[0])) and m.end() == after[0]:
+            ctx[key] = after[1]
+        else:
+            ctx[key] = hits[i - 1][1] if i else hits[0][1]
     return ctx
 
 
@@ -380,5 +392,5 @@ def extract_claims(text: str, rules: ClaimRules | None = None) -> list[PerfClaim
     if found:
         index = _context_index(rules, text, max(c.span[0] for c in found))
         for claim in found:
-            claim.context = {**_context_at(index, claim.span[0]), **claim.context}
+            claim.context = {**_context_at(index, claim.span, text), **claim.context}
     return found
