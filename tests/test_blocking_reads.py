@@ -78,6 +78,7 @@ def test_a_rule_file_that_is_a_fifo_a_device_or_huge_makes_show_say_so(sample_st
     else:
         with open(rule, "wb") as fh:
             fh.write((b"#" * 31 + b"\n") * (17 << 20 >> 5))  # 17 MiB of comments: past the 16 MiB cap
+    radar_home.mkdir(parents=True, exist_ok=True)  # on PostgreSQL the store leaves no file there
     (radar_home / "radar.toml").write_text(f'rules_dir = "{rules}"\n', encoding="utf-8")
     done = _radar(radar_home, "show", "acme/infer#1853")
     errors = _errors(done)
