@@ -19,10 +19,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 from benchlib import DATA
+from benchlib import timed as benchlib_timed
 
 ARCHIVE = DATA / "clones" / "vllm-project+vllm-ascend.git.tar"
 REPO = "vllm-project/vllm-ascend"
@@ -36,14 +36,8 @@ def radar_cmd() -> list[str]:
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the command and the children it waited for) of one command."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{err[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime
+    wall, cpu, _rss = benchlib_timed(cmd, env)
+    return wall, cpu
 
 
 def git_log_p(clone: Path) -> list[list[str]]:
