@@ -151,6 +151,9 @@ def test_a_window_much_longer_than_the_schedule_is_said_before_it_is_written(rad
     said.clear()
     daily(store.settings, store.engine, None, at(31, 2), out_dir=store.out, warn=lambda line: said.append((line, 0)))
     assert said == []
+    # a long window given on the command line is the one asked for: nothing to say
+    daily(store.settings, store.engine, at(1, 2), at(20, 2), warn=lambda line: said.append((line, 0)))
+    assert said == []
 
 
 def test_a_change_its_author_withdrew_or_superseded_says_so_and_gives_no_reuse_advice(radar_home):

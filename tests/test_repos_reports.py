@@ -66,3 +66,17 @@ def test_show_and_repo_add_take_a_github_address_and_an_item(radar_home, tmp_pat
     assert "added acme/other to" in added.stdout
     again = radar("repo", "add", "https://github.com/acme/other.git")
     assert "acme/other is already configured" in again.stdout
+
+
+def test_a_typo_import_after_radar_init_warns_and_stays_out_of_the_daily(radar_home, tmp_path):
+    """`radar init` writes the packaged [[repos]]: that list is the user's, so a repository it does not name (a
+    typo of THUDM/slime) warns on import and is in no report."""
+    from infra_radar.pipeline.demo import sample_files
+
+    radar("init")
+    text = next(p for p in sample_files() if "trainer" in p.name).read_text(encoding="utf-8")
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text(text.replace('"acme/trainer"', '"THUDM/slimeX"', 1), encoding="utf-8")
+    result = radar("import-jsonl", str(typo))
+    assert "warning: THUDM/slimeX is not in radar.toml's [[repos]]" in result.output, result.output
+    assert "THUDM/slimeX" not in radar("daily", *WINDOW).stdout

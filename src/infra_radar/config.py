@@ -276,8 +276,9 @@ def load_settings(config: Path | None = None, db_url: str | None = None, lang: s
     listed = False  # whether the user's file lists its own [[repos]] (not the packaged example)
     if config is not None or path.exists():
         user = _read_toml(path)
-        # the packaged list, as `radar init` writes it, is an example, not the user's choice
-        listed = isinstance(user, dict) and "repos" in user and _names(user["repos"]) != _names(data["repos"])
+        # a radar.toml that lists [[repos]] (as `radar init` writes it, or edited) is the user's choice: the reports
+        # cover those; only with no list of the user's (no file, or a file without one) is every stored one reported
+        listed = isinstance(user, dict) and "repos" in user
         data = _merge(data, user, str(path))
     where = str(path)
     origin = "--lang" if lang else "environment variable RADAR_LANG" if os.environ.get("RADAR_LANG") else where

@@ -123,7 +123,8 @@ def daily(settings: Settings, engine: Engine, since: datetime | None = None, unt
         # and its record stays as it is
         path = atomic_write(out_dir / "daily" / f"{report_day(window):%Y-%m-%d}.md", kept[1].text) if out_dir else None
         return Report(kept[1].text, window, path, None, None, notes)
-    long = long_window(settings, window)
+    # a window the command line gave is the one asked for; one taken from the last publication may be weeks long
+    long = long_window(settings, window) if since is None else ""
     if long:  # said before anything is written (`warn`: the command's stderr), and kept with the report
         (warn or notes.append)(long)
     analyze(settings, engine)
