@@ -249,3 +249,12 @@ def test_a_removed_function_said_added_or_a_gate_said_with_another_version_contr
     assert judge("It removes `preprocess_bshd_legacy` from the bshd path.") != "contradiction"
     assert judge("The new path needs megatron 0.11.0 for bshd.") == "contradiction"
     assert judge("The new path needs megatron 0.12.0 for bshd.") != "contradiction"
+
+
+def test_a_model_sentence_repeating_a_verdict_clause_is_a_seam():
+    """The template places the verdict beside the model's prose; a model sentence that copies one of its clauses
+    (seen with the real 1.5B: "…，需要在 NPU 硬件上验证、上游仍 open，需在目标平台复现 A/B 后再跟进") is dropped."""
+    from infra_radar.llm.cited import seam
+
+    assert seam("Wan2.2 不支持同时开启两种并行，上游仍 open，需在目标平台复现 A/B 后再跟进", "zh")
+    assert not seam("该改动把 topk index buffer 在 draft steps 之间共享，省去每步的重复分配", "zh")

@@ -129,7 +129,28 @@ def _radar_strings(lang: str) -> tuple[str, ...]:
 
     exempt = set(grounding_rules().get("support", {}).get("seam_exempt", []))
     found = [n for n in names if len(n) >= 2 and (_CJK.search(n) or " " in n) and n not in exempt]
-    return tuple(dict.fromkeys([*found, *_support_rules()[4]]))
+    return tuple(dict.fromkeys([*found, *_verdict_pieces(lang), *_support_rules()[4]]))
+
+
+_PLACEHOLDER = re.compile(r"\{[a-z_]{1,30}\}")
+_PIECE_BREAK = re.compile(r"[；;。]|——")
+
+
+def _verdict_pieces(lang: str) -> list[str]:
+    """The clauses of the radar's own verdicts (grades.toml [[decision]] reasons, conclusions.toml
+    [[consequence]] texts): the template places them beside a model's sentence, so a model sentence that repeats
+    one ("上游仍 open", "需在目标平台复现 A/B 后再跟进") is a seam. Each clause at least 6 characters long, split at
+    its placeholders ({target} read as the target's names)."""
+    from ..config import rule_data
+
+    texts = [r.get("reason", {}).get(lang, "") for r in rule_data("grades").get("decision", [])]
+    for c in rule_data("conclusions").get("consequence", []):
+        texts += [c.get("text", {}).get(lang, ""), c.get("short", {}).get(lang, "")]
+    pieces = []
+    for text in texts:
+        for clause in _PIECE_BREAK.split(text.replace("{target}", "NPU")):
+            pieces += [p.strip(" ，,：:（）()") for p in _PLACEHOLDER.split(clause)]
+    return [p for p in dict.fromkeys(pieces) if len(p) >= 6]
 
 
 @dataclass(slots=True)
