@@ -64,6 +64,8 @@ def test_main_commands_never_leak_a_secret(tmp_path, secret_env, radar_home, mon
     with GitHubStub(load_repos("acme/infer", "acme/infer-npu"), token=TOKEN) as stub:
         monkeypatch.setenv("GITHUB_API_URL", stub.url)
         run("init")
+        for repo in ("acme/infer", "acme/infer-npu", "acme/trainer"):  # the list radar init wrote is the reports'
+            run("repo", "add", repo)
         run("import-jsonl", *map(str, sample_files()))
         run("fetch", "--repo", "acme/infer", "--repo", "acme/infer-npu", "--since", "2026-07-29", "--stats")
         run("analyze")
