@@ -38,6 +38,15 @@ def _forget(url: str) -> None:
     engine.dispose()
 
 
+def publish_mornings(windows: dict[str, tuple[str, str]], out: Path) -> dict[str, str]:
+    """Each window's daily written under `out` (published), in order: {day: its text}."""
+    texts = {}
+    for day, (since, until) in windows.items():
+        path = Path(radar("daily", "--since", since, "--until", until, "--out", str(out)).strip())
+        texts[day] = path.read_text(encoding="utf-8")
+    return texts
+
+
 @pytest.fixture(scope="module")
 def mornings(full_store, tmp_path_factory):
     home, url = full_store
@@ -46,10 +55,7 @@ def mornings(full_store, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(home))
         mp.setenv("RADAR_DB_URL", url)
-        texts = {}
-        for day, (since, until) in WINDOWS.items():
-            path = Path(radar("daily", "--since", since, "--until", until, "--out", str(out)).strip())
-            texts[day] = path.read_text(encoding="utf-8")
+        texts = publish_mornings(WINDOWS, out)
         listed = radar("watch", "list")
         before = published_rows(url)
         since, until = WINDOWS["2026-07-03"]

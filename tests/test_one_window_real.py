@@ -6,14 +6,10 @@ changed (issue 42)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from infra_radar.cli import main
-
-from .test_memory_real import _forget, section
+from .test_memory_real import _forget, publish_mornings, section
 
 WINDOWS = {"2026-07-02": ("2026-06-29T02:00:00Z", "2026-07-02T02:12:00Z"),
            "2026-07-03": ("2026-07-02T02:12:20Z", "2026-07-03T02:10:00Z"),
@@ -29,13 +25,7 @@ def mornings(full_store, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(home))
         mp.setenv("RADAR_DB_URL", url)
-        texts = {}
-        for day, (since, until) in WINDOWS.items():
-            result = CliRunner().invoke(main, ["daily", "--since", since, "--until", until, "--out", str(out)],
-                                        catch_exceptions=False)
-            assert result.exit_code == 0, result.output
-            texts[day] = Path(result.output.strip()).read_text(encoding="utf-8")
-        yield texts
+        yield publish_mornings(WINDOWS, out)
     _forget(url)
 
 

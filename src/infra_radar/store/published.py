@@ -130,10 +130,9 @@ def _load(db, where: str, params: dict) -> dict[int, RadarRecord]:
     return records
 
 
-def load_records(store, before: datetime | None = None, since: datetime | None = None,
-                 before_id: int | None = None) -> list[RadarRecord]:
-    """The published records whose window ends before `before` and at or after `since` (each bound only when
-    given; with `before_id`, only those published before the radar of that row id), oldest first."""
+def _bounds(before: datetime | None, since: datetime | None, before_id: int | None) -> tuple[str, dict]:
+    """The WHERE clause (or "") and parameters of published radars ending before `before` and at or after `since`,
+    published before the radar of row id `before_id`: each bound only when given."""
     parts, params = [], {}
     if before_id is not None:
         parts.append("published_radars.id < :bid")
@@ -144,7 +143,14 @@ def load_records(store, before: datetime | None = None, since: datetime | None =
     if since is not None:
         parts.append("published_radars.until >= :since")
         params["since"] = since
-    where = "WHERE " + " AND ".join(parts) if parts else ""
+    return ("WHERE " + " AND ".join(parts) if parts else ""), params
+
+
+def load_records(store, before: datetime | None = None, since: datetime | None = None,
+                 before_id: int | None = None) -> list[RadarRecord]:
+    """The published records whose window ends before `before` and at or after `since` (each bound only when
+    given; with `before_id`, only those published before the radar of that row id), oldest first."""
+    where, params = _bounds(before, since, before_id)
     with reading(store) as db:
         return list(_load(db, where, params).values())
 
@@ -152,14 +158,7 @@ def load_records(store, before: datetime | None = None, since: datetime | None =
 def latest_until(store, before: datetime | None = None, before_id: int | None = None) -> datetime | None:
     """The end of the last published radar (ending before `before`, and published before the radar of row id
     `before_id`, when given); None when there is none."""
-    parts, params = [], {}
-    if before:
-        parts.append("published_radars.until < :before")
-        params["before"] = before
-    if before_id is not None:
-        parts.append("published_radars.id < :bid")
-        params["bid"] = before_id
-    where = "WHERE " + " AND ".join(parts) if parts else ""
+    where, params = _bounds(before, None, before_id)
     with reading(store) as db:
         return db.time(db.scalar(f"SELECT max(published_radars.until) FROM published_radars {where}", params))
 
