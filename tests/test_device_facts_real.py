@@ -33,9 +33,11 @@ SLIME, VERL = "THUDM+slime.git", "verl-project+verl.git"
 SHAS = {"slime#2135": (SLIME, "e734ee75f9c4ea29fa4745f02151d758222ac943"),
         "verl#7374": (VERL, "859c71295d79f47e089cb7ddf6965199f4f6fa81"),
         "verl#6901": (VERL, "561a4b03a11b34446e44267c2e84c4bbf63585f5"),
-        "verl#6886": (VERL, "7dc5559a05cc1373ca0269b8f3da6290ad61540a")}
+        "verl#6886": (VERL, "7dc5559a05cc1373ca0269b8f3da6290ad61540a"),
+        "VeOmni#962": ("ByteDance-Seed+VeOmni.git", "cdf7684fe89299304e9a86c60b6552cf45a864c6")}
 DAY = ("--since", "2026-06-29T02:00Z", "--until", "2026-07-02T02:12Z")
 AUGUST = ("--since", "2026-08-13T00:00Z", "--until", "2026-08-16T00:00Z")
+EARLY_AUGUST = ("--since", "2026-08-05T00:00Z", "--until", "2026-08-08T00:00Z")
 NEXT_DAY = ("--since", "2026-07-02T02:12Z", "--until", "2026-07-03T02:12Z")
 
 
@@ -65,6 +67,11 @@ def test_device_facts_of_real_diffs(shared_clones):
     assert not read_target(removal, "npu", native_repo=True).removes_target  # the target's own repo: its business
     assert read_target(_facts(shared_clones, "slime#2135"), "npu").other_labels()[:1]
     assert read_target(None).read is False and read_target(None).device_free is False
+    # VeOmni#962 adds an FP8 weight-quant kernel written in TileLang (`@tilelang.jit`, `T.Kernel`): device code
+    quant = read_target(_facts(shared_clones, "VeOmni#962"), "npu")
+    assert [(k["lang"], k["file"]) for k in quant.kernels] == [
+        ("tilelang", "veomni/ops/kernels/deepseek_v4/act_quant.py")]
+    assert quant.primary() == "device" and not quant.device_free
 
 
 @pytest.mark.no_store
@@ -101,6 +108,7 @@ def verdicts(shared_clones, tmp_path_factory) -> dict[str, str]:
               str(SHARED / "git" / "THUDM+slime.jsonl.gz"))
         for clone, repo, since, until in ((SLIME, "THUDM/slime", "2026-06-28", "2026-07-05"),
                                           (VERL, "verl-project/verl", "2026-06-28", "2026-07-05"),
+                                          (VERL, "verl-project/verl", "2026-08-05", "2026-08-08"),
                                           (VERL, "verl-project/verl", "2026-08-13", "2026-08-16")):
             radar(url, "import-git", str(shared_clones / clone), "--repo", repo, "--branches", "main",
                   "--since", since, "--until", until)
@@ -113,7 +121,8 @@ def verdicts(shared_clones, tmp_path_factory) -> dict[str, str]:
         for ref in ("THUDM/slime#2135", "verl-project/verl#7374"):
             out[ref] = radar(url, "show", ref, "--lang", "zh")
             out[f"{ref} evidence"] = radar(url, "show", ref, "--evidence", "--lang", "zh")
-        for name, window in (("export", DAY), ("export august", AUGUST)):
+        out["early august"] = radar(url, "daily", *EARLY_AUGUST, "--lang", "zh")
+        for name, window in (("export", DAY), ("export august", AUGUST), ("export early august", EARLY_AUGUST)):
             out[name] = radar(url, "export", "--format", "json", *window)
     return out
 
@@ -159,6 +168,29 @@ def test_no_device_code_only_where_a_diff_was_read_and_holds_none(verdicts):
             device = (items[ref]["code"] or {}).get("device")
             assert device is not None, ref
             assert not (device["libs"] or device["guards"] or device["kernels"]), ref
+
+
+def test_kernels_named_only_in_the_text_of_a_clean_diff_are_no_L(verdicts):
+    """verl#7272 pads packed micro-batches so that shape-specialised kernels (torch.compile, Triton/DeepGEMM
+    autotune) stop recompiling: its description names them, its diff (config, padding and router-replay code)
+    holds no device code. The change carries over; its gain is what the target has to measure: M, not "bound to
+    GPU kernels, track only"."""
+    item = _items(verdicts["export early august"])["verl-project/verl#7272"]
+    assert item["code"]["device"]["files"] and not item["code"]["device"]["kernels"]
+    assert item["grade"] == "M"
+    row = _row(verdicts["early august"], "verl-project/verl#7272")
+    assert "| M |" in row and "绑定 GPU" not in row and "只跟踪" not in row
+    assert "未见设备专有代码" in row and "实测" in row
+
+
+def test_a_change_marked_breaking_is_not_adopted_as_is(verdicts):
+    """verl#6804 is titled [BREAKING] (its agent loops always build the continuous-token path; the legacy
+    branch is removed): host-side Python, but not "adapt now" and its row says it breaks compatibility."""
+    item = _items(verdicts["export august"])["verl-project/verl#6804"]
+    assert "breaking" in item["risk_labels"]
+    assert item["decision"] != "adapt-now"
+    row = _row(verdicts["august"], "verl-project/verl#6804")
+    assert "破坏性变更" in row and "可直接复用" not in row
 
 
 def test_megatron_word_picks_no_mindspeed_verdict(verdicts):

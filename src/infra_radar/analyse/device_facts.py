@@ -81,6 +81,7 @@ def compile_device_rules(data: dict[str, Any]) -> DeviceRules:
     kernels = data.get("kernels", {})
     for entry in kernels.get("lines", []):
         add("kernel", entry, entry["lang"], entry["lang"])
+    labels.update({f"kernel:{lang}": label for lang, label in kernels.get("labels", {}).items()})
     words = sorted(by_gate, key=len, reverse=True)
     return DeviceRules(
         gate=re.compile("|".join(map(re.escape, words))) if words else None, by_gate=by_gate,
@@ -88,6 +89,11 @@ def compile_device_rules(data: dict[str, Any]) -> DeviceRules:
         host=_globs(data.get("host", {}).get("paths", [])), aux=_globs(data.get("aux", {}).get("paths", [])),
         labels=labels, targets=dict(data.get("targets", {})),
         removal={"min_lines": 10, "ratio": 5, **data.get("removal", {})})
+
+
+def kernel_label(lang: str) -> str:
+    """How a kernel language is written ("TileLang" for `tilelang`; device_facts.toml [kernels.labels])."""
+    return load_device_rules().labels.get(f"kernel:{lang}", lang)
 
 
 @lru_cache(maxsize=8)

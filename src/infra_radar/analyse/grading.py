@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .device_facts import kernel_label
 from .target_code import TargetCode, read_target
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -44,6 +45,7 @@ class _Evidence:
     paths: list[tuple[str, str]] = field(default_factory=list)  # (signal, path)
     words: list[tuple[str, str]] = field(default_factory=list)  # (signal, phrase)
     deleted: list[tuple[str, str]] = field(default_factory=list)  # (signal, path) of removed files
+    titled: bool = False  # some of the words are the title's or its tags'
 
     def __bool__(self) -> bool:
         return bool(self.paths or self.words)
@@ -90,6 +92,7 @@ def _evidence(facts: Facts, rules: RuleSet, key: str, signals: list[str], body_m
     if (found or (title and title_decides) or len({w for _, w in pieces}) >= body_min
             or len({sid for sid, _ in pieces if sid in rules.profile.signals_min_from}) >= signals_min):
         found.words += pieces
+        found.titled = bool(title)
     return found
 
 
@@ -147,10 +150,14 @@ def grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts,
                                                          removed=[*code.removed, *code.removed_guards[:1]])
     found = _grade(item, kind, claims, facts, rules, code)
     if found[0] == "S" and not found[1] and (code.other or code.kernels):
-        labels = code.other_labels() or list(dict.fromkeys(k["lang"] for k in code.kernels))
-        files = code.other_files() or [k["file"] for k in code.kernels][:2]
-        return "M", False, _reason("M_device_code", _Evidence(), facts, rules, libs=labels, files=files)
+        return "M", False, _reason("M_device_code", _Evidence(), facts, rules, **_device_code_names(code))
     return found
+
+
+def _device_code_names(code: TargetCode) -> dict[str, list[str]]:
+    """The other platform's libraries (else kernel languages) the diff uses, and the files they are in."""
+    return {"libs": code.other_labels() or list(dict.fromkeys(kernel_label(k["lang"]) for k in code.kernels)),
+            "files": code.other_files() or list(dict.fromkeys(k["file"] for k in code.kernels))[:2]}
 
 
 def _grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts, rules: RuleSet,
@@ -168,6 +175,13 @@ def _grade(item: Item, kind: str, claims: Sequence[PerfClaim], facts: Facts, rul
         counterpart = _counterpart(found, rules)
         if counterpart:
             return "M", False, _reason("M_counterpart", found, facts, rules, counterpart=counterpart)
+        if not (found.paths or found.titled) and code.read and not (code.other or code.kernels or code.other_guards):
+            # only the description names device kernels or GPU features (the title names none), and the diff
+            # that was read holds no device code and adds no GPU branch: the change itself carries over; what
+            # the words name is where its effect comes from, to be checked on the target
+            return "M", False, _reason("M_described", found, facts, rules)
+        if code.other or code.kernels:  # the diff itself says what it is bound to
+            return "L", False, _reason("L_device_code", found, facts, rules, **_device_code_names(code))
         return "L", False, _reason("L", found, facts, rules)
     if found.deleted:
         return "M", False, _reason("M_deleted", _Evidence(paths=found.deleted), facts, rules)

@@ -138,6 +138,8 @@ def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
     device = (item.code or {}).get("device")
     if device is None:
         return [(Md(text(k["device_unread"])), "", "device_facts.toml")]
+    from ..analyse.device_facts import kernel_label
+
     changes, platforms = k["device_changes"], k["device_platforms"]
     out = [(fmt(k["device_lib"], label=lib["label"], change=changes.get(lib["change"], lib["change"]),
                 n=lib["added"] + lib["removed"], files=join([code(f) for f in lib["files"][:2]], sep)),
@@ -145,7 +147,7 @@ def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
     out += [(fmt(k["device_guard"], platform=platforms.get(g["platform"], g["platform"]),
                  change=changes.get(g["change"], g["change"]), line=g["line"], file=g["file"]),
              g["line"], f"device_facts.toml [[guard]] {g['id']}") for g in device.get("guards", [])]
-    out += [(fmt(k["device_kernel"], lang=x["lang"], change=changes.get(x["change"], x["change"]), file=x["file"]),
+    out += [(fmt(k["device_kernel"], lang=kernel_label(x["lang"]), change=changes.get(x["change"], x["change"]), file=x["file"]),
              x["file"], "device_facts.toml [kernels]") for x in device.get("kernels", [])]
     files = device.get("files", 0)
     if files and len(device.get("host", [])) >= files:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..analyse.device_facts import kernel_label
 from ..analyse.porting import Applied, profile_topics
 from ..analyse.summary import _best_claim, calls_flat, no_gain
 from ..analyse.target_code import for_target
@@ -189,7 +190,7 @@ def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str
     state = "open" if item.draft else item.state
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     flags = {f"kind:{a.item_kind}", f"grade:{a.grade}", f"state:{state}", f"decision:{a.decision}",
-             *(f"topic:{x}" for x in a.topics)}
+             *(f"topic:{x}" for x in a.topics), *(f"risk:{r}" for r in a.risk_labels)}
     if a.native:
         flags.add("native")
     if gpu and not a.native:
@@ -225,7 +226,7 @@ def consequence(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], tar
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     found = for_target(ai.item, target)
     listed = ", " if lang == "en" else "、"
-    values = {"devices": listed.join(found.other_labels() or dict.fromkeys(k["lang"] for k in found.kernels)),
+    values = {"devices": listed.join(found.other_labels() or dict.fromkeys(kernel_label(k["lang"]) for k in found.kernels)),
               "guards": Md(listed.join(str(code(g["line"])) for g in found.other_guards[:1])),
               "aux": Md(listed.join(str(code(f)) for lib in found.aux for f in lib["files"][:1])),
               "removed": Md(listed.join([*(str(text(r)) for r in (found.removed or found.own_removed)[:2]),
