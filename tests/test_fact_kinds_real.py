@@ -36,6 +36,18 @@ def test_model_config_reads_are_no_switches(shared_clones):
     assert any(r["name"] == "MindSpeedActorConfig" for r in facts["removed"])  # what it does remove stays
 
 
+def test_a_runtime_output_dict_key_is_no_switch(shared_clones):
+    """verl#7272 and verl#7407 read `output_args.get("pad_size", 0)`, the padding a forward pass reports: a
+    key of a dict passed between functions, no config switch."""
+    for number in (7272, 7407):
+        names = {s["name"] for s in _facts(shared_clones, "verl", number)["switches"] if s["kind"] == "config"}
+        assert "pad_size" not in names, number
+    facts = ChangeFacts(load_code_rules())
+    feed_patch(facts, "pkg/engine.py", '@@ -1 +1,3 @@\n+pad = output_args.get("pad_size", 0)\n'
+                                      '+depth = kwargs.get("depth", 2)\n+mode = self.config.get("mode", "a")\n')
+    assert {s["name"] for s in facts.facts("git")["switches"] if s["kind"] == "config"} == {"mode"}
+
+
 def test_an_alias_kept_and_a_changed_signature_are_no_removal(shared_clones):
     removed = {r["name"] for r in _facts(shared_clones, "ascend", 13888)["removed"]}
     assert "MoERoutingParams" not in removed

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from .facts import Facts
     from .ruleset import RuleSet
 
-__all__ = ["grade", "host_tool", "is_native"]
+__all__ = ["RULE_KEY", "grade", "host_tool", "is_native"]
 
 _LANGS = ("en", "zh")
 _NO_HITS: frozenset[int] = frozenset()
@@ -283,6 +283,7 @@ def _native_grade(item: Item, kind: str, facts: Facts, rules: RuleSet) -> tuple[
     return "S", True, _reason(key, _Evidence(), facts, rules)
 
 
+RULE_KEY = "_rule"
 _WORD_AFTER_WHAT = re.compile(r"\{what\}\s?([\u4e00-\u9fff]+|[A-Za-z]+)")
 
 
@@ -308,6 +309,7 @@ def _reason(key: str, found: _Evidence, facts: Facts, rules: RuleSet,
                                           what=subject, area=_area(ranked, grades, lang), counterpart=pairs,
                                           removed=listed.join(removed), libs=listed.join(libs),
                                           files=listed.join(files))
+    out[RULE_KEY] = key  # which reason: the caller takes it out (analyse/rules.py) and keeps it as a flag
     return out
 
 

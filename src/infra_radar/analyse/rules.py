@@ -25,6 +25,7 @@ from ..config import Settings
 from ..models import Analysis, FileChange, Item, PerfClaim
 from .facts import _NO_HITS, Facts
 from .flags import _first, _flags, _focus_bonus, _score, kin_features
+from .grading import RULE_KEY
 from .grading import grade as _grade
 from .matching import words
 from .ruleset import (
@@ -380,8 +381,11 @@ def analyse_item(item: Item, rules: RuleSet, claims: list[PerfClaim], settings: 
     kind = _kind(item, facts, rules)
     topics = _topics(item, facts, rules)
     grade, native, grade_reason = _grade(item, kind, claims, facts, rules)
+    graded_by = grade_reason.pop(RULE_KEY, "")
     risks = _risks(item, kind, topics, facts, rules)
     flags = _flags(item, kind, topics, grade, native, risks, claims, facts, rules, settings)
+    if graded_by in rules.data["grades"].get("flagged_reasons", []):  # a reason the conclusion's rules read
+        flags.add(f"graded:{graded_by}")
     if "silent-body" in flags and "silent-accuracy" not in risks:  # the description says results were wrong
         risks = [r for r in RISKS if r in {*risks, "silent-accuracy"}]
         flags.add("risk:silent-accuracy")

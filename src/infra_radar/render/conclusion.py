@@ -190,7 +190,8 @@ def _flags(ai: AnalysedItem, porting: list[Applied], figure: bool, platform: str
     state = "open" if item.draft else item.state
     gpu = [p for p in porting if p.entry.id != "npu-native"]
     flags = {f"kind:{a.item_kind}", f"grade:{a.grade}", f"state:{state}", f"decision:{a.decision}",
-             *(f"topic:{x}" for x in a.topics), *(f"risk:{r}" for r in a.risk_labels)}
+             *(f"topic:{x}" for x in a.topics), *(f"risk:{r}" for r in a.risk_labels),
+             *(f for f in a.features if f.startswith("graded:"))}
     if a.native:
         flags.add("native")
     if gpu and not a.native:
