@@ -130,6 +130,12 @@ def test_a_sentence_is_kept_only_when_its_cited_records_hold_it(settings):
     assert judge("bshd 改动已合并（页面保存时已合并）。", title) == "seam"
     assert judge("改动为 bshd 的 micro-batches 填充（已进行中）。", title) == "seam"
     assert judge("bshd 作为 the 填充方式。", title) == "language"
+    # a kind of effect needs a record of that kind: performance from a figure or a record about speed, stability
+    # from one about crashes or hangs, a fix from one naming a bug (this change is no bugfix)
+    assert judge("该改动提高了 Qwen3-8B 的性能。", by_kind["figure"]) is None  # the author's figure
+    assert judge("该改动提高了 Qwen3-8B 的性能和稳定性。", by_kind["figure"]) == "ungrounded"  # nothing on stability
+    assert judge("该改动提高了 bshd 的性能。", cause, title) == "ungrounded"  # a cause, but nothing of speed
+    assert judge("该改动修复了 bshd 的填充。", title) == "ungrounded"  # no record names a bug
     hatch = next(r.id for r in records if "escape hatch" in r.text)
     assert judge("旧配置保留作为逃逸 hatch 的路径。", hatch) == "language"  # half of "escape hatch" translated
 

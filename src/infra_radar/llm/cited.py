@@ -105,6 +105,18 @@ def _support_rules() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], 
             tuple(s.get("seam_strings", [])), contra)
 
 
+@lru_cache(maxsize=1)
+def _claim_rules() -> tuple[dict[str, Any], ...]:
+    """grounding.toml [[support.claims]]: the kinds of effect a sentence may claim only from a record of that kind."""
+    from .figures import grounding_rules
+
+    return tuple({"said": tuple(w.lower() for w in r.get("said", [])),
+                  "needs": tuple(w.lower() for w in r.get("needs", [])),
+                  "figure_counts": bool(r.get("figure_counts", False)),
+                  "kinds_exempt": frozenset(r.get("kinds_exempt", []))}
+                 for r in grounding_rules().get("support", {}).get("claims", []))
+
+
 def _has_cue(text: str, cues: tuple[str, ...]) -> bool:
     """Whether lowercase `text` holds one of `cues` (a Latin cue as a word start, a CJK one anywhere)."""
     for cue in cues:
@@ -208,7 +220,16 @@ class Support:
             if _has_cue(low, cues) and not any(
                     self.records[i].kind in kinds or _has_cue(self._low[i], causal + comparative) for i in c.records):
                 return False
-        return True
+        return all(self._claim_held(c, low, claim) for claim in _claim_rules())
+
+    def _claim_held(self, c: Cited, low: str, claim: dict[str, Any]) -> bool:
+        """A sentence claiming a kind of effect (performance, stability, a fix) cites a record of that kind."""
+        if not _has_cue(low, claim["said"]):
+            return True
+        if self.ai is not None and self.ai.analysis.item_kind in claim["kinds_exempt"]:
+            return True
+        return any((claim["figure_counts"] and self.records[i].kind == "figure")
+                   or _has_cue(self._low[i], claim["needs"]) for i in c.records)
 
     def _figure_numbers(self, c: Cited) -> set[str]:
         """A cited figure record grounds the figures the item-wide check derives from its claims."""
