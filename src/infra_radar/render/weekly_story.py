@@ -6,6 +6,7 @@ the week and the week before. Every sentence names its PRs or numbers, so no two
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -65,13 +66,24 @@ def affected(th: Theme, t: dict[str, Any], most: int = 3) -> Md:
     (checklists.toml families), most named first; "" when they name none."""
     from .conclusion import _models_and_hardware
 
-    named = Counter(m for ai in th.members for m in dict.fromkeys(_models_and_hardware(ai)) if "." not in m[-4:]
-                    or not m.endswith((".py", ".md")))
+    named = Counter(m for ai in th.members for m in dict.fromkeys(_models_and_hardware(ai)) if _model_name(m))
     if not named:
         return Md("")
     shown = [m for m, _ in sorted(named.items(), key=lambda kv: (-kv[1], kv[0]))[:most]]
     return Md(t["weekly"]["theme_affected"].format(models=t["common"]["sep"].join(str(code(m)) if "/" in m
                                                                                   else str(text(m)) for m in shown)))
+
+
+# two plain English words in a row outside code ("local hit"): a clause of the author's, not a term of the field
+_ENGLISH_RUN = re.compile(r"(?<![\w-])[a-z]+ [a-z]+(?![\w-])")
+_CODE = re.compile(r"`[^`\n]*`")
+# a class or module name the model rule also finds ("Glm4vModel", "DeepseekV32IndexerCache", "minimax_m3")
+_IDENTIFIER = re.compile(r"_|\.(?:py|md)$|[a-z0-9][A-Z][a-z]+[A-Z]|[a-z][A-Z][a-z]{2,}$")
+
+
+def _model_name(name: str) -> bool:
+    """A model or hardware name as people write it, not an identifier of code."""
+    return not _IDENTIFIER.search(name)
 
 
 def why_said(th: Theme, refs: Refs, t: dict[str, Any], links: int) -> Md:
@@ -87,8 +99,8 @@ def why_said(th: Theme, refs: Refs, t: dict[str, Any], links: int) -> Md:
         found = causes(ai.item.body, 1)
         if found:
             said = say_cause(found[0], t["lang"])
-            if t["lang"] == "zh" and function_words(said):
-                continue  # the author's English grammar spliced into a Chinese clause: not said
+            if t["lang"] == "zh" and (function_words(said) or _ENGLISH_RUN.search(_CODE.sub(" ", str(said)))):
+                continue  # the author's English spliced into a Chinese clause ("local hit 与会导致"): not said
             return Md(t["weekly"]["theme_why"].format(ref=ref(ai), why=said))
     return Md("")
 
@@ -304,7 +316,9 @@ def target_said(ctx: dict[str, Any], t: dict[str, Any]) -> str:
     unread = ctx.get("target_unread", 0)
     s_read = grades.get("S", 0) - unread
     if unread:  # the S-graded changes whose diff was never read are said apart, without a reuse verdict
-        said = w["exec_grades_unread"].format(s=s_read, unread=unread, ml=ml, target=target)
+        parts = [w[key].format(n=n, target=target) for key, n in (("exec_grades_s", s_read),
+                 ("exec_grades_unread", unread), ("exec_grades_ml", ml)) if n]
+        said = c["comma"].join(parts)
     else:
         said = w["exec_grades"].format(s=s_read, ml=ml, target=target) if ml else w["exec_grades_all_s"]
     if ctx.get("target_all"):
