@@ -300,7 +300,8 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     return ctx
 
 
-_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
+# a sentence ends at a Chinese stop, or at an English one before a space that is no abbreviation's ("e.g. #12")
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?=\s)")
 
 
 def once_each(ctx: dict[str, Any], t: dict[str, Any]) -> None:
