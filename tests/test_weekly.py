@@ -436,9 +436,12 @@ def test_reuse_as_is_is_said_only_of_a_diff_that_was_read(reports, store, repo, 
 
 @pytest.mark.parametrize("repo,week", SHAPED)
 def test_each_theme_ends_with_what_to_do_on_the_target(reports, repo, week) -> None:
-    """A theme is told, not listed: its last sentence says what its changes mean on the target."""
-    for lang, mark in (("zh", "对 NPU："), ("en", "For NPU: ")):
+    """A theme is told, not listed: its last sentence says what its changes mean on the target, the one verdict
+    it gives (read from its PRs' diffs): no grade count besides it calls the PRs "reusable as is" (verl's week
+    27 said so of its `fully_async` PRs whatever their diffs held)."""
+    for lang, mark, grade in (("zh", "对 NPU：", "为 S 级，可直接复用"), ("en", "For NPU: ", "are grade S, reusable as is")):
         part = _section(reports[(repo, week, lang)], HEAD[lang])
         for block in re.split(r"^(?=### )", part, flags=re.M)[1:]:
             head, _, body = block.partition("\n")
             assert mark in body, (head, body)
+            assert grade not in body, (head, body)
