@@ -448,7 +448,7 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     # one PR is what the week was, whatever the themes); then others, until there are three
     alone = [x for x in relevant if id(x) not in themed and x.item.ref not in ctx["backports"]]
     measured = [x for x in alone if x.analysis.priority in TOP and headline_claim(x.analysis.perf_claims)]
-    for ai in measured[: max(0, 4 - len(moves))]:
+    for ai in measured[: max(0, 5 - len(moves))]:
         moves.append(_single_movement(ai, found, refs, t, native))
     for ai in [x for x in alone if x not in measured][: max(0, 3 - len(moves))]:
         moves.append(_single_movement(ai, found, refs, t, native))

@@ -69,7 +69,10 @@ def affected(th: Theme, t: dict[str, Any], most: int = 3) -> Md:
     named = Counter(m for ai in th.members for m in dict.fromkeys(_models_and_hardware(ai)) if _model_name(m))
     if not named:
         return Md("")
-    shown = [m for m, _ in sorted(named.items(), key=lambda kv: (-kv[1], kv[0]))[:most]]
+    shown: list[str] = []
+    for m, _ in sorted(named.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(shown) < most and m.lower() not in {x.lower() for x in shown}:  # "Deepseek-V4" and "Deepseek-v4"
+            shown.append(m)
     return Md(t["weekly"]["theme_affected"].format(models=t["common"]["sep"].join(str(code(m)) if "/" in m
                                                                                   else str(text(m)) for m in shown)))
 
@@ -135,7 +138,15 @@ def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int,
         said.setdefault(str(gist(ai, t, size)), []).append(ai)
     listing = c["semi"].join(f"{c['sep'].join(ref(ai) for ai in prs)} {what}" for what, prs in said.items())
     rest = th.members[named:]
-    if rest:
+    if rest and th.kind in ("target", "topic"):
+        # the target's work or a mechanism's: the rest said by what they are ("文档 6 个（…）"), not bare numbers
+        kinds: dict[str, list[AnalysedItem]] = {}
+        for ai in rest:
+            kinds.setdefault(ai.analysis.item_kind, []).append(ai)
+        listing += w["group_rest_kinds"].format(kinds=c["sep"].join(
+            w["group_kind"].format(kind=name(t, "kinds", k), n=len(prs), refs=c["sep"].join(ref(ai) for ai in prs))
+            for k, prs in sorted(kinds.items(), key=lambda kv: -len(kv[1]))))
+    elif rest:
         listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
     return Md(w["theme_items"].format(count=head, items=listing))
 
