@@ -80,3 +80,16 @@ def test_the_targets_own_work_is_one_theme_first_in_a_repository_not_its_own():
     assert found[0].kind == "target" and [ai.item.number for ai in found[0].members] == [1, 2, 3]
     assert found[0].label == "NPU 适配" and found[0].before == 0
     assert all(ai.item.number not in (1, 2, 3) for th in found[1:] for ai in th.members)
+
+
+def test_cheap_to_reuse_is_not_said_of_changes_whose_diff_was_not_read():
+    """A movement's takeaway agrees with what was read: grade-S PRs whose diff was never read are not "cheap to
+    reuse" (the sample weekly said so beside "diff not read")."""
+    from infra_radar.render.clusters import Theme
+    from infra_radar.render.weekly_risks import Found
+    from infra_radar.render.weekly_story import takeaway
+
+    zh = load_strings("zh")
+    members = [_ai(n, f"Tune scheduler step {n}", ["scheduling"], f"acme/sched/s{n}.py") for n in (1, 2)]
+    said = takeaway(Theme("c:scheduling", "调度", members), Found(), zh, native=False)
+    assert said == zh["weekly"]["take_unread"] and "复用成本低" not in said

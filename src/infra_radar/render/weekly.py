@@ -442,16 +442,16 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     top = max(grown, key=lambda x: (len(x[0].members) - (x[0].before or 0), len(x[0].members)), default=None)
     ctx["grew"] = (top[1], len(top[0].members), top[0].before) if top else None
     ctx["summary"] = summary_head(ctx, t)
-    moves = movements(named, found, refs, t, native, most=3)
+    moves = movements(named, found, refs, t, native, most=3, target=inp.target)
     themed = {id(ai) for th in shown for ai in th.members}
     # a key PR no theme shown holds, with a figure, is a movement of the week too (a 25% step-time gain of
     # one PR is what the week was, whatever the themes); then others, until there are three
     alone = [x for x in relevant if id(x) not in themed and x.item.ref not in ctx["backports"]]
     measured = [x for x in alone if x.analysis.priority in TOP and headline_claim(x.analysis.perf_claims)]
     for ai in measured[: max(0, 5 - len(moves))]:
-        moves.append(_single_movement(ai, found, refs, t, native))
+        moves.append(_single_movement(ai, found, refs, t, native, inp.target))
     for ai in [x for x in alone if x not in measured][: max(0, 3 - len(moves))]:
-        moves.append(_single_movement(ai, found, refs, t, native))
+        moves.append(_single_movement(ai, found, refs, t, native, inp.target))
     ctx["movements"] = moves
     ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit,
                                                      target=inp.target),
@@ -484,7 +484,7 @@ def _ongoing(members: list[AnalysedItem]) -> bool:
     return last is not None and (last[1] == "N" or last[0] < int(last[1]))
 
 
-def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, Any], native: bool) -> Md:
+def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, Any], native: bool, target: str = "ascend") -> Md:
     """A movement of one PR, for a week with fewer themes than movements."""
     w = t["weekly"]
     solo = Theme(f"r:{ai.item.ref}", ai.item.ref, [ai])
@@ -493,4 +493,4 @@ def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, An
         w["move_single"].format(ref=refs(ai), kind=name(t, "kinds", ai.analysis.item_kind),
                                 grade=ai.analysis.grade, decision=name(t, "decisions", ai.analysis.decision))
     return Md(w["movement_one"].format(what=gist(ai, t, 80), evidence=evidence,
-                                       take=takeaway(solo, found, t, native)))
+                                       take=takeaway(solo, found, t, native, target=target)))

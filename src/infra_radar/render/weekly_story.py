@@ -220,7 +220,7 @@ def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: b
 # --- the executive summary -------------------------------------------------------------------------
 
 
-def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool) -> list[str]:
+def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool, target: str = "ascend") -> list[str]:
     """What the team could take from a theme, most telling first (each from one of its facts)."""
     w = t["weekly"]
     ids = set(id(ai) for ai in th.members)
@@ -240,13 +240,26 @@ def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool) -> list[
     if kinds["docs"] >= 0.6 * len(th.members):
         out.append(w["take_docs"])
     grades = Counter(ai.analysis.grade for ai in th.members)
-    out.append(w["take_native"] if native else w[f"take_grade_{grades.most_common(1)[0][0]}"])
+    grade = grades.most_common(1)[0][0]
+    if not native and grade == "S" and _unread_most(th, target):
+        out.append(w["take_unread"])  # "cheap to reuse" is not said of changes whose diff was never read
+    else:
+        out.append(w["take_native"] if native else w[f"take_grade_{grade}"])
     return out
 
 
-def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set[str] | None = None) -> str:
+def _unread_most(th: Theme, target: str = "ascend") -> bool:
+    """Most of the theme's grade-S PRs have no diff read (analyse/target_code.py TargetCode.primary())."""
+    from ..analyse.target_code import for_target
+
+    s = [ai for ai in th.members if ai.analysis.grade == "S"]
+    return bool(s) and 2 * sum(for_target(ai.item, target).primary() == "unread" for ai in s) > len(s)
+
+
+def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set[str] | None = None,
+             target: str = "ascend") -> str:
     """The most telling takeaway of a theme that an earlier movement has not already given."""
-    options = takeaways(th, found, t, native)
+    options = takeaways(th, found, t, native, target)
     fresh = [x for x in options if x not in (used or set())]
     chosen = (fresh or options)[0]
     if used is not None:
@@ -255,7 +268,7 @@ def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set
 
 
 def movements(named: list[tuple[Theme, Md]], found: Found, refs: Refs, t: dict[str, Any], native: bool,
-              most: int = 4) -> list[Md]:
+              most: int = 4, target: str = "ascend") -> list[Md]:
     """The week's main movements: each theme's name, its size against last week, its lead PR or figure, and
     what to take from it."""
     w = t["weekly"]
@@ -268,7 +281,7 @@ def movements(named: list[tuple[Theme, Md]], found: Found, refs: Refs, t: dict[s
         evidence = w["move_figure"].format(ref=refs(holder), figure=figure(claim, t)) if claim else \
             w["move_lead"].format(ref=refs(lead), what=gist(lead, t, 50))
         out.append(Md(w["movement"].format(name=title, count=_count(len(th.members), th.before, t),
-                                           evidence=evidence, take=takeaway(th, found, t, native, used))))
+                                           evidence=evidence, take=takeaway(th, found, t, native, used, target))))
     return out
 
 
