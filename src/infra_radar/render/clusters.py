@@ -202,7 +202,9 @@ def _carried(ai: AnalysedItem, rules_dir: Path | None) -> Carried:
 
 @dataclass
 class Theme:
-    """PRs sharing one term: its key ("w:mrv2", "d:vllm_ascend/attention/", "f:…", "r:owner/name#N"), the
+    """PRs sharing one term: its key ("w:mrv2", "d:vllm_ascend/attention/", "f:…", "r:owner/name#N"; "t:ascend",
+    the PRs written for the target in a repository that is not its own; "c:moe", PRs first about one mechanism
+    that no term holds), the
     reader form of the term, the members (ranked order kept) and the PRs of the week before carrying it."""
 
     key: str
@@ -213,7 +215,7 @@ class Theme:
 
     @property
     def kind(self) -> str:
-        return {"w": "word", "d": "dir", "f": "file", "r": "ref"}[self.key[0]]
+        return {"w": "word", "d": "dir", "f": "file", "r": "ref", "t": "target", "c": "topic"}[self.key[0]]
 
 
 _PRIORITY = {"P0": 1.5, "P1": 1.2, "P2": 0.8}
@@ -221,6 +223,8 @@ _PRIORITY = {"P0": 1.5, "P1": 1.2, "P2": 0.8}
 
 def _score(key: str, free: list[int], bags: list[Carried], items: list[AnalysedItem], weights: dict[str, float],
            named: float, depth: int) -> float:
+    if key[2:] in _COMPONENTS[0]:
+        return 0.0  # a component ("rollout", "megatron") says where a change is, not what mechanism it changes
     sources = [bags[i].terms[key][0] for i in free]
     if key.startswith("w:") and sum(s not in ("path", "dir") for s in sources) < named * len(sources):
         return 0.0  # a word only some file names carry: the directory or file says it better
@@ -234,6 +238,7 @@ def _score(key: str, free: list[int], bags: list[Carried], items: list[AnalysedI
 
 
 _MODEL_FACTOR = [1.0]
+_COMPONENTS: list[frozenset[str]] = [frozenset()]
 _MODELS: set[str] = set()
 
 
@@ -268,6 +273,7 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
     share, least = float(rules.get("max_share", 0.4)), int(rules.get("min_size", 2))
     weights = {k: float(v) for k, v in rules.get("weights", {}).items()}
     _MODEL_FACTOR[0] = float(rules.get("model_factor", 1.0))
+    _COMPONENTS[0] = frozenset(x.lower() for x in rules.get("components", []))
     named = float(rules.get("named_share", 0.5))
     depth = int(rules.get("module_depth", 3))
     floor = float(rules.get("min_score", 5.0))
@@ -301,6 +307,9 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
         free = [i for i in index[key] if i not in assigned]
         if key[:2] in ("d:", "f:"):  # a directory holds several mechanisms: its theme keeps the one most share
             free = _one_mechanism(free, items, rules, ubiquitous, least)
+            if not free:  # no mechanism most of its PRs are about: where they are is no story
+                del index[key]
+                continue
         assigned.update(free)
         also = Counter(k for i in free for k in bags[i].terms if k != key and k.startswith("w:"))
         found.append(Theme(key, _label(key, free, bags), [items[i] for i in free],
@@ -313,20 +322,31 @@ def themes(items: list[AnalysedItem], merged: int, before: list[AnalysedItem] | 
     return found
 
 
+def primary_topic(ai: AnalysedItem, generic: frozenset[str]) -> str:
+    """The mechanism a PR is first about: its first topic that is no platform, no kind of work and no property
+    every change may have (weekly.toml [themes] platform_topics, generic_topics); "" when it has none."""
+    return next((x for x in ai.analysis.topics if x not in generic), "")
+
+
+def generic_topics(rules: dict[str, Any]) -> frozenset[str]:
+    return frozenset([*rules.get("platform_topics", ["npu", "ci", "docs"]), *rules.get("generic_topics", [])])
+
+
 def _one_mechanism(free: list[int], items: list[AnalysedItem], rules: dict[str, Any], ubiquitous: frozenset[str],
                    least: int) -> list[int]:
-    """The members of a directory's theme that share the mechanism (topic) most of them share, when at least
-    `mechanism_share` of them do: a sparse-attention operator under a fused-MoE directory is not a MoE change.
-    The others stay free for another theme. All of them when no topic is that common."""
-    platform = set(rules.get("platform_topics", ["npu", "ci", "docs"]))
-    topics = Counter(x for i in free for x in set(items[i].analysis.topics) if x not in platform | ubiquitous)
-    if not topics:
-        return free
-    topic, n = max(topics.items(), key=lambda kv: (kv[1], kv[0]))
-    if n < float(rules.get("mechanism_share", 0.6)) * len(free):
-        return free
-    kept = [i for i in free if topic in items[i].analysis.topics]
-    return kept if len(kept) >= least else free
+    """The members of a directory's theme whose mechanism (their first topic that says one, `primary_topic`) is
+    the one most of them are first about, when at least `mechanism_share` of them are: a sparse-attention
+    operator whose change also touches the fused-MoE directory is not a MoE change. The others stay free for
+    another theme. None when no mechanism is that common (the directory names no theme), all of them when
+    none of them is about a mechanism."""
+    generic = generic_topics(rules) | ubiquitous
+    firsts = Counter(p for i in free if (p := primary_topic(items[i], generic)))
+    if not firsts:
+        return free  # none says a mechanism (docs, CI): the directory is all there is to name them by
+    topic, n = max(firsts.items(), key=lambda kv: (kv[1], kv[0]))
+    if n < float(rules.get("mechanism_share", 0.6)) * len(free) or n < least:
+        return []
+    return [i for i in free if primary_topic(items[i], generic) == topic]
 
 
 def shares_term(ai: AnalysedItem, theme: Theme, rules_dir: Path | None = None) -> bool:

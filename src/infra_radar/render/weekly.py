@@ -273,8 +273,8 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     native = sum(ai.analysis.native for ai in relevant) >= 0.6 * len(relevant) if relevant else False
     found = find(ranked, inp.rules_dir)
     found_before = find(ranked_before, inp.rules_dir)
-    found_themes = themes(relevant, merged, [ai for ai in ranked_before if ai.analysis.priority != "none"]
-                          if inp.previous else None, inp.rules_dir)
+    relevant_before = [ai for ai in ranked_before if ai.analysis.priority != "none"] if inp.previous else None
+    found_themes = _themes_with_target(relevant, merged, relevant_before, inp, t)
     found_themes.sort(key=lambda th: (-sum(ai.analysis.priority in TOP for ai in th.members),
                                       -sum(ai.analysis.importance for ai in th.members), -len(th.members)))
     is_bot = inp.is_bot or _default_is_bot
@@ -300,7 +300,8 @@ def weekly_context(inp: WeeklyInput, t: dict[str, Any], weights: dict[str, float
     return ctx
 
 
-_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s)")
+# a sentence ends at a Chinese stop, or at an English one before a space that is no abbreviation's ("e.g. #12")
+_SENTENCE_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)(?<!\bvs\.)(?=\s)")
 
 
 def once_each(ctx: dict[str, Any], t: dict[str, Any]) -> None:
@@ -325,6 +326,59 @@ def once_each(ctx: dict[str, Any], t: dict[str, Any]) -> None:
     for key in ("trends", "risk_lines"):
         ctx[key] = [x for x in (keep(m) for m in ctx[key]) if x]
     ctx["recommendations"] = [x for x in (keep(m) for m in ctx["recommendations"]) if x]
+
+
+def _themes_with_target(relevant: list[AnalysedItem], merged: int, before: list[AnalysedItem] | None,
+                        inp: WeeklyInput, t: dict[str, Any]) -> list[Theme]:
+    """The week's themes. In a repository that is not the target's own, the PRs written for the target are one
+    theme first (the team reads "what was done for Ascend" as one story, as its weekly tells a platform's work),
+    whatever keyword or directory they share with others (a vLLM-on-NPU adaptation tagged `[fully_async]` is
+    Ascend work, not asynchronous training); the other PRs are themed by what they share, and those no shared
+    term holds by the mechanism they are first about (`by_mechanism`)."""
+    rules = weekly_rules(inp.rules_dir).get("themes", {})
+    per = max(int(rules.get("prs_per_theme", 10)), 1)
+    most = max(int(rules.get("least", 2)), min(int(rules.get("most", 6)), len(relevant) // per))
+    own = [ai for ai in relevant if ai.analysis.native]
+    found: list[Theme] = []
+    rest, rest_before = relevant, before
+    if inp.target and len(own) >= int(rules.get("target_least", 3)) and len(own) < len(relevant):
+        label = t["weekly"]["theme_target_label"].format(target=target_name(inp.target, t["lang"]))
+        found.append(Theme(f"t:{inp.target}", label, own,
+                           before=sum(1 for ai in before if ai.analysis.native) if before is not None else None))
+        rest = [ai for ai in relevant if not ai.analysis.native]
+        rest_before = [ai for ai in before if not ai.analysis.native] if before is not None else None
+    if most > len(found):
+        found += themes(rest, merged, rest_before, inp.rules_dir, most=most - len(found))
+    if most > len(found):
+        found += by_mechanism(rest, found, rest_before, t, inp.rules_dir, most - len(found))
+    return found
+
+
+def by_mechanism(items: list[AnalysedItem], found: list[Theme], before: list[AnalysedItem] | None,
+                 t: dict[str, Any], rules_dir, most: int) -> list[Theme]:
+    """Themes of the PRs no shared term holds: those first about one mechanism (clusters.primary_topic), at
+    least `min_size` of them, largest first, named by it ("混合专家")."""
+    from .clusters import generic_topics, primary_topic
+
+    rules = weekly_rules(rules_dir).get("themes", {})
+    taken = {id(ai) for th in found for ai in th.members}
+    spread: dict[str, int] = {}
+    for ai in items:
+        for x in set(ai.analysis.topics):
+            spread[x] = spread.get(x, 0) + 1
+    generic = generic_topics(rules) | {k for k, n in spread.items() if n > 0.4 * len(items)}
+    groups: dict[str, list[AnalysedItem]] = {}
+    for ai in items:
+        if id(ai) not in taken and (topic := primary_topic(ai, generic)):
+            groups.setdefault(topic, []).append(ai)
+    out = []
+    least = int(rules.get("min_size", 2))
+    for topic, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if len(members) < least or len(out) >= most:
+            continue
+        was = sum(1 for ai in before if primary_topic(ai, generic) == topic) if before is not None else None
+        out.append(Theme(f"c:{topic}", name(t, "topics", topic), members, before=was))
+    return out
 
 
 def _fits(ctx: dict[str, Any], t: dict[str, Any], lines_max: int, bytes_max: int) -> bool:
@@ -388,10 +442,16 @@ def _build(ctx: dict[str, Any], inp: WeeklyInput, t: dict[str, Any], shape: _Sha
     top = max(grown, key=lambda x: (len(x[0].members) - (x[0].before or 0), len(x[0].members)), default=None)
     ctx["grew"] = (top[1], len(top[0].members), top[0].before) if top else None
     ctx["summary"] = summary_head(ctx, t)
-    moves = movements(named, found, refs, t, native)
+    moves = movements(named, found, refs, t, native, most=3, target=inp.target)
     themed = {id(ai) for th in shown for ai in th.members}
-    for ai in [x for x in relevant if id(x) not in themed][: max(0, 3 - len(moves))]:
-        moves.append(_single_movement(ai, found, refs, t, native))
+    # a key PR no theme shown holds, with a figure, is a movement of the week too (a 25% step-time gain of
+    # one PR is what the week was, whatever the themes); then others, until there are three
+    alone = [x for x in relevant if id(x) not in themed and x.item.ref not in ctx["backports"]]
+    measured = [x for x in alone if x.analysis.priority in TOP and headline_claim(x.analysis.perf_claims)]
+    for ai in measured[: max(0, 5 - len(moves))]:
+        moves.append(_single_movement(ai, found, refs, t, native, inp.target))
+    for ai in [x for x in alone if x not in measured][: max(0, 3 - len(moves))]:
+        moves.append(_single_movement(ai, found, refs, t, native, inp.target))
     ctx["movements"] = moves
     ctx["themes"] = [{"name": full, "text": theme_text(th, found, refs, t, native, inp.rules_dir, limit,
                                                      target=inp.target),
@@ -424,7 +484,7 @@ def _ongoing(members: list[AnalysedItem]) -> bool:
     return last is not None and (last[1] == "N" or last[0] < int(last[1]))
 
 
-def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, Any], native: bool) -> Md:
+def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, Any], native: bool, target: str = "ascend") -> Md:
     """A movement of one PR, for a week with fewer themes than movements."""
     w = t["weekly"]
     solo = Theme(f"r:{ai.item.ref}", ai.item.ref, [ai])
@@ -433,4 +493,4 @@ def _single_movement(ai: AnalysedItem, found: Found, refs: Refs, t: dict[str, An
         w["move_single"].format(ref=refs(ai), kind=name(t, "kinds", ai.analysis.item_kind),
                                 grade=ai.analysis.grade, decision=name(t, "decisions", ai.analysis.decision))
     return Md(w["movement_one"].format(what=gist(ai, t, 80), evidence=evidence,
-                                       take=takeaway(solo, found, t, native)))
+                                       take=takeaway(solo, found, t, native, target=target)))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analyse.assertions import asserted_sentence, cue_pattern, own_names
+from ..analyse.target_code import for_target
 from ..models import AnalysedItem
 from .base import context_text, pick
 from .clusters import _identifier, weekly_rules
@@ -418,8 +419,10 @@ def recommendations(ranked: list[AnalysedItem], found: Found, chains: list[tuple
     kernels = [ai for ai in key if ai.analysis.grade == "L" and id(ai) not in named]
     if kernels and len(out) < 3:
         out.append(_track(kernels[:3], refs, t, target))
+    # "reuse as is" only of a change whose diff was read and holds no device code (TargetCode.primary()
+    # "clean"): of an unread diff the radar never says there is no device code
     reuse = [ai for ai in ranked if ai.analysis.grade == "S" and ai.analysis.priority in ("P0", "P1", "P2")
-             and _code(ai) and id(ai) not in named]
+             and _code(ai) and id(ai) not in named and for_target(ai.item, target).primary() == "clean"]
     if reuse and len(out) < 3:
         out.append(Md(w["rec_reuse"].format(refs=refs.many(reuse[:3], c["sep"]),
                                             what=c["semi"].join(dict.fromkeys(gist(ai, t, 40) for ai in reuse[:3])))))

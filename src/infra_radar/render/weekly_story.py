@@ -6,6 +6,7 @@ the week and the week before. Every sentence names its PRs or numbers, so no two
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from .escape import Md, code, plain, text
 from .explain import file_role
 from .weekly_risks import Found, _code, series
 from .weekly_words import Refs, figure, fitted, gist, term_md
+from .zh_words import function_words
 
 _ENGINEERING = ("ci", "test", "docs")
 
@@ -54,11 +56,56 @@ def _facts(th: Theme, found: Found, ref: Callable[[AnalysedItem], Md], t: dict[s
     if len(bare) >= 2:
         more = w["and_more"].format(n=len(bare) - 3) if len(bare) > 3 else ""  # the count covers the refs
         out.append(Md(w["fact_untested"].format(n=len(bare), refs=many(bare[:3]) + more)))
-    grades = Counter(ai.analysis.grade for ai in th.members)
-    if not native and grades:
-        grade, n = grades.most_common(1)[0]
-        out.append(Md(w[f"fact_grade_{grade}"].format(n=n, total=len(th.members), term=term_md(th))))
+    # what to do on the target is the theme's last sentence (its PRs' consequence, read from their diffs): no
+    # grade verdict here, which could say "reuse as is" of a change whose diff was never read
     return out
+
+
+def affected(th: Theme, t: dict[str, Any], most: int = 3) -> Md:
+    """Who the theme's changes reach: the models and hardware its PRs' titles, descriptions and figures name
+    (checklists.toml families), most named first; "" when they name none."""
+    from .conclusion import _models_and_hardware
+
+    named = Counter(m for ai in th.members for m in dict.fromkeys(_models_and_hardware(ai)) if _model_name(m))
+    if not named:
+        return Md("")
+    shown: list[str] = []
+    for m, _ in sorted(named.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(shown) < most and m.lower() not in {x.lower() for x in shown}:  # "Deepseek-V4" and "Deepseek-v4"
+            shown.append(m)
+    return Md(t["weekly"]["theme_affected"].format(models=t["common"]["sep"].join(str(code(m)) if "/" in m
+                                                                                  else str(text(m)) for m in shown)))
+
+
+# two plain English words in a row outside code ("local hit"): a clause of the author's, not a term of the field
+_ENGLISH_RUN = re.compile(r"(?<![\w-])[a-z]+ [a-z]+(?![\w-])")
+_CODE = re.compile(r"`[^`\n]*`")
+# a class or module name the model rule also finds ("Glm4vModel", "DeepseekV32IndexerCache", "minimax_m3")
+_IDENTIFIER = re.compile(r"_|\.(?:py|md)$|[a-z0-9][A-Z][a-z]+[A-Z]|[a-z][A-Z][a-z]{2,}$")
+
+
+def _model_name(name: str) -> bool:
+    """A model or hardware name as people write it, not an identifier of code."""
+    return not _IDENTIFIER.search(name)
+
+
+def why_said(th: Theme, refs: Refs, t: dict[str, Any], links: int) -> Md:
+    """Why the theme's lead change was made, in its author's asserting words: the first causal sentence
+    (render/why.py) of a member's description, said in our frame, with the PR it is from; "" when none
+    states one (a docs change explains, it argues nothing)."""
+    from .why import causes, say_cause
+
+    ref = refs.capped(links)
+    for ai in th.members[:6]:
+        if ai.analysis.item_kind in _ENGINEERING:
+            continue
+        found = causes(ai.item.body, 1)
+        if found:
+            said = say_cause(found[0], t["lang"])
+            if t["lang"] == "zh" and (function_words(said) or _ENGLISH_RUN.search(_CODE.sub(" ", str(said)))):
+                continue  # the author's English spliced into a Chinese clause ("local hit 与会导致"): not said
+            return Md(t["weekly"]["theme_why"].format(ref=ref(ai), why=said))
+    return Md("")
 
 
 def _said(what: Md, t: dict[str, Any]) -> Md:
@@ -91,7 +138,15 @@ def _listing(th: Theme, groups: list, refs: Refs, t: dict[str, Any], named: int,
         said.setdefault(str(gist(ai, t, size)), []).append(ai)
     listing = c["semi"].join(f"{c['sep'].join(ref(ai) for ai in prs)} {what}" for what, prs in said.items())
     rest = th.members[named:]
-    if rest:
+    if rest and th.kind in ("target", "topic"):
+        # the target's work or a mechanism's: the rest said by what they are ("文档 6 个（…）"), not bare numbers
+        kinds: dict[str, list[AnalysedItem]] = {}
+        for ai in rest:
+            kinds.setdefault(ai.analysis.item_kind, []).append(ai)
+        listing += w["group_rest_kinds"].format(kinds=c["sep"].join(
+            w["group_kind"].format(kind=name(t, "kinds", k), n=len(prs), refs=c["sep"].join(ref(ai) for ai in prs))
+            for k, prs in sorted(kinds.items(), key=lambda kv: -len(kv[1]))))
+    elif rest:
         listing += w["group_rest"].format(refs=c["sep"].join(ref(ai) for ai in rest))
     return Md(w["theme_items"].format(count=head, items=listing))
 
@@ -123,7 +178,8 @@ def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: b
     """Two or three sentences, one a line: the PRs (grouped by a second shared term when there are many),
     the week's figures, and what stands out; each sentence built to fit in `limit` characters."""
     w, c = t["weekly"], t["common"]
-    groups = subgroups(th, rules_dir) if len(th.members) >= 5 else []
+    # a theme of the target's work or of one mechanism lists what its PRs do, not a second keyword
+    groups = subgroups(th, rules_dir) if len(th.members) >= 5 and th.kind not in ("target", "topic") else []
     tries = [(3, 55, 3), (3, 55, 2), (3, 45, 2), (3, 45, 1), (3, 40, 0), (2, 40, 0), (1, 30, 0)]
     sentences = [fitted(refs, limit, [lambda r, a=a: _listing(th, groups, r, t, *a) for a in tries])]
     measured = [(ai, headline_claim(ai.analysis.perf_claims)) for ai in th.members if ai.analysis.perf_claims]
@@ -138,11 +194,19 @@ def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: b
         found_facts = _facts(th, found, r.capped(links), t, native)[:k]
         return Md(w["theme_facts"].format(facts=c["semi"].join(found_facts))) if found_facts else Md("")
 
-    if measured:
-        sentences.append(fitted(refs, limit, [lambda r, k=k: figures(r, k) for k in (2, 1, 0)]))
+    # why: the author's own reason, else the figures the change was made for
+    end = "。" if t["lang"] == "zh" else "."
+    why = fitted(refs, limit, [lambda r, k=k: why_said(th, r, t, k) for k in (1, 0)])
+    shown = fitted(refs, limit, [lambda r, k=k: figures(r, k) for k in (2, 1, 0)]) if measured else Md("")
+    if why or shown:  # one sentence: the reason and the figures the change was made for
+        sentences.append(Md(c["semi"].join(str(x).rstrip(end) for x in (why, shown) if x) + end))
+    # who is affected, and what stands out (a removal, a silent-accuracy fix, a series, untested changes)
+    who = affected(th, t)
     said = fitted(refs, limit, [lambda r, k=k, n=n: facts(r, k, n) for k, n in ((2, 3), (2, 1), (1, 0))])
-    if said:
-        sentences.append(said)
+    if who and said and t["lang"] != "zh":
+        said = Md(str(said)[:1].lower() + str(said)[1:])
+    if who or said:
+        sentences.append(Md(c["semi"].join(str(x).rstrip(end) for x in (who, said) if x) + end))
     # what the theme changes for the target: the story's last sentence (2-4 in all)
     if len(sentences) < 4:
         target_said = fitted(refs, limit, [lambda r, k=k: _for_target(th, r, t, target, k) for k in (1, 0)])
@@ -156,7 +220,7 @@ def theme_text(th: Theme, found: Found, refs: Refs, t: dict[str, Any], native: b
 # --- the executive summary -------------------------------------------------------------------------
 
 
-def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool) -> list[str]:
+def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool, target: str = "ascend") -> list[str]:
     """What the team could take from a theme, most telling first (each from one of its facts)."""
     w = t["weekly"]
     ids = set(id(ai) for ai in th.members)
@@ -176,13 +240,26 @@ def takeaways(th: Theme, found: Found, t: dict[str, Any], native: bool) -> list[
     if kinds["docs"] >= 0.6 * len(th.members):
         out.append(w["take_docs"])
     grades = Counter(ai.analysis.grade for ai in th.members)
-    out.append(w["take_native"] if native else w[f"take_grade_{grades.most_common(1)[0][0]}"])
+    grade = grades.most_common(1)[0][0]
+    if not native and grade == "S" and _unread_most(th, target):
+        out.append(w["take_unread"])  # "cheap to reuse" is not said of changes whose diff was never read
+    else:
+        out.append(w["take_native"] if native else w[f"take_grade_{grade}"])
     return out
 
 
-def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set[str] | None = None) -> str:
+def _unread_most(th: Theme, target: str = "ascend") -> bool:
+    """Most of the theme's grade-S PRs have no diff read (analyse/target_code.py TargetCode.primary())."""
+    from ..analyse.target_code import for_target
+
+    s = [ai for ai in th.members if ai.analysis.grade == "S"]
+    return bool(s) and 2 * sum(for_target(ai.item, target).primary() == "unread" for ai in s) > len(s)
+
+
+def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set[str] | None = None,
+             target: str = "ascend") -> str:
     """The most telling takeaway of a theme that an earlier movement has not already given."""
-    options = takeaways(th, found, t, native)
+    options = takeaways(th, found, t, native, target)
     fresh = [x for x in options if x not in (used or set())]
     chosen = (fresh or options)[0]
     if used is not None:
@@ -191,7 +268,7 @@ def takeaway(th: Theme, found: Found, t: dict[str, Any], native: bool, used: set
 
 
 def movements(named: list[tuple[Theme, Md]], found: Found, refs: Refs, t: dict[str, Any], native: bool,
-              most: int = 4) -> list[Md]:
+              most: int = 4, target: str = "ascend") -> list[Md]:
     """The week's main movements: each theme's name, its size against last week, its lead PR or figure, and
     what to take from it."""
     w = t["weekly"]
@@ -204,7 +281,7 @@ def movements(named: list[tuple[Theme, Md]], found: Found, refs: Refs, t: dict[s
         evidence = w["move_figure"].format(ref=refs(holder), figure=figure(claim, t)) if claim else \
             w["move_lead"].format(ref=refs(lead), what=gist(lead, t, 50))
         out.append(Md(w["movement"].format(name=title, count=_count(len(th.members), th.before, t),
-                                           evidence=evidence, take=takeaway(th, found, t, native, used))))
+                                           evidence=evidence, take=takeaway(th, found, t, native, used, target))))
     return out
 
 
@@ -232,6 +309,7 @@ def target_facts(prs: list[AnalysedItem], before: list[AnalysedItem], target: st
     profile's topic, grades.toml) this week and the one before, their kinds and grades, and whether every PR
     was (the target's own repository)."""
     from ..analyse.porting import profile_topics
+    from ..analyse.target_code import for_target as for_target_code
 
     topic = profile_topics().get(target, "")
 
@@ -239,7 +317,10 @@ def target_facts(prs: list[AnalysedItem], before: list[AnalysedItem], target: st
         return ai.analysis.native or bool(topic and topic in ai.analysis.topics)
 
     mine = [ai for ai in prs if for_target(ai)]
-    return {"target_n": len(mine), "target_all": bool(prs) and all(ai.analysis.native for ai in prs),
+    # an S grade is "reuse as is" only where the diff was read: of a change whose diff is unread, the grade
+    # says what its files are, not what its code holds (analyse/target_code.py)
+    unread = sum(1 for ai in mine if ai.analysis.grade == "S" and for_target_code(ai.item, target).primary() == "unread")
+    return {"target_unread": unread,"target_n": len(mine), "target_all": bool(prs) and all(ai.analysis.native for ai in prs),
             "target_before": sum(1 for ai in before if for_target(ai)),
             "target_kinds": Counter(ai.analysis.item_kind for ai in mine).most_common(3),
             "target_grades": Counter(ai.analysis.grade for ai in mine)}
@@ -256,7 +337,14 @@ def target_said(ctx: dict[str, Any], t: dict[str, Any]) -> str:
     kinds = c["sep"].join(w["exec_kind"].format(kind=name(t, "kinds", k), n=k_n) for k, k_n in ctx["target_kinds"])
     grades = ctx["target_grades"]
     ml = grades.get("M", 0) + grades.get("L", 0)
-    said = w["exec_grades"].format(s=grades.get("S", 0), ml=ml, target=target) if ml else w["exec_grades_all_s"]
+    unread = ctx.get("target_unread", 0)
+    s_read = grades.get("S", 0) - unread
+    if unread:  # the S-graded changes whose diff was never read are said apart, without a reuse verdict
+        parts = [w[key].format(n=n, target=target) for key, n in (("exec_grades_s", s_read),
+                 ("exec_grades_unread", unread), ("exec_grades_ml", ml)) if n]
+        said = c["comma"].join(parts)
+    else:
+        said = w["exec_grades"].format(s=s_read, ml=ml, target=target) if ml else w["exec_grades_all_s"]
     if ctx.get("target_all"):
         out = w["exec_target_own"].format(target=target, n=n, kinds=kinds, grades=said)
     else:

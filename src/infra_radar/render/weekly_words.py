@@ -201,6 +201,8 @@ def theme_name(th: Theme, t: dict[str, Any], rules_dir: Path | None = None,
     share ("MRV2（Model Runner V2）"), and that with what they mostly are ("…：新功能与修复")."""
     w, lang = t["weekly"], t["lang"]
     term = term_md(th)
+    if th.kind in ("target", "topic"):  # the target's own work, or a mechanism: its name says it ("NPU 适配")
+        return term, Md(f"{term}{t['common']['colon']}{movement(th.members, t)}")
     said = gloss(th.label, lang, rules_dir)
     if not said:
         topics = Counter(x for ai in th.members for x in dict.fromkeys(ai.analysis.topics))
