@@ -61,6 +61,19 @@ def test_a_cause_cue_names_what_the_description_says_went_wrong():
     assert "带宽受限" in said and "能力缺失" not in said
 
 
+def test_a_word_that_starts_like_a_cue_is_no_cue():
+    """"serialization" is no serial queue (vllm-omni#4796: the current code already uses msgspec, a serialization
+    library); copies that cost wall time are."""
+    from infra_radar.models import AnalysedItem, Analysis, Item
+    from infra_radar.render.deepdive import motivation_evidence
+
+    body = ("## Motivation\n\nThe current implementation already uses msgspec, a performant serialization "
+            "library. Serialization paths perform excessive copy operations, increasing wall time.\n")
+    item = Item(repo="acme/serve", kind="issue", key="8", title="Serializer refactor", number=8, body=body)
+    said = [cue for cue, _ in motivation_evidence(AnalysedItem(item, Analysis("rfc")), "zh")]
+    assert "串行排队" not in said and "拷贝与分配开销" in said
+
+
 def test_a_figure_takes_the_model_its_own_clause_names_after_it():
     """"2.81x on A, 2.94x on B" after a table whose last row names B: the 2.81x is A's, not the model named last
     before it (issue 41: figures with their own condition)."""
