@@ -289,7 +289,7 @@ def choose_dives(candidates: list[AnalysedItem], limit: int) -> list[AnalysedIte
     return [ai for i, ai in enumerate(candidates) if i in chosen]
 
 
-_PARTS = ("why", "mechanism", "where", "evidence", "boundary", "measure", "decide")
+_PARTS = ("why", "mechanism", "where", "changes", "moves", "evidence", "boundary", "measure", "decide")
 
 
 def distinct_dives(views: list[dict[str, Any]], t: dict[str, Any]) -> None:

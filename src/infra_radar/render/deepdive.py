@@ -166,14 +166,24 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     # identifiers the table row did not already name (`shown`: the row's conclusion)
     what_said = plain(what)
     from ..analyse.change_list import change_names
-    from .why import dive_rules
 
     # the author's own list of changes names what the change does, one name per change sentence; else the
     # identifiers the description uses most
-    ids = [i for i in change_names(item.body, item.repo, dive_rules().get("changes", {}), item.title)
-           if i not in what_said]
-    ids = ids or [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown
-                  and is_identifier(i)][:2]
+    from .diff_mechanism import changes_said, moves_said
+    from .why import dive_rules
+
+    # the author's list of changes said one by one ("封装 `FusedMoE.weight_loader`；新增 `create_tcp_store` helper"),
+    # and what the diff shows (a call replaced, an op registered, a class patched, files added by role)
+    listed = changes_said(ai, lang)
+    view["changes"] = fmt(d["dive_changes"], text=join([x for x, _ in listed], c["semi"])) if listed else Md("")
+    moved = moves_said(ai, t)
+    view["moves"] = fmt(d["dive_moves"], text=join([x for x, _, _ in moved], c["semi"])) if moved else Md("")
+    ids: list[str] = []
+    if not listed:  # the listed changes name their code; else the names of the list, or the central ones
+        ids = [i for i in change_names(item.body, item.repo, dive_rules().get("changes", {}), item.title)
+               if i not in what_said]
+        ids = ids or [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown
+                      and is_identifier(i)][:2]
     if ids:
         what = Md(f"{what}{c['paren'].format(join([code(i) for i in ids], c['sep']))}")
     view["mechanism"] = view["mechanism_rule"] = what
