@@ -227,7 +227,14 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
         view["boundary"] = (fmt(d["dive_boundary"], target=short_target, text=text(caveat))
                             if caveat and caveat not in plain(shown) else Md("") if said in shown else
                             fmt(d["dive_boundary"], target=short_target, text=said))
-    view["measure"] = measure(ai, t, short_target)
+    # what to verify follows the kind of change (render/change_kind.py): the migration, a kernel's parity matrix,
+    # the version matrix, an accuracy check under its condition; a performance change's own A/B (measure)
+    from .change_kind import change_kind, verify_text
+
+    kind = change_kind(ai, profile)
+    said_verify = verify_text(ai, t, short_target, profile, kind.id) if kind.id else Md("")
+    view["measure"] = fmt(t["dive"]["verify"], text=said_verify) if said_verify else measure(ai, t, short_target)
+    view["kind"] = kind.id
     from .code_view import code_boundary, contradiction_clause
 
     # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws
