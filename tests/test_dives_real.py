@@ -19,8 +19,7 @@ from infra_radar.cli import main
 from .conftest import TEST_DB_URL, opened_full_store
 
 pytestmark = pytest.mark.one_store
-CLONES = [("verl-project+verl.git", "verl-project/verl", "2026-06-28", "2026-07-05"),
-          ("verl-project+verl.git", "verl-project/verl", "2026-08-01", "2026-08-12"),
+CLONES = [("verl-project+verl.git", "verl-project/verl", "2026-06-28", "2026-08-12"),
           ("verl-project+verl-omni.git", "verl-project/verl-omni", "2026-08-01", "2026-08-09"),
           ("ByteDance-Seed+VeOmni.git", "ByteDance-Seed/VeOmni", "2026-08-01", "2026-08-09")]
 DAY = ("2026-06-29T02:00Z", "2026-07-02T02:12Z")
@@ -51,7 +50,7 @@ def dives(full_store, shared_clones, tmp_path_factory) -> dict[str, str]:
         mp.setenv("RADAR_HOME", str(copy))
         mp.delenv("RADAR_DB_URL", raising=False)
         for name, repo, since, until in CLONES:
-            radar("import-git", str(shared_clones / name), "--repo", repo, "--branches", "main",
+            radar("import-git", str(shared_clones / name), "--repo", repo, "--branches", "main,release/*",
                   "--since", since, "--until", until)
         radar("analyze")
         for lang in ("zh", "en"):
@@ -140,6 +139,11 @@ def test_later_window_dives_go_to_changes_touching_the_target(dives):
     # touches no NPU code) took a slot
     assert "ByteDance-Seed/VeOmni#974" in chosen and "verl-project/verl-omni#333" not in chosen, chosen
     assert len(chosen) <= 3
+    # what its diff shows: the call site now goes through the new helper, and the files it adds by role
+    npu = _dive(dives["later"], "ByteDance-Seed/VeOmni#974")
+    assert "把 `torch_npu.npu_swiglu` 换成 `_swiglu`" in npu and "1 个 patch（`deepseek_v4_npu_patch_gen_config.py`）" in npu
+    if "verl-project/verl#7250" in chosen:  # the NPU early return its diff deletes
+        assert "删除 `util.py` 中的设备分支 `if is_npu_available:`" in _dive(dives["later"], "verl-project/verl#7250")
 
 
 def test_a_target_direct_item_with_a_root_cause_comes_before_a_higher_scoring_other(full_store):

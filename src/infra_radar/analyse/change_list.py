@@ -92,9 +92,10 @@ def change_clauses(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[st
     keep_to = frozenset(rules.get("keep_to", []))
     drop = frozenset(rules.get("drop_lead", []))
     out: list[tuple[str, str]] = []
+    shortest = int(rules.get("sentence_words", 0))
     for sentence, name in _sentences(body, repo, rules):
-        if not name:
-            continue
+        if not name or len(sentence.split()) < shortest:
+            continue  # a squashed commit's subject ("set calculate_log_probs") is no described change
         low, end = sentence.lower(), len(sentence)
         verb = low.split(None, 1)[0]
         for cut in cuts:

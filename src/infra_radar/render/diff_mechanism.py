@@ -83,7 +83,8 @@ def _added_said(ai: AnalysedItem, t: dict[str, Any]) -> tuple[Md, str] | None:
     parts = []
     for names, named, paths in list(groups.values())[: said_rules.get("roles_most", 4)]:
         label = names.get(lang) or names["en"]
-        part = d["move_added_role"].format(n=len(paths), role=label)
+        # a Latin role name is set off by a space ("1 个 patch"), a Chinese one is not ("2 个测试")
+        part = d["move_added_role"].format(n=len(paths), role=(" " + label) if label[:1].isascii() else label)
         if named and len(paths) <= 2:
             part += t["common"]["paren"].format(t["common"]["sep"].join(code(p.rpartition("/")[2]) for p in paths))
         parts.append(part)
@@ -110,6 +111,13 @@ def moves_said(ai: AnalysedItem, t: dict[str, Any], most: int = 2) -> list[tuple
         names = join([code(p["target"]) for p in patched[:most + 1]], t["common"]["sep"])
         out.append((fmt(d["move_patched"], targets=names, file=code(patched[0]["file"])), patched[0]["line"],
                     "diff_moves.toml [patched]"))
+    # a device branch the change removes or adds (device facts' guards): `if is_npu_available: return ...`
+    guards = ((ai.item.code or {}).get("device") or {}).get("guards", [])
+    for change in ("removed", "added"):
+        g = next((g for g in guards if g.get("change") == change and g.get("line")), None)
+        if g is not None:
+            out.append((fmt(d[f"move_guard_{change}"], line=code(g["line"]), file=code(g["file"].rpartition("/")[2])),
+                        g["line"], f"device_facts.toml [[guard]] {g['id']}"))
     added = _added_said(ai, t)
     if added is not None:
         out.append((added[0], added[1], "diff_moves.toml [[added_roles]]"))
