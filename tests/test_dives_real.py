@@ -95,6 +95,8 @@ def test_the_days_three_dives_name_what_the_change_does(dives):
                  "StatelessProcessGroup", "`VLLM_ASCEND_AUTO_DETECT_QUANTIZATION=0`"):
         assert said in adapt, (said, adapt)
     assert "代码里：patch `FusedMoE.weight_loader`（`verl/utils/vllm/npu_vllm_patch.py`）" in adapt, adapt
+    # why, from the purposes its own change sentences assert ("... to avoid compatibility issues on NPU")
+    assert "作者所述目的：在 NPU 上避免兼容性" in adapt and "关闭 vLLM Ascend 自动量化" in adapt, adapt
     pad = _dive(day, "verl-project/verl#6901")
     assert "`forced_max_seqlen`" in pad and "`preprocess_bshd_engine`" in pad, pad
     english = _dive(dives["day en"], "verl-project/verl#6886")
@@ -128,6 +130,8 @@ def test_each_new_statement_has_its_evidence(dives):
                      r"field: diff\n  text: FusedMoE.weight_loader = vllm_v013_weight_loader_method_wrapper", adapt)
     assert re.search(r"- kind: version-gate\n  rule: dives.toml \[\[kind\]\] version-gate · source: git · field: diff\n"
                      r"  text: version-gate: vllm >= 0.19.0", adapt), adapt
+    assert re.search(r"- 在 NPU 上避免兼容性[^\n]*\n  rule: dives.toml \[changes\] purpose_verbs · source: git · "
+                     r"field: body\n  text: continue disabling flash attention in RotaryEmbedding to avoid", adapt), adapt
     kernel = dives["evidence verl-project/verl#6907"]
     assert re.search(r"- kind: kernel\n  rule: dives.toml \[\[kind\]\] kernel · source: page · field: title", kernel)
     assert "text: - patch Qwen3.5 and Qwen3.5-MoE GDN modules on NPU so" in kernel, kernel

@@ -116,3 +116,33 @@ def change_clauses(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[st
             if len(out) >= most:
                 break
     return out if len(out) >= least else []
+
+
+def change_purposes(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[str, str]]:
+    """(purpose, sentence) of the change sentences that say what a change is for: the clause after " to " /
+    " in order to " / " so that " whose first word is one of `[changes] purpose_verbs` ("... to avoid
+    compatibility issues on NPU"), up to its next detail; at most twice `purpose_most` (a purpose the dive
+    cannot say is skipped there)."""
+    verbs = frozenset(rules.get("purpose_verbs", []))
+    marks = [m for m in rules.get("purpose_marks", [" in order to ", " so that ", " to "]) if m]
+    most = 2 * int(rules.get("purpose_most", 2))
+    shortest = int(rules.get("sentence_words", 0))
+    out: list[tuple[str, str]] = []
+    for sentence, name in _sentences(body, repo, rules):
+        if not name or len(sentence.split()) < shortest:
+            continue
+        low = sentence.lower()
+        at = min((i + len(m) for m in marks if (i := low.find(m)) > 0), default=-1)
+        if at < 0:
+            continue
+        rest = sentence[at:]
+        if rest.split(None, 1)[0].lower().strip(",.") not in verbs:
+            continue
+        end = min((i for c in (", ", "; ", ". ", " and ", " so ", " which ", " because ") if (i := rest.find(c)) > 0),
+                  default=len(rest))
+        purpose = rest[:end].rstrip(" .,;:")
+        if len(purpose.split()) >= 2 and purpose not in (p for p, _ in out):
+            out.append((purpose, sentence))
+            if len(out) >= most:
+                break
+    return out

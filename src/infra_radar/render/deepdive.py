@@ -162,6 +162,11 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     # why it works, from the description's own causal sentence; else what it says went wrong
     view["why"] = (fmt(t["dive"]["cause"], text=say_cause(found[0], lang)) if found else
                    fmt(d["dive_why"], text=c["sep"].join(cues)) if cues else Md(""))
+    if not view["why"]:  # what the listed changes are for, in the author's own sentences
+        from .diff_mechanism import purposes_said
+
+        aims = purposes_said(ai, lang)
+        view["why"] = fmt(d["dive_purpose"], text=join([x for x, _ in aims], c["semi"])) if aims else Md("")
     what = mechanism(ai, t)
     # identifiers the table row did not already name (`shown`: the row's conclusion)
     what_said = plain(what)

@@ -52,6 +52,25 @@ def changes_said(ai: AnalysedItem, lang: str) -> list[tuple[Md, str]]:
     return out
 
 
+def purposes_said(ai: AnalysedItem, lang: str) -> list[tuple[Md, str]]:
+    """(our clause, the author's sentence) for what the listed changes are for ("在 NPU 上避免兼容性 issues")."""
+    from ..analyse.change_list import change_purposes
+    from .cjk import tidy
+    from .mechanism import read
+    from .saying import say, say_zh_or_none
+    from .why import dive_rules
+
+    out: list[tuple[Md, str]] = []
+    for purpose, sentence in change_purposes(ai.item.body, ai.item.repo, dive_rules().get("changes", {})):
+        actions, _ = read(purpose)
+        said = (say_zh_or_none(actions) if lang == "zh" else say(actions, lang)) if actions else None
+        if said:
+            out.append((Md(tidy(said)) if lang == "zh" else said, sentence))
+        if len(out) >= int(dive_rules().get("changes", {}).get("purpose_most", 2)):
+            break
+    return out
+
+
 def _role(path: str, kernels: set[str]) -> tuple[str, dict[str, str], bool]:
     name = path.rpartition("/")[2]
     for rid, names, regex, named in _roles():

@@ -127,6 +127,11 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
     out += [Evidence(plain(said), src, "body", sentence, "dives.toml [changes]")
             for said, sentence in changes_said(ai, lang)]
     out += [Evidence(plain(said), src, "diff", line or "—", rule) for said, line, rule in moves_said(ai, t)]
+    if not causes(item.body) and not motivation_evidence(ai, lang):  # the dive's why is then the purposes
+        from .diff_mechanism import purposes_said
+
+        out += [Evidence(plain(said), src, "body", sentence, "dives.toml [changes] purpose_verbs")
+                for said, sentence in purposes_said(ai, lang)]
     kind = change_kind(ai, target)
     if kind.id:
         field = "diff" if kind.evidence.startswith(("removes-", "kernel-added", "version-gate")) else (
