@@ -23,6 +23,7 @@ FACT_KINDS = ("defaults", "switches", "version_gates", "device_checks", "kernels
 _LIST_CAP = 40  # facts kept per kind and change: what is stored stays linear in the history
 _FILE_CAP = 8  # facts kept per kind and file, so one big file cannot crowd out the others
 _SKIP_REASONS = ("generated", "lock", "vendored", "binary")
+_MOVE_KINDS = frozenset({"python", "cpp"})  # the file kinds whose lines say what a change does (diff_moves.py)
 
 
 def _globs(patterns: list[str]) -> re.Pattern[str] | None:
@@ -313,7 +314,8 @@ class ChangeFacts:
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
         self.device.line(sign, text)
-        self.moves.line(sign, text)
+        if f.kind in _MOVE_KINDS and ("(" in text or "=" in text):  # a call or an assignment in code
+            self.moves.line(sign, text)
         if f.kind == "python":
             self.kinds.line(f.path, sign, text)
         if f.pending:

@@ -93,8 +93,10 @@ class DiffMoves:
         self._pair()
 
     def line(self, sign: str, text: str) -> None:
+        if "(" not in text and "=" not in text:
+            return  # no call, no assignment: nothing replaced, registered or patched
         side = self.block[sign]
-        if len(side) < self.rules.block_lines:
+        if "(" in text and len(side) < self.rules.block_lines:
             side.append(text[:_LINE_CHARS])
         if sign == "+" and self.path:
             self._added(text[:_LINE_CHARS])
@@ -110,7 +112,7 @@ class DiffMoves:
         bare = text.strip()
         if not bare or bare.startswith(("#", "//", "*", "def ", "async def ")):
             return  # a comment, or a definition's signature: nothing registered or patched
-        if len(self.registered) < kept:
+        if len(self.registered) < kept and "(" in text:
             for gate, pattern in r.registered:
                 if gate in text and (m := pattern.search(text)):
                     call, name = m.group("call"), m.group("name")
@@ -119,7 +121,8 @@ class DiffMoves:
                     self.registered.setdefault((call, name), {"call": call, "name": name, "file": self.path,
                                                               "line": bare})
                     break
-        if len(self.patched) < kept and "=" in text:
+        eq = text.find("=")
+        if len(self.patched) < kept and eq > 0 and "." in text[:eq]:  # `Cls.attr = …`: a dot before the "="
             m = r.assign.search(text)
             if m is not None and m.group("value") not in r.not_values and "==" not in text:
                 target = f"{m.group('cls')}.{m.group('attr')}"
@@ -142,14 +145,10 @@ class DiffMoves:
         by_shape: dict[str, str] = {}
         by_name: dict[str, tuple[str, str]] = {}
         for line in minus:
-            if "(" not in line:
-                continue
             by_shape.setdefault(_skeleton(line), line)
             if m := _ASSIGN.match(line):
                 by_name.setdefault(m.group(1), (m.group(2), line))
         for line in plus:
-            if "(" not in line:
-                continue
             pair: tuple[str, str] | None = None
             old = by_shape.get(_skeleton(line))
             if old is not None:
