@@ -7,6 +7,7 @@ never from a word of a path. The dive's "要测" and the checklist's `kind:<id>`
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..models import AnalysedItem
@@ -37,11 +38,12 @@ def removed_names(ai: AnalysedItem, target: str = "ascend") -> list[str]:
     """What of the target's code or of the project's API the change removes (names, at most three)."""
     from ..analyse.target_code import for_target
 
-    tc = for_target(ai.item, target)
-    names = [*tc.removed, *tc.removed_guards]
+    # what the change removes by name first (a function, a class, a key, a file), then the target's libraries
+    gone = [r for r in (ai.item.code or {}).get("removed", []) if r.get("kind") != "env" and r.get("top", True)]
+    names = [r["name"] for r in gone]
     if not names:
-        gone = [r for r in (ai.item.code or {}).get("removed", []) if r.get("kind") != "env"]
-        names = [r["name"] for r in gone if r.get("top", True)]
+        tc = for_target(ai.item, target)
+        names = [*tc.removed, *tc.removed_guards]
     return list(dict.fromkeys(names))[:3]
 
 
@@ -64,7 +66,8 @@ def _evidence(ai: AnalysedItem, target: str, rule: dict[str, Any]) -> dict[str, 
         out["kernel-added"] = ", ".join(added[:3])
     if first in rule.get("add_verbs", []) and any(w.strip(".,:") in rule.get("kernel_words", []) for w in title):
         out["kernel-title"] = item.title
-    gates = code.get("version_gates") or []
+    # a gate the change adds or moves (a gate it only removes leaves no branch to test both sides of)
+    gates = [g for g in code.get("version_gates") or [] if g.get("after") not in (None, "", "None")]
     if gates:
         from ..analyse.code_facts import gate_said
 
@@ -77,7 +80,8 @@ def _evidence(ai: AnalysedItem, target: str, rule: dict[str, Any]) -> dict[str, 
 
         said = f"{item.title}\n" + " ".join(t for _, t in explain_body(item.body).motivation)[:4000]
         low = said.lower()
-        hit = next((w for w in words if w in low), "")
+        # whole words: "nan" is not in "num_nans_k"
+        hit = next((w for w in words if re.search(rf"(?<![\w]){re.escape(w)}(?![\w])", low)), "")
         if hit:
             out["words"] = hit
     if a.perf_claims:
@@ -103,7 +107,6 @@ def change_kind(ai: AnalysedItem, target: str = "ascend") -> ChangeKind:
 
 def verify_text(ai: AnalysedItem, t: dict[str, Any], target: str, profile: str, kind: str) -> Md:
     """The first `verify` variant of the kind whose placeholders all have a value for the item ("" for none)."""
-    import re
 
     from ..analyse.porting import applied
     from .checklist import item_facts, squeeze_cjk
