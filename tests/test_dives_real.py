@@ -19,7 +19,7 @@ from infra_radar.cli import main
 from .conftest import TEST_DB_URL, opened_full_store
 
 pytestmark = pytest.mark.one_store
-CLONES = [("verl-project+verl.git", "verl-project/verl", "2026-06-28", "2026-08-12"),
+CLONES = [("verl-project+verl.git", "verl-project/verl", "2026-06-28", "2026-08-16"),
           ("verl-project+verl-omni.git", "verl-project/verl-omni", "2026-08-01", "2026-08-09"),
           ("ByteDance-Seed+VeOmni.git", "ByteDance-Seed/VeOmni", "2026-08-01", "2026-08-09")]
 DAY = ("2026-06-29T02:00Z", "2026-07-02T02:12Z")
@@ -56,7 +56,7 @@ def dives(full_store, shared_clones, tmp_path_factory) -> dict[str, str]:
         for lang in ("zh", "en"):
             out[f"day {lang}"] = radar("daily", "--since", DAY[0], "--until", DAY[1], "--lang", lang, "--no-record")
         out["later"] = radar("daily", "--since", LATER[0], "--until", LATER[1], "--no-record")
-        for ref in ("verl-project/verl#6886", "verl-project/verl#6907"):
+        for ref in ("verl-project/verl#6886", "verl-project/verl#6907", "verl-project/verl#7374"):
             out[f"evidence {ref}"] = radar("show", ref, "--evidence")
     return out
 
@@ -135,6 +135,31 @@ def test_each_new_statement_has_its_evidence(dives):
     kernel = dives["evidence verl-project/verl#6907"]
     assert re.search(r"- kind: kernel\n  rule: dives.toml \[\[kind\]\] kernel · source: page · field: title", kernel)
     assert "text: - patch Qwen3.5 and Qwen3.5-MoE GDN modules on NPU so" in kernel, kernel
+
+
+def test_a_removal_of_target_code_asks_for_the_migration_of_what_it_removes(dives):
+    # verl#7374 deletes the MindSpeed-LLM backend, its Ascend CI job and HCCL use: the kind is a removal and
+    # the checklist's step names what it removes, not a loss curve
+    gone = dives["evidence verl-project/verl#7374"]
+    assert "- kind: removal\n  rule: dives.toml [[kind]] removal · source: git · field: diff" in gone, gone
+    assert re.search(r"- 迁移：升级前找出本地 NPU 路径对 `[^`]*MindSpeed[^`]*`", gone, re.I), gone
+
+
+def test_an_accuracy_fix_is_read_from_whole_words(full_store):
+    from datetime import UTC, datetime
+
+    from infra_radar.models import Window
+    from infra_radar.render.change_kind import change_kind
+    from infra_radar.store import queries
+
+    with opened_full_store(full_store) as (_settings, engine):
+        found = queries.analysed_in_window(engine, Window(datetime(2026, 7, 20, tzinfo=UTC),
+                                                          datetime(2026, 8, 20, tzinfo=UTC)),
+                                           ["vllm-project/vllm-ascend"])
+    by_ref = {ai.item.ref: ai for ai in found}
+    # "Fix precision of qwen3-235b in piecewise mode": an accuracy fix; "num_nans_k" holds no word "nan"
+    assert change_kind(by_ref["vllm-project/vllm-ascend#14081"]).id == "accuracy"
+    assert change_kind(by_ref["vllm-project/vllm-ascend#13159"]).id != "accuracy"
 
 
 def test_later_window_dives_go_to_changes_touching_the_target(dives):

@@ -53,8 +53,11 @@ def _evidence(ai: AnalysedItem, target: str, rule: dict[str, Any]) -> dict[str, 
 
     item, a = ai.item, ai.analysis
     code = item.code or {}
-    title = item.title.lower().replace("[", " ").replace("]", " ").split()
-    first = next((w for w in title if w.isalpha() and ":" not in w), "")
+    from .mechanism import clean_title
+
+    # the title's own first word, its tags and conventional prefix ("[ci, trainer] feat:") dropped
+    title = clean_title(item.title)[0].lower().split()
+    first = title[0].strip(",.:") if title else ""
     out: dict[str, str] = {}
     tc = for_target(item, target)
     if tc.removes_target:
