@@ -50,13 +50,10 @@ def _noise(name: str, own: tuple[str, ...]) -> bool:
             or low.endswith((".com", ".org", ".io", ".ai", ".html")) or name.endswith(("Error", "Exception")))
 
 
-def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -> list[str]:
-    """The code names of the description's own change sentences, one per sentence, in order (at most
-    `most`); [] when fewer than `least` sentences name one."""
+def _sentences(body: str, repo: str, rules: dict[str, Any]):
+    """(sentence, first code name or "") of each asserted change sentence of the description, in order."""
     verbs = frozenset(rules.get("verbs", []))
-    most, least = int(rules.get("most", 4)), int(rules.get("least", 2))
     own = own_names(repo)
-    found: list[str] = []
     for sentence in sentence_list(_unwrapped(body[:20000])):
         sentence = sentence.lstrip("-*•0123456789. ")
         words = sentence.split(None, 1)
@@ -70,8 +67,82 @@ def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -
             continue
         name = next((m.group(0) for m in _TOKEN.finditer(sentence) if _code_name(m.group(0).strip(_EDGE))), "")
         name = name.strip(_EDGE)
-        if name and name not in found and name.lower() not in title.lower() and not _noise(name, own):
+        yield sentence, ("" if not name or _noise(name, own) else name)
+
+
+def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -> list[str]:
+    """The code names of the description's own change sentences, one per sentence, in order (at most
+    `most`); [] when fewer than `least` sentences name one."""
+    most, least = int(rules.get("most", 4)), int(rules.get("least", 2))
+    found: list[str] = []
+    for _sentence, name in _sentences(body, repo, rules):
+        if name and name not in found and name.lower() not in title.lower():
             found.append(name)
             if len(found) >= most:
                 break
     return found if len(found) >= least else []
+
+
+def change_clauses(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[str, str]]:
+    """(clause, sentence) of each change sentence that names code: the sentence up to its first purpose or
+    detail (`[changes] cut`: "... to avoid ...", "..., with support for ..."), at most `most`; [] when fewer
+    than `least` sentences name code. A verb of `keep_to` keeps its " to " ("move X to Y")."""
+    most, least = int(rules.get("most", 4)), int(rules.get("least", 2))
+    cuts = [c for c in rules.get("cut", []) if c]
+    keep_to = frozenset(rules.get("keep_to", []))
+    drop = frozenset(rules.get("drop_lead", []))
+    out: list[tuple[str, str]] = []
+    shortest = int(rules.get("sentence_words", 0))
+    for sentence, name in _sentences(body, repo, rules):
+        if not name or len(sentence.split()) < shortest:
+            continue  # a squashed commit's subject ("set calculate_log_probs") is no described change
+        low, end = sentence.lower(), len(sentence)
+        verb = low.split(None, 1)[0]
+        for cut in cuts:
+            if cut == " to " and verb in keep_to:
+                continue
+            at = low.find(cut, len(verb))
+            if 0 < at < end:
+                end = at
+        clause = sentence[:end].rstrip(" .,;:")
+        first, _, rest = clause.partition(" ")
+        if first.lower() in drop and rest:  # "continue disabling X": what it does is disabling X
+            clause = rest
+        names_code = any(_code_name(m.group(0).strip(_EDGE)) for m in _TOKEN.finditer(clause))
+        # the clause names code itself, or is a whole phrase of a sentence that does ("patch Qwen3.5 GDN modules
+        # on NPU so `use_triton_gdn=True` injects ..."); a bare "use detach()" says too little alone
+        if (names_code or len(clause.split()) >= 4) and clause not in (c for c, _ in out):
+            out.append((clause, sentence))
+            if len(out) >= most:
+                break
+    return out if len(out) >= least else []
+
+
+def change_purposes(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[str, str]]:
+    """(purpose, sentence) of the change sentences that say what a change is for: the clause after " to " /
+    " in order to " / " so that " whose first word is one of `[changes] purpose_verbs` ("... to avoid
+    compatibility issues on NPU"), up to its next detail; at most twice `purpose_most` (a purpose the dive
+    cannot say is skipped there)."""
+    verbs = frozenset(rules.get("purpose_verbs", []))
+    marks = [m for m in rules.get("purpose_marks", [" in order to ", " so that ", " to "]) if m]
+    most = 2 * int(rules.get("purpose_most", 2))
+    shortest = int(rules.get("sentence_words", 0))
+    out: list[tuple[str, str]] = []
+    for sentence, name in _sentences(body, repo, rules):
+        if not name or len(sentence.split()) < shortest:
+            continue
+        low = sentence.lower()
+        at = min((i + len(m) for m in marks if (i := low.find(m)) > 0), default=-1)
+        if at < 0:
+            continue
+        rest = sentence[at:]
+        if rest.split(None, 1)[0].lower().strip(",.") not in verbs:
+            continue
+        end = min((i for c in (", ", "; ", ". ", " and ", " so ", " which ", " because ") if (i := rest.find(c)) > 0),
+                  default=len(rest))
+        purpose = rest[:end].rstrip(" .,;:")
+        if len(purpose.split()) >= 2 and purpose not in (p for p, _ in out):
+            out.append((purpose, sentence))
+            if len(out) >= most:
+                break
+    return out

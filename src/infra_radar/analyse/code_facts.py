@@ -23,6 +23,7 @@ FACT_KINDS = ("defaults", "switches", "version_gates", "device_checks", "kernels
 _LIST_CAP = 40  # facts kept per kind and change: what is stored stays linear in the history
 _FILE_CAP = 8  # facts kept per kind and file, so one big file cannot crowd out the others
 _SKIP_REASONS = ("generated", "lock", "vendored", "binary")
+_MOVE_KINDS = frozenset({"python", "cpp"})  # the file kinds whose lines say what a change does (diff_moves.py)
 
 
 def _globs(patterns: list[str]) -> re.Pattern[str] | None:
@@ -241,6 +242,9 @@ class ChangeFacts:
         from .device_facts import DeviceFacts, load_device_rules
 
         self.device = DeviceFacts(rules.device or load_device_rules())
+        from .diff_moves import DiffMoves
+
+        self.moves = DiffMoves()
         self.kinds = KindCheck(rules.not_switch or DEFAULT_NOT_SWITCH)
         caps = rules.caps
         self._file_cap, self._change_cap, self._line_cap = caps["file_lines"], caps["change_lines"], caps["line_chars"]
@@ -251,6 +255,7 @@ class ChangeFacts:
         """Start the next file; False when its lines are not read (skipped, tests, past the caps)."""
         self._close_file()
         self.last_path = path
+        self.moves.file(path)
         if status == "removed":
             self.removed_files.append(path)
         reason = self.last_reason = "binary" if binary else self.rules.skip_reason(path)
@@ -309,6 +314,8 @@ class ChangeFacts:
         if len(text) > self._line_cap:
             text = text[:self._line_cap]
         self.device.line(sign, text)
+        if f.kind in _MOVE_KINDS and ("(" in text or "=" in text):  # a call or an assignment in code
+            self.moves.line(sign, text)
         if f.kind == "python":
             self.kinds.line(f.path, sign, text)
         if f.pending:
@@ -333,9 +340,11 @@ class ChangeFacts:
         if self.current is not None and self.current.live is not None:
             self.current.live.context(text)
         self.device.context(text)  # a docstring opened on an unchanged line
+        self.moves.context()
 
     def hunk(self, header: str = "") -> None:
         """A hunk of the current file starts (`header`: its "@@" line; see live_code.LiveCode.reset)."""
+        self.moves.hunk(self.last_path, header)
         if self.current is not None and self.current.live is not None:
             self.current.live.reset(header)
 
@@ -404,6 +413,7 @@ class ChangeFacts:
 
     def _close_file(self) -> None:
         self.device.close()
+        self.moves.close()
         if self.current is not None:
             self.done.append(self.current)
             self.current = None
@@ -428,6 +438,7 @@ class ChangeFacts:
         out["skipped"] = {k: v for k, v in self.skipped.items() if v}
         out["read"] = {"files": self.files_read, "lines": self.lines_read}
         out["device"] = self.device.facts(self.removed_files)
+        out["moves"] = self.moves.facts()
         return out
 
     def _removed(self) -> list[dict[str, str]]:

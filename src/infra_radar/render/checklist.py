@@ -212,6 +212,14 @@ def item_facts(ai: AnalysedItem, lang: str, porting: list[Applied]) -> dict[str,
              # not all on the host: its code files are not all host-side (tokenizer, API server, scheduler,
              # data loading) by their paths or by the read diff; a loss curve checks what runs on the device
              "device-side": "host-code" not in a.features and not for_target(item, "ascend").host_only}
+    # the kind of change, as the dive's verification reads it (render/change_kind.py): its steps come first
+    from .change_kind import change_kind, removed_names
+
+    kind = change_kind(ai)
+    if kind.id:
+        flags[f"kind:{kind.id}"] = True
+    removed = removed_names(ai) if kind.id == "removal" else []
+    facts["removed"] = _code(removed, sep) if removed else ""
     facts["_flags"] = flags  # type: ignore[assignment]
     facts["_ids"] = identifiers(text, 3)  # type: ignore[assignment]
     return facts
@@ -288,6 +296,8 @@ def checklist_options(ai: AnalysedItem, lang: str, target: str, porting: list[Ap
 
     def usable(step: dict[str, Any]) -> bool:
         if not all(flags.get(w) for w in step.get("when", [])):
+            return False
+        if any(flags.get(w) for w in step.get("unless_when", [])):  # a step of that kind says it instead
             return False
         if any(values.get(k) for k in step.get("unless", [])):
             return False

@@ -277,19 +277,27 @@ def _downstream(inp: DailyInput, items: list[AnalysedItem], t: dict[str, Any], s
 # --- deep dives -------------------------------------------------------------------------------------
 
 
-def choose_dives(candidates: list[AnalysedItem], limit: int) -> list[AnalysedItem]:
-    """The few items the radar deep-dives, in table order: the best by relevance to the target and the evidence
-    their sources hold (render/why.dive_score); an item with no mechanism to explain gets its row only."""
-    from .why import causes, dive_rules, dive_score
+def choose_dives(candidates: list[AnalysedItem], limit: int, target: str = "ascend") -> list[AnalysedItem]:
+    """The few items the radar deep-dives, in table order: the best by how directly they touch the target and
+    the evidence their sources hold (render/why.dive_score); an item with no mechanism to explain gets its row
+    only. An item touching the target directly whose page says why (a causal or motivation sentence) is chosen
+    before any other (dives.toml [select] direct_first): an item that only scores on figures never takes its slot."""
+    from .why import causes, dive_rules, dive_score, rooted, target_direct
 
-    floor = float(dive_rules()["select"].get("min_score", 0.0))
-    scored = [(dive_score(ai, bool(causes(ai.item.body))), i, ai) for i, ai in enumerate(candidates)]
-    best = sorted((x for x in scored if x[0] > 0 and x[0] >= floor), key=lambda x: (-x[0], x[1]))
+    rules = dive_rules()["select"]
+    floor = float(rules.get("min_score", 0.0))
+    first = bool(rules.get("direct_first", True))
+    scored = [(dive_score(ai, bool(causes(ai.item.body)), target), i, ai) for i, ai in enumerate(candidates)]
+    kept = [x for x in scored if x[0] > 0 and x[0] >= floor]
+    direct = {x[1]: target_direct(x[2], target) for x in kept}
+    tier = {x[1]: 0 if first and direct[x[1]] and rooted(x[2]) else 1 for x in kept}
+    # equal scores: the one touching the target first
+    best = sorted(kept, key=lambda x: (tier[x[1]], -x[0], not direct[x[1]], x[1]))
     chosen = {x[1] for x in best[: max(limit, 0)]}
     return [ai for i, ai in enumerate(candidates) if i in chosen]
 
 
-_PARTS = ("why", "mechanism", "where", "evidence", "boundary", "measure", "decide")
+_PARTS = ("why", "mechanism", "where", "changes", "moves", "evidence", "boundary", "measure", "decide")
 
 
 def distinct_dives(views: list[dict[str, Any]], t: dict[str, Any]) -> None:
@@ -333,7 +341,7 @@ def daily_context(inp: DailyInput, t: dict[str, Any], weights: dict[str, float] 
     # what an earlier radar deep-dived or carries is rechecked, not deep-dived again
     # nor is what its author withdrew or superseded
     deep = choose_dives([ai for ai in top if ai.item.ref.lower() not in inp.no_deep and ai.withdrawn is None],
-                        inp.deep_dive_limit)
+                        inp.deep_dive_limit, inp.target)
     tabled = {id(ai) for ai in top}
     watch = recheck_views(inp.watch, t)
     target, tname = inp.target, target_name(inp.target, t["lang"])

@@ -162,18 +162,33 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     # why it works, from the description's own causal sentence; else what it says went wrong
     view["why"] = (fmt(t["dive"]["cause"], text=say_cause(found[0], lang)) if found else
                    fmt(d["dive_why"], text=c["sep"].join(cues)) if cues else Md(""))
+    if not view["why"]:  # what the listed changes are for, in the author's own sentences
+        from .diff_mechanism import purposes_said
+
+        aims = purposes_said(ai, lang)
+        view["why"] = fmt(d["dive_purpose"], text=join([x for x, _ in aims], c["semi"])) if aims else Md("")
     what = mechanism(ai, t)
     # identifiers the table row did not already name (`shown`: the row's conclusion)
     what_said = plain(what)
     from ..analyse.change_list import change_names
-    from .why import dive_rules
 
     # the author's own list of changes names what the change does, one name per change sentence; else the
     # identifiers the description uses most
-    ids = [i for i in change_names(item.body, item.repo, dive_rules().get("changes", {}), item.title)
-           if i not in what_said]
-    ids = ids or [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown
-                  and is_identifier(i)][:2]
+    from .diff_mechanism import changes_said, moves_said
+    from .why import dive_rules
+
+    # the author's list of changes said one by one ("封装 `FusedMoE.weight_loader`；新增 `create_tcp_store` helper"),
+    # and what the diff shows (a call replaced, an op registered, a class patched, files added by role)
+    listed = changes_said(ai, lang)
+    view["changes"] = fmt(d["dive_changes"], text=join([x for x, _ in listed], c["semi"])) if listed else Md("")
+    moved = moves_said(ai, t)
+    view["moves"] = fmt(d["dive_moves"], text=join([x for x, _, _ in moved], c["semi"])) if moved else Md("")
+    ids: list[str] = []
+    if not listed:  # the listed changes name their code; else the names of the list, or the central ones
+        ids = [i for i in change_names(item.body, item.repo, dive_rules().get("changes", {}), item.title)
+               if i not in what_said]
+        ids = ids or [i for i in central_identifiers(ai, 6) if i not in what_said and code(i) not in shown
+                      and is_identifier(i)][:2]
     if ids:
         what = Md(f"{what}{c['paren'].format(join([code(i) for i in ids], c['sep']))}")
     view["mechanism"] = view["mechanism_rule"] = what
@@ -217,7 +232,14 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
         view["boundary"] = (fmt(d["dive_boundary"], target=short_target, text=text(caveat))
                             if caveat and caveat not in plain(shown) else Md("") if said in shown else
                             fmt(d["dive_boundary"], target=short_target, text=said))
-    view["measure"] = measure(ai, t, short_target)
+    # what to verify follows the kind of change (render/change_kind.py): the migration, a kernel's parity matrix,
+    # the version matrix, an accuracy check under its condition; a performance change's own A/B (measure)
+    from .change_kind import change_kind, verify_text
+
+    kind = change_kind(ai, profile)
+    said_verify = verify_text(ai, t, short_target, profile, kind.id) if kind.id else Md("")
+    view["measure"] = fmt(t["dive"]["verify"], text=said_verify) if said_verify else measure(ai, t, short_target)
+    view["kind"] = kind.id
     from .code_view import code_boundary, contradiction_clause
 
     # what the diff says: where it contradicts the description (both sides, the files), the boundary it draws

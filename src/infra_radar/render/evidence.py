@@ -119,6 +119,24 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
     from .code_view import device_lines
 
     out += [Evidence(plain(said), src, "diff", line or "—", rule) for said, line, rule in device_lines(item, t)]
+    # what the change does: the author's list of changes said one by one, what the diff shows, and the kind of
+    # change the dive's verification follows (render/diff_mechanism.py, render/change_kind.py)
+    from .change_kind import change_kind
+    from .diff_mechanism import changes_said, moves_said
+
+    out += [Evidence(plain(said), src, "body", sentence, "dives.toml [changes]")
+            for said, sentence in changes_said(ai, lang)]
+    out += [Evidence(plain(said), src, "diff", line or "—", rule) for said, line, rule in moves_said(ai, t)]
+    if not causes(item.body) and not motivation_evidence(ai, lang):  # the dive's why is then the purposes
+        from .diff_mechanism import purposes_said
+
+        out += [Evidence(plain(said), src, "body", sentence, "dives.toml [changes] purpose_verbs")
+                for said, sentence in purposes_said(ai, lang)]
+    kind = change_kind(ai, target)
+    if kind.id:
+        field = "diff" if kind.evidence.startswith(("removes-", "kernel-added", "version-gate")) else (
+            "title" if kind.evidence.startswith("kernel-title") else "analysis")
+        out.append(Evidence(f"kind: {kind.id}", src, field, kind.evidence, f"dives.toml [[kind]] {kind.id}"))
     for rid in ai.analysis.risk_labels:
         found = risk_evidence(ai, rid, t)
         if found is not None:

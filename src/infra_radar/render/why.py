@@ -19,7 +19,7 @@ from ..models import AnalysedItem
 from .escape import Md
 from .explain import explain_body, sentences
 
-__all__ = ["Cause", "causes", "dive_rules", "dive_score", "say_cause", "validation_cues"]
+__all__ = ["Cause", "causes", "dive_rules", "dive_score", "rooted", "say_cause", "target_direct", "validation_cues"]
 
 
 @rules_cache
@@ -117,10 +117,30 @@ def say_cause(c: Cause, lang: str) -> Md:
     return Md(tidy(out) if lang == "zh" else " ".join(out.split()))
 
 
-def dive_score(ai: AnalysedItem, has_cause: bool) -> float:
-    """How strongly an item calls for a dive: its priority and tie to the target, and how much its sources hold
-    to argue with (a causal sentence, figures, mechanism sentences, validation, tests). 0 for an item with no
-    mechanism to explain (no mechanism section and no cause) or of a kind that gets a row only."""
+def target_direct(ai: AnalysedItem, target: str = "ascend") -> bool:
+    """The change touches the target directly: written for it, in one of its own repositories, using or adding
+    the target's own code by its read diff, or removing the target's code (analyse/target_code.py)."""
+    from ..analyse.target_code import for_target
+
+    tc = for_target(ai.item, target)
+    return ai.analysis.native or bool(tc.own) or tc.removes_target or bool(tc.own_removed)
+
+
+def rooted(ai: AnalysedItem) -> bool:
+    """The page says why: a causal sentence of the change, or a motivation sentence it asserts."""
+    from .deepdive import motivation_evidence
+
+    return bool(causes(ai.item.body)) or bool(motivation_evidence(ai, "en", 1))
+
+
+def dive_score(ai: AnalysedItem, has_cause: bool, target: str = "ascend") -> float:
+    """How strongly an item calls for a dive: its priority and how directly it touches the target (written for
+    it, its own code in the diff, the target's code removed), and how much its sources hold to argue with (a
+    causal or motivation sentence, figures, mechanism sentences, the author's list of changes, what the diff
+    shows, validation, tests). 0 for an item with no mechanism to explain or of a kind that gets a row only."""
+    from ..analyse.change_list import change_clauses
+    from ..analyse.target_code import for_target
+    from .deepdive import motivation_evidence
     from .explain import file_role
 
     s = dive_rules()["select"]
@@ -128,13 +148,21 @@ def dive_score(ai: AnalysedItem, has_cause: bool) -> float:
     if a.item_kind in s.get("no_dive_kinds", []):
         return 0.0
     e = explain_body(item.body)
-    how = sum(len(sentences(t)) for _, t in e.mechanism)
+    listed = len(change_clauses(item.body, item.repo, dive_rules().get("changes", {})))
+    moves = (item.code or {}).get("moves") or {}
+    shown = sum(bool(moves.get(k)) for k in ("replaced", "registered", "patched", "added"))
+    how = sum(len(sentences(t)) for _, t in e.mechanism) + listed + shown
     if not how and not has_cause:
         return 0.0
+    tc = for_target(item, target)
     score = float(s["priority"].get(a.priority, 0.0))
     score += float(s["native"]) if a.native else 0.0
+    score += float(s.get("direct", 0.0)) if (tc.own or tc.own_removed) and not a.native else 0.0
+    score += float(s.get("removes", 0.0)) if tc.removes_target else 0.0
+    score += float(s.get("diff_read", 0.0)) if tc.read else 0.0
     score += float(s.get("merged", 0.0)) if item.state == "merged" else 0.0
     score += float(s["cause"]) if has_cause else 0.0
+    score += float(s.get("why", 0.0)) if not has_cause and motivation_evidence(ai, "en", 1) else 0.0
     score += float(s["figures"]) * min(len(a.perf_claims), int(s["figures_most"]))
     score += float(s["mechanism"]) * min(how, int(s["mechanism_most"]))
     if e.tests:  # each thing the author's validation covered (parity, backward, a benchmark, a training run)
