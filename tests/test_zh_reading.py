@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from infra_radar.render.mechanism import read
-from infra_radar.render.saying import say
+from infra_radar.render.saying import say, say_zh_or_none
 from infra_radar.render.zh_words import function_words, spliced
 
 pytestmark = pytest.mark.one_store
@@ -303,3 +303,33 @@ def test_the_gate_finds_spliced_english_but_not_terms_or_names() -> None:
     # terms of the field, names, code and links pass
     assert spliced("为 Qwen3.5 新增 fused MoE kernel 与 chunked prefill（`is_padded`，[the](https://x/of)）") == []
     assert spliced("新增 Aysnc Activation Offload 与 speculative decoding backend（MindSpeed）") == []
+
+
+def test_a_possessive_and_a_code_span_are_read_whole() -> None:
+    """"in `Engine`'s daisy-chain weight sync where the marker `[0xAB, 0xDC]` ...": the possessive is no stray
+    "s" and a clause is never cut inside a code span (verl#6813's listed change read
+    "修复 `MooncakeCheckpointEngine` s daisy-chain 权重同步 magic completion marker `[0xAB` 中的权重损坏")."""
+    from infra_radar.analyse.change_list import change_clauses
+    from infra_radar.render.saying import say_zh_or_none
+    from infra_radar.render.why import dive_rules
+
+    assert spliced("修复 `Engine` s 权重同步") == ["s"]
+    body = ("## Changes\n\n- Fix weight corruption in `MooncakeCheckpointEngine`'s daisy-chain weight sync where the "
+            "marker `[0xAB, 0xDC]` overwrites the buffer.\n- Add a dedicated `magic_recv` buffer for completion "
+            "signals to isolate them.\n")
+    rules = {**dive_rules().get("changes", {}), "least": 1}
+    clauses = [c for c, _ in change_clauses(body, "acme/rl", rules)]
+    assert clauses[0] == "Fix weight corruption in `MooncakeCheckpointEngine`'s daisy-chain weight sync"
+    said = say_zh_or_none(read(clauses[0])[0])
+    assert said is not None and "`MooncakeCheckpointEngine` daisy-chain" in str(said) and not spliced(said)
+
+
+@pytest.mark.parametrize(("clause", "zh"), [
+    ("Avoid compatibility issues on NPU", "兼容性问题"),
+    ("Add a `create_tcp_store` helper", "辅助函数"),
+    ("Update the StatelessProcessGroup creation logic", "创建逻辑"),
+    ("Add the `X=0` environment variable", "环境变量"),
+])
+def test_everyday_nouns_of_listed_changes_are_said_in_chinese(clause: str, zh: str) -> None:
+    said = say_zh_or_none(read(clause)[0])
+    assert said is not None and zh in str(said), said

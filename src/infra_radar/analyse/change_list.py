@@ -83,6 +83,9 @@ def change_names(body: str, repo: str, rules: dict[str, Any], title: str = "") -
     return found if len(found) >= least else []
 
 
+_SPAN = re.compile(r"`[^`\n]{0,400}`")
+
+
 def change_clauses(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[str, str]]:
     """(clause, sentence) of each change sentence that names code: the sentence up to its first purpose or
     detail (`[changes] cut`: "... to avoid ...", "..., with support for ..."), at most `most`; [] when fewer
@@ -96,7 +99,8 @@ def change_clauses(body: str, repo: str, rules: dict[str, Any]) -> list[tuple[st
     for sentence, name in _sentences(body, repo, rules):
         if not name or len(sentence.split()) < shortest:
             continue  # a squashed commit's subject ("set calculate_log_probs") is no described change
-        low, end = sentence.lower(), len(sentence)
+        # a cut is looked for outside code spans (`[0xAB, 0xDC]` holds ", ")
+        low, end = _SPAN.sub(lambda m: "x" * len(m.group(0)), sentence.lower()), len(sentence)
         verb = low.split(None, 1)[0]
         for cut in cuts:
             if cut == " to " and verb in keep_to:

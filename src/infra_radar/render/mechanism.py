@@ -407,6 +407,9 @@ def _version_span(m: re.Match[str]) -> str:
     return f"`{m.group(1)}{m.group(2)}{m.group(3)}{second}`"
 
 
+_POSSESSIVE = re.compile(r"`['’]s\b")
+
+
 def read(title: str, kind_verb: str = "") -> tuple[list[Action], str]:
     """The actions a title states (at most [limits] actions), or, for a title in Chinese, the title itself."""
     r = rules()
@@ -416,7 +419,7 @@ def read(title: str, kind_verb: str = "") -> tuple[list[Action], str]:
     cjk = len(_CJK.findall(rest))
     if cjk >= int(r.data["title"]["cjk_chars"]) and cjk_share(rest) >= float(r.data["title"]["cjk_share"]):
         return [], rest
-    rest = _VERSIONS.sub(_version_span, rest)
+    rest = _POSSESSIVE.sub("`", _VERSIONS.sub(_version_span, rest))  # "`Engine`'s sync": the engine's sync
     component: list[str] = []
     m = _COMPONENT.match(rest)
     if m and _verb_at(m.group(2).split(), 0)[0]:  # "ReplaySSM: cache SSM inputs": the component, then the change

@@ -112,7 +112,7 @@ def spliced(md: str) -> list[str]:
             continue
         if any(ch.isupper() for ch in word[1:]):  # a CamelCase name ("MindSpeed", "vLLM")
             continue
-        if low in w.function:
+        if low in w.function or (len(low) == 1 and word.islower()):  # a stray "s" of a possessive cut off
             out.append(word)
             continue
         if word[0].isupper() and (_name_pair(rest, found[i - 1] if i else None, m)
