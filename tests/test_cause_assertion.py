@@ -83,3 +83,24 @@ def test_a_figure_takes_the_model_its_own_clause_names_after_it():
             "| Llama-3-70B | old | 5.6 |\n| Llama-3-70B | new | 1.9 |\n\nSpeedup: 2.81x on Qwen3-8B overall.\n")
     (claim,) = [c for c in extract_claims(body) if c.ratio]
     assert claim.context.get("model") == "Qwen3-8B"
+
+
+def test_a_hard_wrapped_paragraph_is_one_text():
+    """A commit message wrapped at 72 columns (verl#7250's squash commit) is read as its sentences, not as its
+    lines; a list item, a heading, a table row and a quote each start a text of their own."""
+    body = ("### What does this PR do?\n"
+            "- This issue occurs because when the model uses the bridge\n"
+            "backend, the module needs the padding mask. If the mask is None, the\n"
+            "padding is discarded.\n"
+            "- Updates the example.\n"
+            "| a | b |\n"
+            "> quoted\n"
+            "line\n")
+    assert sentence_list(body) == (
+        "### What does this PR do?",
+        "- This issue occurs because when the model uses the bridge backend, the module needs the padding mask.",
+        "If the mask is None, the padding is discarded.",
+        "- Updates the example.",
+        "| a | b |",
+        "line",
+    )

@@ -70,17 +70,39 @@ def sentence_list(text: str) -> tuple[str, ...]:
 STRUCK = re.compile(r"~~[^~\n]{1,400}~~|(?<![~\w])~[^~\s][^~\n]{0,400}~(?![~\w])")
 
 
+# a line that starts a block of its own (a list item, a heading, a table row, a quote): never the continuation
+# of the line above it
+_OWN_LINE = re.compile(r"[ \t]{0,3}(?:[-*+][ \t]|\d{1,3}[.)][ \t]|#|\||>)")
+
+
 def sentences(text: str) -> Iterator[str]:
     """The prose sentences of `text`: quoted lines, commands, logs, stack-trace frames and struck-through text
-    left out."""
-    for _, line in prose_lines(text):
+    left out. A hard-wrapped paragraph or list item (a commit message wrapped at 72 columns) is read as one
+    text: a line right below another, starting no block of its own, continues it."""
+    para: list[str] = []
+    end, joins = -2, False
+    for start, line in prose_lines(text):
         if line.lstrip().startswith(">"):
+            yield from _split(para)
+            para, end = [], -2
             continue
         if "~" in line:
             line = STRUCK.sub(" ", line)
-        for s in _SENTENCE.split(line):
-            if s.strip():
-                yield s.strip()
+        own = _OWN_LINE.match(line) is not None
+        if para and joins and start == end + 1 and not own:
+            para.append(line.strip())
+        else:
+            yield from _split(para)
+            para = [line.strip()]
+            joins = not line.lstrip().startswith(("#", "|"))  # a heading or a table row takes no continuation
+        end = start + len(line)
+    yield from _split(para)
+
+
+def _split(para: list[str]) -> Iterator[str]:
+    for s in _SENTENCE.split(" ".join(para)):
+        if s.strip():
+            yield s.strip()
 
 
 def _clause(sentence: str, lo: int, hi: int, rules: AssertionRules) -> tuple[str, str]:

@@ -111,6 +111,7 @@ def _claim_rules() -> tuple[dict[str, Any], ...]:
     from .figures import grounding_rules
 
     return tuple({"said": tuple(w.lower() for w in r.get("said", [])),
+                  "with": tuple(w.lower() for w in r.get("with", [])),
                   "needs": tuple(w.lower() for w in r.get("needs", [])),
                   "figure_counts": bool(r.get("figure_counts", False)),
                   "kinds_exempt": frozenset(r.get("kinds_exempt", []))}
@@ -224,7 +225,7 @@ class Support:
 
     def _claim_held(self, c: Cited, low: str, claim: dict[str, Any]) -> bool:
         """A sentence claiming a kind of effect (performance, stability, a fix) cites a record of that kind."""
-        if not _has_cue(low, claim["said"]):
+        if not _has_cue(low, claim["said"]) or (claim["with"] and not _has_cue(low, claim["with"])):
             return True
         if self.ai is not None and self.ai.analysis.item_kind in claim["kinds_exempt"]:
             return True
