@@ -35,9 +35,11 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def test_pages_rendered_by_forked_workers_are_the_same_files(settings, sample_store, tmp_path, monkeypatch):
-    """Two workers render every weekly and item page (none in this process) and the site is the same, byte for
-    byte, as the one this process renders alone."""
+    """Two workers render every weekly, item and repository page (none in this process) and the site is the
+    same, byte for byte, as the one this process renders alone (the charts' SVG too)."""
     monkeypatch.setattr(build, "MIN_FORK", 0)  # the sample is small: fork anyway
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(charts, "available", lambda: True)
     here = []
     real = site_mod.Site.item
     monkeypatch.setattr(site_mod.Site, "item", lambda self, *a, **k: here.append(1) or real(self, *a, **k))
@@ -48,6 +50,7 @@ def test_pages_rendered_by_forked_workers_are_the_same_files(settings, sample_st
     assert here == []  # every item page was rendered in a worker (a forked copy counts in its own memory)
     assert (two.pages, two.written, two.item_pages) == (one.pages, one.written, one.item_pages)
     assert tree(tmp_path / "one") == tree(tmp_path / "two")
+    assert any(name.endswith(".svg") for name in tree(tmp_path / "two"))
 
 
 def test_a_worker_count_from_the_environment(monkeypatch):

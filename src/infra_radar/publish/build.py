@@ -216,15 +216,18 @@ class _Build:
         self.rendered += 1
 
     def pages(self, jobs: list[tuple[str, str, Callable[[], tuple[Any, Any]]]], progress: Progress,
-              workers: int) -> list[Any]:
+              workers: int, least: int | None = None) -> list[Any]:
         """Pages that need no other page: each job (rel, data, render) whose inputs changed is rendered,
-        `render()` giving (content, extra), in forked workers when `workers` > 1 and there are enough, and
+        `render()` giving (content, extra), in forked workers when `workers` > 1 and there are `least` (default
+        MIN_FORK) or more to render, and
         written here in the jobs' order, so the site is the same file for file whatever the workers. The
         `extra` of each job (None for a page kept as it was), in order."""
         todo = [i for i, (rel, data, _) in enumerate(jobs) if not self.kept(rel, data)]
         extras: list[Any] = [None] * len(jobs)
         progress.advance(len(jobs) - len(todo))
-        for i, (content, extra, looked) in _rendered(self.site, [jobs[i][2] for i in todo], workers):
+        least = MIN_FORK if least is None else least
+        for i, (content, extra, looked) in _rendered(self.site, [jobs[i][2] for i in todo],
+                                                     workers if len(todo) >= least else 1):
             rel, data, _ = jobs[todo[i]]
             self.done(rel, data, content, looked)
             extras[todo[i]] = extra
@@ -259,7 +262,7 @@ def _rendered(site: Site, renders: list, workers: int) -> Iterator[tuple[int, tu
     global _JOBS
     import multiprocessing
 
-    if workers <= 1 or len(renders) < MIN_FORK or "fork" not in multiprocessing.get_all_start_methods():
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for i, render in enumerate(renders):
             (content, extra), looked = _looking(site, render)
             yield i, (content, extra, looked)
@@ -366,10 +369,13 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     progress.say(_pages("item pages", build.rendered, len(numbered)))
 
     progress.stage("repository pages, home, indexes, search and feeds")
+    jobs = []
     for repo in site.data.repos:
         own = site.data.weeks_of(repo)
         data = inputs.digest("repo", repo, own, [site.digest_of(site.data.by_week[(repo, w)]) for w in own])
-        build.page(repo_page(repo), data, lambda repo=repo: _repo_page(site, repo))
+        jobs.append((repo_page(repo), data, lambda repo=repo: (_repo_page(site, repo), None)))
+    # a repository's charts take a second or more each: worth a worker from two on
+    build.pages(jobs, Progress(), workers, least=2 if charts.available() else MIN_FORK)
     _home(site, writer, days)
     _indexes(site, writer, days)
     build.page("search-index.js", inputs.digest("search", item_digests),
