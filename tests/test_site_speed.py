@@ -167,3 +167,18 @@ def test_a_rules_cache_folder_others_can_write_or_holding_other_files_is_not_use
     monkeypatch.setattr(toml_cache, "_STATE", {})
     assert toml_cache.loads("x = 1\n") == {"x": 1}  # parsed, nothing written
     assert sorted(os.listdir(tmp_path / "cache" / "rules")) == ["passwd"]
+
+
+@pytest.mark.no_store
+def test_the_command_starts_without_the_site_the_model_client_or_the_evaluation():
+    """`radar --version` (and so every command's start, the card's too) imports none of the site, model or
+    evaluation packages: each command imports them where it uses them."""
+    probe = ("import sys\nfrom infra_radar.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n"
+             "    pass\nprint(sorted(m for m in sys.modules if m.split('.')[:2] in (['infra_radar', 'publish'], "
+             "['infra_radar', 'llm'], ['infra_radar', 'evaluate'])))")
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "[]", run.stdout
