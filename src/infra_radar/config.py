@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from functools import lru_cache
@@ -210,7 +209,8 @@ ENV_NUMBERS = {  # name: (low, high, whole): numbers read from the environment, 
     "RADAR_FETCH_RETRIES": (0, 100, True),
     "RADAR_MAX_LINE_BYTES": (1024, 1 << 31, True),  # the longest history-export line read (sources/jsonl.py)
     "RADAR_MAX_PAGE_BYTES": (1024, 1 << 31, True),  # the largest saved page read (sources/page.py)
-    "RADAR_PIPE_WAIT": (0.001, 86400, False),  # seconds a pipe given as a file may stay silent (guard/files.py)
+    "RADAR_PIPE_WAIT": (0.001, 86400, False),
+    "RADAR_SITE_WORKERS": (1, 64, True),  # processes rendering the site's pages (publish/build.py)  # seconds a pipe given as a file may stay silent (guard/files.py)
     "RADAR_LLM_TIMEOUT": LLM_NUMBERS["timeout"],
     "RADAR_LLM_CONCURRENCY": LLM_NUMBERS["max_concurrency"],
 }
@@ -263,7 +263,9 @@ def _names(repos) -> set[str]:
 def load_settings(config: Path | None = None, db_url: str | None = None, lang: str | None = None) -> Settings:
     """Load settings: packaged defaults, then the config file, then env, then explicit flags."""
     home = home_dir()
-    data = tomllib.loads(default_config_text())
+    from .toml_cache import loads  # the packaged defaults as last parsed, when they have not changed
+
+    data = loads(default_config_text())
     path = config or (home / CONFIG_NAME)
     if config is None and path.is_symlink() and not path.exists():  # a dangling link: never silently skipped
         try:
@@ -366,7 +368,9 @@ def rule_data(name: str) -> dict[str, Any]:
 
 def load_rules_in(name: str, rules_dir: Path | None) -> dict[str, Any]:
     """Rule table `name`: the packaged file, its tables replaced by those of `rules_dir`'s copy (if any)."""
-    data = tomllib.loads((DEFAULTS / "rules" / f"{name}.toml").read_text(encoding="utf-8"))
+    from .toml_cache import loads  # the packaged file's table as last parsed, when it has not changed
+
+    data = loads((DEFAULTS / "rules" / f"{name}.toml").read_text(encoding="utf-8"))
     if rules_dir is not None:
         user = rules_dir / f"{name}.toml"
         if os.path.lexists(user):  # a broken or looping link is said, not skipped

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from fnmatch import translate
 from functools import lru_cache
@@ -17,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import toml_cache
 from ..config import rule_data, rules_cache
 from ..errors import ConfigError
 from ..models import Item, Text
@@ -122,7 +122,7 @@ def compile_entries(data: dict[str, Any]) -> list[PortingEntry]:
 def load_map(rules_dir: Path | None = None) -> tuple[PortingEntry, ...]:
     """The packaged porting map, with entries of `rules_dir/porting.toml` replacing or adding by id."""
     text = (resources.files("infra_radar") / "defaults" / "rules" / "porting.toml").read_text(encoding="utf-8")
-    entries = {e.id: e for e in compile_entries(tomllib.loads(text))}
+    entries = {e.id: e for e in compile_entries(toml_cache.loads(text))}
     user = rules_dir / "porting.toml" if rules_dir else None
     if user is not None and os.path.lexists(user):
         from ..guard.files import RULES_BYTES, read_toml
@@ -143,6 +143,23 @@ def applied(item: Item, profile: str, entries: tuple[PortingEntry, ...] | None =
     description when the caller has removed its template parts (checklists mention every module).
     """
     entries = entries if entries is not None else load_map()
+    key = (id(item), profile, id(entries), limit, text, item.repo, item.title, item.body if text is None else "",
+           id(item.code), id(item.files), len(item.files))  # what it reads of the item, by value or identity
+    last = _LAST_APPLIED.get(key)
+    if last is not None and last[0] is item and last[1] is entries:  # the card, then its evidence: one item
+        return list(last[2])
+    picked = _applied(item, profile, entries, limit, text)
+    _LAST_APPLIED.clear()  # only the last item's: a page asks for it twice in a row
+    _LAST_APPLIED[key] = (item, entries, tuple(picked))
+    return picked
+
+
+# the last item's entries (key -> (item, entries, result)): held to check that the ids still name those objects
+_LAST_APPLIED: dict[tuple, tuple[Item, tuple[PortingEntry, ...], tuple[Applied, ...]]] = {}
+
+
+def _applied(item: Item, profile: str, entries: tuple[PortingEntry, ...], limit: int, text: str | None
+             ) -> list[Applied]:
     found: list[tuple[int, int, Applied]] = []
     head, body = item.title, (item.body if text is None else text)[:20000]
     own = own_names(item.repo)

@@ -9,19 +9,24 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, RadarError
-from ..evaluate.labels import BY_MAX, NOTE_MAX
 from .common import Context, pass_ctx
 
 BY_ENV = "RADAR_LABEL_BY"  # who labels, when --by is not given (else the OS user)
 
 
+def _by_max() -> int:
+    from ..evaluate.labels import BY_MAX  # here: every other command starts without the evaluation package
+
+    return BY_MAX
+
+
 def _who(by: str | None) -> str:
     if by and by.strip():
-        return _text(by, "--by", BY_MAX)
+        return _text(by, "--by", _by_max())
     if os.environ.get(BY_ENV, "").strip():
-        return _text(os.environ[BY_ENV], BY_ENV, BY_MAX)
+        return _text(os.environ[BY_ENV], BY_ENV, _by_max())
     try:
-        return _text(getpass.getuser(), "the user name", BY_MAX) or "unknown"
+        return _text(getpass.getuser(), "the user name", _by_max()) or "unknown"
     except (KeyError, OSError):  # no user name known to the system
         return "unknown"
 
@@ -87,6 +92,8 @@ def label(obj: Context, ref: str | None, priority: str | None, grade: str | None
         return
     if not priority and not grade:
         raise click.UsageError("give --priority (and/or --grade), or --remove")
+    from ..evaluate.labels import NOTE_MAX  # here: every other command starts without the evaluation package
+
     _set(obj, repo, number, priority, grade, _text(note, "--note", NOTE_MAX), _who(by))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -189,27 +190,110 @@ class _Build:
         """Write page `rel` from `render()` unless the last build made it from the same inputs (the file
         is kept as it is); True when it was rendered. `render` gives the page's content, or a dict of the
         page's and the files it comes with (a repository page and its charts)."""
+        if self.kept(rel, data):
+            return False
+        content, looked = _looking(self.site, render)
+        self.done(rel, data, content, looked)
+        return True
+
+    def kept(self, rel: str, data: str) -> bool:
+        """True (the page and its files kept as they are) when the last build made page `rel` from the same
+        inputs."""
         files = self.record.fresh(rel, data, self.site.resolve)
         if files is not None and all(self.writer.can_keep(f) for f in (rel, *files)):
             for f in (rel, *files):
                 self.writer.keep(f)
             self.skipped += 1
-            return False
-        self.site.looked = set()
-        try:
-            content = render()
-        finally:
-            looked, self.site.looked = self.site.looked, None
+            return True
+        return False
+
+    def done(self, rel: str, data: str, content: str | dict[str, str], looked: set[str]) -> None:
+        """Page `rel` rendered as `content` (see `page`) after looking up `looked`: written and recorded."""
         written = content if isinstance(content, dict) else {rel: content}
         for f, text in written.items():
             self.writer.write(f, text)
         self.record.record(rel, data, looked, self.site.resolve, [f for f in written if f != rel])
         self.rendered += 1
-        return True
+
+    def pages(self, jobs: list[tuple[str, str, Callable[[], tuple[Any, Any]]]], progress: Progress,
+              workers: int, least: int | None = None) -> list[Any]:
+        """Pages that need no other page: each job (rel, data, render) whose inputs changed is rendered,
+        `render()` giving (content, extra), in forked workers when `workers` > 1 and there are `least` (default
+        MIN_FORK) or more to render, and
+        written here in the jobs' order, so the site is the same file for file whatever the workers. The
+        `extra` of each job (None for a page kept as it was), in order."""
+        todo = [i for i, (rel, data, _) in enumerate(jobs) if not self.kept(rel, data)]
+        extras: list[Any] = [None] * len(jobs)
+        progress.advance(len(jobs) - len(todo))
+        least = MIN_FORK if least is None else least
+        for i, (content, extra, looked) in _rendered(self.site, [jobs[i][2] for i in todo],
+                                                     workers if len(todo) >= least else 1):
+            rel, data, _ = jobs[todo[i]]
+            self.done(rel, data, content, looked)
+            extras[todo[i]] = extra
+            progress.advance()
+        return extras
+
+
+def _looking(site: Site, render: Callable[[], Any]) -> tuple[Any, set[str]]:
+    """render() and the references it looked up (publish/inputs.py)."""
+    site.looked = set()
+    try:
+        content = render()
+    finally:
+        looked, site.looked = site.looked, None
+    return content, looked
+
+
+MIN_FORK = 200  # pages to render before forked workers are worth their start
+_JOBS: tuple[Site, list] | None = None  # what the forked workers render: set before they fork, inherited
+
+
+def _render_job(i: int) -> tuple[int, Any, Any, set[str]]:
+    assert _JOBS is not None
+    site, renders = _JOBS
+    (content, extra), looked = _looking(site, renders[i])
+    return i, content, extra, looked
+
+
+def _rendered(site: Site, renders: list, workers: int) -> Iterator[tuple[int, tuple[Any, Any, set[str]]]]:
+    """(i, (content, extra, looked)) of each render, in order: here, or in `workers` forked processes, which
+    inherit the site as it stands (its data read, its caches filled) and send back what they rendered."""
+    global _JOBS
+    import multiprocessing
+
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        for i, render in enumerate(renders):
+            (content, extra), looked = _looking(site, render)
+            yield i, (content, extra, looked)
+        return
+    if site.engine is not None:
+        site.engine.dispose()  # no pooled connection crosses the fork (a worker reads nothing from the store)
+    _JOBS = (site, renders)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            # chunks small enough that the pages come back in a steady stream (progress, bounded memory)
+            for i, content, extra, looked in pool.imap(_render_job, range(len(renders)), chunksize=8):
+                yield i, (content, extra, looked)
+    finally:
+        _JOBS = None
+
+
+def site_workers() -> int:
+    """How many processes render the site's pages: RADAR_SITE_WORKERS, else the cores this process may use (at
+    most 4)."""
+    import os
+
+    given = os.environ.get("RADAR_SITE_WORKERS", "").strip()
+    if given:
+        return int(given)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, 4))
 
 
 def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str = "",
-               progress: Progress | None = None, backfill: bool = False) -> BuildResult:
+               progress: Progress | None = None, backfill: bool = False, workers: int | None = None
+               ) -> BuildResult:
     """Build (or incrementally rebuild) the site under `out_dir`.
 
     A page whose inputs did not change since the last build (publish/inputs.py) is not rendered again;
@@ -222,6 +306,7 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     from ..pipeline.memory import Memory
 
     progress = progress or Progress()
+    workers = site_workers() if workers is None else workers
     started = time.perf_counter()
     progress.stage("reading the store")
     analyze(settings, engine)
@@ -259,41 +344,38 @@ def build_site(settings: Settings, engine: Engine, out_dir: Path, site_url: str 
     weeks = sorted(site.data.by_week)
     build.rendered = 0
     progress.stage("weekly pages", len(weeks))
-    for repo, week in weeks:
-        rel, text = weekly_page(repo, week), ""
-
-        def render(repo=repo, week=week):
-            nonlocal text
-            _, html, text = site.weekly(repo, week)
-            return html
-        data = site.weekly_inputs(repo, week)
-        done = build.page(rel, data, render)
-        reports.append(feeds.FeedEntry("weekly", rel, text, min(site.data.week_window(week).until, clock),
+    jobs = [(weekly_page(repo, week), site.weekly_inputs(repo, week),
+             lambda repo=repo, week=week: site.weekly(repo, week)[1:]) for repo, week in weeks]
+    texts = build.pages(jobs, progress, workers)
+    for (repo, week), (rel, data, _), text in zip(weeks, jobs, texts, strict=True):
+        reports.append(feeds.FeedEntry("weekly", rel, text or "", min(site.data.week_window(week).until, clock),
                                        inputs=data,
-                                       load=None if done else lambda r=repo, w=week: site.weekly(r, w)[2]))
-        progress.advance()
+                                       load=None if text is not None else lambda r=repo, w=week: site.weekly(r, w)[2]))
     progress.say(_pages("weekly pages", build.rendered, len(weeks)))
 
     numbered = site.data.numbered()
     build.rendered = 0
     progress.stage("item pages", len(numbered))
-    item_digests = []
+    item_digests, jobs = [], []
     for ai in numbered:
         given = site.card_input(ai)
         model = site.model_evidence(ai)  # cached model sentences: a page changes when they do
         data = inputs.digest("item", site.digest_of([ai]), given.referenced_by, given.duplicates, given.more,
                              [(m["statement"], m["records"]) for m in model])
         item_digests.append(data)
-        build.page(item_page(ai.item.repo, ai.item.number), data,
-                   lambda ai=ai, given=given, model=model: site.item(ai, given, model)[1])
-        progress.advance()
+        jobs.append((item_page(ai.item.repo, ai.item.number), data,
+                     lambda ai=ai, given=given, model=model: (site.item(ai, given, model)[1], None)))
+    build.pages(jobs, progress, workers)
     progress.say(_pages("item pages", build.rendered, len(numbered)))
 
     progress.stage("repository pages, home, indexes, search and feeds")
+    jobs = []
     for repo in site.data.repos:
         own = site.data.weeks_of(repo)
         data = inputs.digest("repo", repo, own, [site.digest_of(site.data.by_week[(repo, w)]) for w in own])
-        build.page(repo_page(repo), data, lambda repo=repo: _repo_page(site, repo))
+        jobs.append((repo_page(repo), data, lambda repo=repo: (_repo_page(site, repo), None)))
+    # a repository's charts take a second or more each: worth a worker from two on
+    build.pages(jobs, Progress(), workers, least=2 if charts.available() else MIN_FORK)
     _home(site, writer, days)
     _indexes(site, writer, days)
     build.page("search-index.js", inputs.digest("search", item_digests),

@@ -49,6 +49,7 @@ SITE_TEMPLATES = Path(str(resources.files("infra_radar") / "defaults" / "templat
 STATIC = resources.files("infra_radar") / "defaults" / "site_static"
 STATIC_FILES = ("site.css", "search.js")
 CHART_WEEKS = 52
+INLINE_CACHE = 50_000  # lines of Markdown kept converted (see Site.inline)
 _GITHUB_ITEM = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+)/(?:pull|issues)/(\d+)/?$")
 
 
@@ -139,6 +140,7 @@ class Site:
         self.by_ref = {(ai.item.repo.lower(), ai.item.number): ai for ai in data.numbered()}
         self.looked: set[str] | None = None  # the items a page being rendered looked up (publish/inputs.py)
         self._digests: dict[int, str] = {}
+        self._inline: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}  # (line, root) -> (HTML, links)
         self._newest: dict[str, Any] | None = None
         self._is_bot: Any = None
         self.most = load_relation_rules(settings).max_per_kind  # related items of one kind a page lists
@@ -254,8 +256,26 @@ class Site:
 
     def inline(self, value: object, root: str) -> Markup:
         """A line of the radar's Markdown (a conclusion, a reason, a checklist step) as safe HTML, as the
-        Markdown card shows it (its author pieces escaped as `render.escape.text` escapes them there)."""
-        return Markup(inline_html(author_text(value), lambda url: self.local(url, root)))
+        Markdown card shows it (its author pieces escaped as `render.escape.text` escapes them there).
+
+        Converted once a build for each line and root (a risk's name, "no test changes", a common checklist
+        step recur on thousands of pages): the HTML depends on nothing else, as the site's pages are fixed for
+        the build; the links it looked up are looked up again, so each page records them (publish/inputs.py)."""
+        text = author_text(value)
+        found = self._inline.get((text, root))
+        if found is None:
+            urls: list[str] = []
+
+            def local(url: str) -> str | None:
+                urls.append(url)
+                return self.local(url, root)
+            if len(self._inline) >= INLINE_CACHE:
+                self._inline.clear()
+            found = self._inline[(text, root)] = (inline_html(text, local), tuple(urls))
+        else:
+            for url in found[1]:
+                self.local(url, root)
+        return Markup(found[0])
 
     def markdown(self, template: str, ctx: dict[str, Any]) -> str:
         """A report as `radar daily`/`radar weekly` print it, with the strings loaded once per build.

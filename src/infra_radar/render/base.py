@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import os
-import tomllib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -41,7 +40,9 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def _packaged_strings() -> dict[str, Any]:
     """The packaged i18n.toml, parsed once a process (a card reads its strings twice; nothing changes them)."""
-    return tomllib.loads((resources.files("infra_radar") / "defaults" / "i18n.toml").read_text(encoding="utf-8"))
+    from ..toml_cache import loads  # as last parsed, when the file has not changed
+
+    return loads((resources.files("infra_radar") / "defaults" / "i18n.toml").read_text(encoding="utf-8"))
 
 
 def load_strings(lang: str, template_dir: Path | None = None) -> dict[str, Any]:
