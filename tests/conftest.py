@@ -67,12 +67,14 @@ def pytest_configure(config) -> None:
         event.listen(Engine, "engine_connect", _count_connect)
 
 
-# Under pytest-xdist (`-n 2 --dist loadfile`, as scripts/test.sh runs the SQLite pass) each module goes to one
-# worker whole, in collection order: the longest modules go first, so that no long one starts last and leaves the
-# other worker idle at the end (measured with --durations; the order changes nothing else).
-LONGEST_FIRST = ("test_kill.py", "test_e2e.py", "test_related_caps.py", "test_store_safety.py", "test_concurrency.py",
-                 "test_llm.py", "test_badinput.py", "test_show_fast.py", "test_site.py", "test_counts_add_up.py",
-                 "test_site_rebuild.py", "test_llm_faults.py", "test_input_caps.py", "test_memory.py")
+# Under pytest-xdist (`-n 2 --dist loadfile --no-loadscope-reorder`, as scripts/test.sh runs the SQLite pass)
+# each module goes to one worker whole, in collection order: the longest modules go first, so that no long one
+# starts last and leaves the other worker idle at the end, and a module reading the session's full store comes
+# second, so that its build (~50 s) runs beside the longest module instead of keeping the other worker waiting
+# for it later (measured with --durations; the order changes nothing else).
+LONGEST_FIRST = ("test_kill.py", "test_counts_add_up.py", "test_e2e.py", "test_related_caps.py",
+                 "test_store_safety.py", "test_concurrency.py", "test_llm.py", "test_badinput.py", "test_show_fast.py",
+                 "test_site.py", "test_site_rebuild.py", "test_llm_faults.py", "test_input_caps.py", "test_memory.py")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
