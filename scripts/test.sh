@@ -27,6 +27,14 @@ echo "docs: mkdocs build --strict passed"
 scripts/install_browser.sh >/dev/null
 scripts/graphql_schema.sh >/dev/null
 
+# The SQLite pass spreads its modules over two processes (pytest-xdist: `--dist loadfile` keeps a module, and
+# the store its module fixtures build, in one process; the session's full store is built once and copied;
+# `--no-loadscope-reorder` keeps the order tests/conftest.py gives: the longest modules first).
+# The PostgreSQL pass runs beside it in one process. RADAR_TEST_WORKERS=0 runs the SQLite pass in one process.
+workers=${RADAR_TEST_WORKERS:-2}
+xdist=()
+if [ "$workers" != 0 ]; then xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder); fi
+
 work=$(mktemp -d /tmp/radar-test.XXXXXX)
 chmod 755 "$work"  # the cluster belongs to the postgres user when run as root
 pg_pid=""
@@ -63,7 +71,7 @@ fi
 status=0
 if [[ $STORES == *sqlite* ]]; then
   echo "SQLite pass:"
-  env -u RADAR_TEST_DB_URL "$PY" -m pytest "$@" || status=$?
+  env -u RADAR_TEST_DB_URL "$PY" -m pytest "${xdist[@]}" "$@" || status=$?
 fi
 
 # --- real-model pass, part 2 of 2: start the server (unless one runs already) and send a few prompts,

@@ -32,7 +32,8 @@ def _fresh_schema(name: str) -> str:
     """A new, empty PostgreSQL schema for one test; the URL that makes it the only one searched."""
     import sqlalchemy as sa
 
-    schema = "t_" + hashlib.sha1(name.encode()).hexdigest()[:16]
+    # a worker of pytest-xdist (`-n`) names its schemas apart: two workers may build the same module fixture
+    schema = "t_" + hashlib.sha1(f"{os.environ.get('PYTEST_XDIST_WORKER', '')}:{name}".encode()).hexdigest()[:16]
     with _admin_engine().begin() as conn:
         conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
         conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
@@ -66,7 +67,20 @@ def pytest_configure(config) -> None:
         event.listen(Engine, "engine_connect", _count_connect)
 
 
+# Under pytest-xdist (`-n 2 --dist loadfile --no-loadscope-reorder`, as scripts/test.sh runs the SQLite pass)
+# each module goes to one worker whole, in collection order: the longest modules go first, so that no long one
+# starts last and leaves the other worker idle at the end, and a module reading the session's full store comes
+# second, so that its build (~50 s) runs beside the longest module instead of keeping the other worker waiting
+# for it later (measured with --durations; the order changes nothing else).
+LONGEST_FIRST = ("test_kill.py", "test_counts_add_up.py", "test_e2e.py", "test_related_caps.py",
+                 "test_store_safety.py", "test_concurrency.py", "test_llm.py", "test_badinput.py", "test_show_fast.py",
+                 "test_site.py", "test_site_rebuild.py", "test_llm_faults.py", "test_input_caps.py", "test_memory.py")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
     if not TEST_DB_URL:
         return
     def once(item) -> bool:
@@ -103,20 +117,31 @@ def radar_home(tmp_path, monkeypatch, request) -> Path:
     return home
 
 
-@pytest.fixture(scope="session")
-def full_store(tmp_path_factory) -> tuple[Path, str]:
-    """(RADAR_HOME, store URL) of one store holding all shared history and every page under ../shared/data/pages,
-    analysed: built once per session for the modules that read the whole history (explain_real, judgement).
-    They only add to it (a watch entry), never change what is stored."""
+def _run_dir(tmp_path_factory) -> Path:
+    """A folder of this pytest run that every worker of pytest-xdist (`-n`) sees: the parent of the workers'
+    base folders, or the base folder when the run has no workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _run_lock(path: Path):
+    """Held by one process of the run at a time (the workers of `-n` build a shared fixture once)."""
+    import fcntl
+
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_full_store(home: Path, url: str) -> None:
     from click.testing import CliRunner
 
     from infra_radar.cli import main
 
-    if not (SHARED / "git").is_dir():
-        pytest.skip("../shared/data is not available")
-    home = tmp_path_factory.mktemp("full") / "home"
-    home.mkdir()
-    url = _fresh_schema("full-store-session") if TEST_DB_URL else f"sqlite:///{home / 'radar.db'}"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RADAR_HOME", str(home))
         mp.delenv("RADAR_DB_URL", raising=False)
@@ -127,7 +152,68 @@ def full_store(tmp_path_factory) -> tuple[Path, str]:
                      ["analyze"]):
             result = runner.invoke(main, ["--db", url, *args])
             assert result.exit_code == 0, result.output
-    return home, url
+
+
+def copy_sqlite_home(source: Path, target: Path) -> None:
+    """A copy of the RADAR_HOME `source` (its radar.db copied by SQLite's backup, which reads a consistent
+    store whatever its write-ahead log holds) at `target`."""
+    import shutil
+    import sqlite3
+
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("radar.db", "radar.db-*"))
+    into = sqlite3.connect(target / "radar.db")
+    with contextlib.closing(sqlite3.connect(source / "radar.db")) as db:
+        db.backup(into)
+    into.close()
+
+
+@pytest.fixture(scope="session")
+def full_store(tmp_path_factory) -> tuple[Path, str]:
+    """(RADAR_HOME, store URL) of one store holding all shared history and every page under ../shared/data/pages,
+    analysed: built once per session for the modules that read the whole history (explain_real, judgement).
+    They only add to it (a watch entry, published dailies) and take that away again (`forget_published`),
+    never change what is stored. On SQLite under pytest-xdist (`-n`) the run builds it once, the first worker
+    to ask, and every worker reads a copy of its own."""
+    if not (SHARED / "git").is_dir():
+        pytest.skip("../shared/data is not available")
+    if TEST_DB_URL or not os.environ.get("PYTEST_XDIST_WORKER"):
+        home = tmp_path_factory.mktemp("full") / "home"
+        home.mkdir()
+        url = _fresh_schema("full-store-session") if TEST_DB_URL else f"sqlite:///{home / 'radar.db'}"
+        _build_full_store(home, url)
+        return home, url
+    run = _run_dir(tmp_path_factory)
+    built = run / "full-store" / "home"
+    with _run_lock(run / "full-store.lock"):
+        if not (run / "full-store" / "done").exists():
+            if built.parent.exists():  # a worker that failed halfway
+                import shutil
+
+                shutil.rmtree(built.parent)
+            built.mkdir(parents=True)
+            _build_full_store(built, f"sqlite:///{built / 'radar.db'}")
+            (run / "full-store" / "done").touch()
+    home = tmp_path_factory.mktemp("full") / "home"
+    copy_sqlite_home(built, home)
+    return home, f"sqlite:///{home / 'radar.db'}"
+
+
+def forget_published(url: str, watched: tuple[str, int] | None = None) -> None:
+    """Leave the session's full store at `url` as it was built: no published radar, no dropped carry (and,
+    given, the watch entry of `watched` = (repo, number) removed). A module that publishes dailies or adds to
+    the watch list borrows the store and hands it back this way: what it published would otherwise be recalled
+    by the next module's dailies (a daily of a window already published is rebuilt as it was)."""
+    import sqlalchemy as sa
+
+    from infra_radar.store.schema import carry_dropped, published_items, published_radars, watch
+
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with engine.begin() as conn:
+        for table in (published_items, published_radars, carry_dropped):
+            conn.execute(table.delete())
+        if watched is not None:
+            conn.execute(watch.delete().where(watch.c.repo == watched[0], watch.c.number == watched[1]))
+    engine.dispose()
 
 
 @contextlib.contextmanager
@@ -241,17 +327,27 @@ def make_repo(tmp_path):
 
 @pytest.fixture(scope="session")
 def shared_clones(tmp_path_factory) -> Path:
-    """The real bare, shallow clones of ../shared/data/clones, extracted once per session: the folder holding
-    OWNER+NAME.git for each archive (skip when the archives are not beside the checkout)."""
+    """The real bare, shallow clones of ../shared/data/clones, extracted once per run (the workers of `-n`
+    share them: nothing writes to them): the folder holding OWNER+NAME.git for each archive (skip when the
+    archives are not beside the checkout)."""
     import tarfile
 
     archives = sorted((SHARED / "clones").glob("*.git.tar")) if (SHARED / "clones").is_dir() else []
     if not archives:
         pytest.skip("../shared/data/clones is not available")
-    into = tmp_path_factory.mktemp("clones")
-    for archive in archives:
-        with tarfile.open(archive) as tar:
-            tar.extractall(into, filter="data")
+    run = _run_dir(tmp_path_factory)
+    into = run / "clones"
+    with _run_lock(run / "clones.lock"):
+        if not (run / "clones.done").exists():
+            if into.exists():
+                import shutil
+
+                shutil.rmtree(into)
+            into.mkdir()
+            for archive in archives:
+                with tarfile.open(archive) as tar:
+                    tar.extractall(into, filter="data")
+            (run / "clones.done").touch()
     return into
 
 

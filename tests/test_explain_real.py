@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 
 from infra_radar.cli import main
 
-from .conftest import SHARED, check_golden
+from .conftest import SHARED, check_golden, forget_published
 from .report_checks import (
     ENTITY,
     WORD,
@@ -49,7 +50,7 @@ def radar(*args: str, code: int = 0) -> str:
 
 
 @pytest.fixture(scope="module")
-def cards(full_store) -> dict[str, str]:
+def cards(full_store) -> Iterator[dict[str, str]]:
     """The cards of the expected items in both languages, with WATCHED on the watch list."""
     home, url = full_store  # the session's store of all shared history and the 25 pages, analysed
     texts: dict[str, str] = {}
@@ -60,7 +61,11 @@ def cards(full_store) -> dict[str, str]:
         for lang in ("zh", "en"):
             for ref in EXPECT:
                 texts[f"card {lang} {ref}"] = radar("show", ref, "--lang", lang)
-    return texts
+    yield texts
+    # the store is the session's: the watch entry and the dailies `reports` published (a later module's daily
+    # of the same window would be rebuilt from them) leave with this module
+    repo, number = WATCHED.split("#")
+    forget_published(url, (repo, int(number)))
 
 
 @pytest.fixture(scope="module")

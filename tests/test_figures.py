@@ -150,3 +150,26 @@ def test_a_tables_cells_are_not_the_changes_settings():
     item = Item(repo="acme/infer", kind="pr", key="1", number=1, title="Add a connection pool", body=table)
     switches, _ = item_switches(AnalysedItem(item, Analysis(item_kind="feature")))
     assert "use_pool=true" in switches and not any("enable_pool_" in s for s in switches), switches
+
+
+def test_a_one_line_description_of_many_figures_is_cleaned_once_a_line(monkeypatch):
+    """The line a figure stands on (its context) is cleaned once per line, not once per figure: a 300 KB
+    one-line description holding thousands of figures cost the square of its length (seconds per card)."""
+    from infra_radar.analyse import figures
+
+    unit = "Throughput 1200 tok/s vs 1000 tok/s baseline on 8 GPUs. The worker hangs when the queue is full. "
+    cleaned = {"chars": 0}
+    clean = figures._clean
+
+    def counted(text: str) -> str:
+        cleaned["chars"] += len(text)
+        return clean(text)
+
+    monkeypatch.setattr(figures, "_clean", counted)
+    chars = {}
+    for n in (50, 200):
+        cleaned["chars"] = 0
+        found = extract_figures(unit * n)
+        assert len(found) == n and found[-1].line == found[0].line
+        chars[n] = cleaned["chars"]
+    assert chars[200] <= 5 * chars[50], chars  # 4x the text: about 4x the characters cleaned (16x before)

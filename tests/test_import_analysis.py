@@ -40,6 +40,33 @@ def test_import_analyses_what_it_saved_as_analyze_would(settings, shared_data, m
     assert alongside == separate
 
 
+def test_what_the_workers_were_not_handed_when_the_import_ends_is_analysed_by_the_importer(settings, shared_data,
+                                                                                          monkeypatch, tmp_path):
+    """At most two batches per worker are handed over; the rest, once the import has read its source, are analysed
+    by the importing process (not `nice`d), so a busy machine never leaves it waiting for starved workers."""
+    import os
+
+    monkeypatch.setattr(analysis, "BATCH", 20)  # 218 items: 11 batches, 4 of them handed to 2 workers at first
+    monkeypatch.setenv("RADAR_ANALYSE_ON_IMPORT", "1")
+    log, read = tmp_path / "analysed-by", queries.items_by_id
+
+    def logged(store, ids):  # each batch's read, in whichever process analyses it
+        with open(log, "a") as fh:  # from the workers too: they inherit the patched module on fork
+            fh.write(f"{os.getpid()}\n")
+        return read(store, ids)
+
+    monkeypatch.setattr(queries, "items_by_id", logged)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # two workers, whatever the machine
+    engine = open_store(settings)
+    results = import_jsonl(settings, engine, [shared_data / "git" / EXPORTS[1]])
+    assert results[0].stats.inserted == 218
+    pids = log.read_text().split()
+    assert len(pids) == 11 and results[0].analysed == 218
+    assert 0 < pids.count(str(os.getpid())) <= 11 - 4, pids  # the importer took what was not handed over
+    assert queries.count_to_analyse(engine, RuleSet.version_of(settings)) == 0
+    engine.dispose()
+
+
 def test_a_small_import_leaves_its_items_to_analyze(settings, shared_data, monkeypatch):
     loads = []
     real = RuleSet.load.__func__

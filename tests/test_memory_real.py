@@ -8,13 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from click.testing import CliRunner
 
 from infra_radar.cli import main
-from infra_radar.store.schema import carry_dropped, published_items, published_radars
 
-from .conftest import published_rows
+from .conftest import forget_published, published_rows
 
 WINDOWS = {"2026-07-02": ("2026-06-29T02:00Z", "2026-07-02T02:12Z"),
            "2026-07-03": ("2026-07-02T02:12Z", "2026-07-03T02:00Z"),
@@ -31,11 +29,7 @@ def radar(*args: str) -> str:
 
 def _forget(url: str) -> None:
     """The session's store is shared: its published records are this module's only while it runs."""
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with engine.begin() as conn:
-        for table in (published_items, published_radars, carry_dropped):
-            conn.execute(table.delete())
-    engine.dispose()
+    forget_published(url)
 
 
 def publish_mornings(windows: dict[str, tuple[str, str]], out: Path) -> dict[str, str]:

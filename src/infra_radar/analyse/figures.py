@@ -181,6 +181,7 @@ def extract_figures(text: str, rules: FigureRules | None = None,
         if any(w in low for w in rules.bound_gate):
             scans.append(("bound", rules.bound_re))
         scans.append(("value", rules.value_re))
+        context = None  # the line cleaned, once: a one-line description of 300 KB holds thousands of figures
         for shape, regex in scans:
             for m in regex.finditer(line):
                 lo, hi = m.span()
@@ -198,7 +199,8 @@ def extract_figures(text: str, rules: FigureRules | None = None,
                     if shape == "versus":
                         kind = "reference" if m.group("ref") else "versus"
                 used.append((lo, hi))
-                found.append(Figure(kind, _clean(line[lo:hi]), _clean(line), (start + lo, start + hi)))
+                context = _clean(line) if context is None else context
+                found.append(Figure(kind, _clean(line[lo:hi]), context, (start + lo, start + hi)))
     return sorted(found, key=lambda f: f.span)
 
 

@@ -153,12 +153,16 @@ class _Alongside:
 
     The workers start at the first batch of `BATCH` items or more: a small import leaves its items to
     `analyze` and pays nothing (no rules loaded, no fork). They may fork while git's reader thread runs;
-    a worker touches only the store and the rules, never that thread's pipe or queue.
+    a worker touches only the store and the rules, never that thread's pipe or queue. At most two batches
+    per worker are handed over at a time; when the import has read its source, the batches not handed over
+    yet are analysed by the importing process itself, beside the workers: it has nothing else to do, and it
+    is not `nice`d (on a busy machine the workers' niceness would otherwise keep it waiting for them).
     """
 
     def __init__(self, settings: Settings, engine: Engine, workers: int):
         self.settings, self.engine, self.workers = settings, engine, workers
         self.pool, self.state, self.pending, self.off = None, None, deque(), False
+        self.queued: deque[list[int]] = deque()  # saved batches not yet handed to the workers
         self.analysed = 0  # items whose analyses this import saved
 
     def __call__(self, ids: list[int]) -> None:
@@ -166,7 +170,7 @@ class _Alongside:
         if self.off or self.pool is None and not self._start(len(ids)):
             return
         for start in range(0, len(ids), BATCH):
-            self.pending.append(self.pool.apply_async(_analyse_batch, (ids[start:start + BATCH],)))
+            self.queued.append(ids[start:start + BATCH])
         self.save(wait=False)
 
     def _start(self, size: int) -> bool:
@@ -185,21 +189,49 @@ class _Alongside:
         self.pool = _fork_pool(self.state, self.workers, NICE)
         return True
 
+    def _hand_over(self) -> None:
+        while self.queued and len(self.pending) < 2 * self.workers:
+            self.pending.append(self.pool.apply_async(_analyse_batch, (self.queued.popleft(),)))
+
     def save(self, wait: bool) -> None:
-        """Save the finished batches, in the order they were submitted (`wait`: all of them)."""
+        """Save the finished batches, in the order they were saved by the import (`wait`: all of them, the
+        ones not handed over analysed here)."""
+        self._hand_over()
+        if wait:
+            own = []  # this process's share, saved after the workers' batches (the order they were saved in)
+            while self.queued and not self.off:
+                if self.pending and self.pending[0].ready():
+                    self._save_next()
+                    continue
+                try:
+                    own.append(_analyse_batch(self.queued.popleft()))
+                except Exception:  # noqa: BLE001 - as a worker's fault: `analyze` reports it
+                    self.queued.clear()
+                    self.off = True
+        while self.pending and not self.off and (wait or self.pending[0].ready()):
+            self._save_next()
+            self._hand_over()
+        if wait:
+            for results, scans in own if not self.off else ():
+                self._store(results, scans)
+
+    def _save_next(self) -> None:
+        try:
+            results, scans = self.pending.popleft().get()
+        except Exception:  # noqa: BLE001 - an analysis fault never fails an import: `analyze` reports it
+            self.pending.clear()
+            self.queued.clear()
+            self.off = True
+            return
+        self._store(results, scans)
+
+    def _store(self, results, scans) -> None:
         from ..store import save
 
-        while self.pending and (wait or self.pending[0].ready()):
-            try:
-                results, scans = self.pending.popleft().get()
-            except Exception:  # noqa: BLE001 - an analysis fault never fails an import: `analyze` reports it
-                self.pending.clear()
-                self.off = True
-                return
-            save.save_analyses(self.engine, results)
-            save.save_scans(self.engine, self.state.scan.version, scans)
-            self.analysed += len(results)
-            killpoint.reached("analyze.saved")
+        save.save_analyses(self.engine, results)
+        save.save_scans(self.engine, self.state.scan.version, scans)
+        self.analysed += len(results)
+        killpoint.reached("analyze.saved")
 
     def close(self, ok: bool) -> None:
         global _STATE
