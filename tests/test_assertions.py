@@ -6,7 +6,7 @@ import pytest
 
 from infra_radar.analyse.assertions import asserted_sentence, cue_pattern, why_not
 from infra_radar.models import AnalysedItem, Analysis, Item
-from infra_radar.render.deepdive import motivation_cues
+from infra_radar.render.why import motivation_cues
 
 pytestmark = pytest.mark.no_store
 

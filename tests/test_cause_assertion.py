@@ -52,7 +52,7 @@ def test_a_cause_cue_names_what_the_description_says_went_wrong():
     """A bandwidth cap is said as one; "not supported" in a sentence about another design is no missing-support
     cause of this change (conclusions.toml [motivation] cues)."""
     from infra_radar.models import AnalysedItem, Analysis, Item
-    from infra_radar.render.deepdive import motivation_evidence
+    from infra_radar.render.why import motivation_evidence
 
     body = ("## Motivation\n\nWith a single sender, broadcast bandwidth is capped by the one NIC reachable from the "
             "source GPU. The other design relies on a transport which is not supported on certain backends.\n")
@@ -65,7 +65,7 @@ def test_a_word_that_starts_like_a_cue_is_no_cue():
     """"serialization" is no serial queue (vllm-omni#4796: the current code already uses msgspec, a serialization
     library); copies that cost wall time are."""
     from infra_radar.models import AnalysedItem, Analysis, Item
-    from infra_radar.render.deepdive import motivation_evidence
+    from infra_radar.render.why import motivation_evidence
 
     body = ("## Motivation\n\nThe current implementation already uses msgspec, a performant serialization "
             "library. Serialization paths perform excessive copy operations, increasing wall time.\n")

@@ -11,9 +11,8 @@ import re
 from typing import Any
 
 from ..models import AnalysedItem
-from .escape import Md
 
-__all__ = ["ChangeKind", "change_kind", "removed_names", "verify_text"]
+__all__ = ["ChangeKind", "change_kind", "kinds", "removed_names"]
 
 
 class ChangeKind(tuple):
@@ -28,7 +27,7 @@ class ChangeKind(tuple):
         return self[1]
 
 
-def _kinds() -> list[dict[str, Any]]:
+def kinds() -> list[dict[str, Any]]:
     from .why import dive_rules
 
     return dive_rules().get("kind", [])
@@ -97,7 +96,7 @@ def _evidence(ai: AnalysedItem, target: str, rule: dict[str, Any]) -> dict[str, 
 
 def change_kind(ai: AnalysedItem, target: str = "ascend") -> ChangeKind:
     """The first kind of dives.toml [[kind]] whose evidence holds (`any` of its names, or `all` of them)."""
-    for rule in _kinds():
+    for rule in kinds():
         found = _evidence(ai, target, rule)
         need_any, need_all = rule.get("any", []), rule.get("all", [])
         if need_all and all(n in found for n in need_all):
@@ -108,27 +107,3 @@ def change_kind(ai: AnalysedItem, target: str = "ascend") -> ChangeKind:
     return ChangeKind(("", ""))
 
 
-def verify_text(ai: AnalysedItem, t: dict[str, Any], target: str, profile: str, kind: str) -> Md:
-    """The first `verify` variant of the kind whose placeholders all have a value for the item ("" for none)."""
-
-    from ..analyse.porting import applied
-    from .checklist import item_facts, squeeze_cjk
-    from .escape import fmt
-    from .explain import described
-
-    rule = next((r for r in _kinds() if r["id"] == kind), None)
-    if rule is None or not rule.get("verify"):
-        return Md("")
-    lang = t["lang"]
-    facts = item_facts(ai, lang, applied(ai.item, profile, text=described(ai.item.body)))
-    facts.pop("_flags", None)
-    facts.pop("_ids", None)
-    values: dict[str, Any] = {k: v for k, v in facts.items() if isinstance(v, str)}
-    values["target"] = target
-    for variant in rule["verify"]:
-        phrase = variant.get(lang) or variant["en"]
-        needed = set(re.findall(r"\{(\w+)\}", phrase))
-        if all(values.get(k) for k in needed):
-            said = fmt(phrase, **{k: values[k] for k in needed})
-            return squeeze_cjk(said) if lang == "zh" else said
-    return Md("")

@@ -401,3 +401,28 @@ def spread_out(checklists: list[list[str]], alternates: list[list[str]] | None =
             used[sh] = used.get(sh, 0) + 1
         out.append(kept)
     return out
+
+
+def verify_text(ai: AnalysedItem, t: dict[str, Any], target: str, profile: str, kind: str) -> Md:
+    """The first `verify` variant of the kind whose placeholders all have a value for the item ("" for none)."""
+
+    from ..analyse.porting import applied
+    from .change_kind import kinds
+    from .explain import described
+
+    rule = next((r for r in kinds() if r["id"] == kind), None)
+    if rule is None or not rule.get("verify"):
+        return Md("")
+    lang = t["lang"]
+    facts = item_facts(ai, lang, applied(ai.item, profile, text=described(ai.item.body)))
+    facts.pop("_flags", None)
+    facts.pop("_ids", None)
+    values: dict[str, Any] = {k: v for k, v in facts.items() if isinstance(v, str)}
+    values["target"] = target
+    for variant in rule["verify"]:
+        phrase = variant.get(lang) or variant["en"]
+        needed = set(re.findall(r"\{(\w+)\}", phrase))
+        if all(values.get(k) for k in needed):
+            said = fmt(phrase, **{k: values[k] for k in needed})
+            return squeeze_cjk(said) if lang == "zh" else said
+    return Md("")

@@ -5,7 +5,6 @@ Author text is labelled as quoted; only our own lines are our prose.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from ..analyse.porting import Applied
@@ -99,40 +98,6 @@ def figures_said(body: str, claims: list, t: dict[str, Any], most: int = 2) -> M
 
 # --- the daily radar's deep dive: one paragraph of our own -----------------------------------------
 
-def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
-    """What the description says went wrong, as the rules name it (conclusions.toml [motivation])."""
-    return [label for label, _ in motivation_evidence(ai, lang, most)]
-
-
-def motivation_evidence(ai: AnalysedItem, lang: str, most: int = 2) -> list[tuple[str, str]]:
-    """(cue, the sentence asserting it) for what the description says went wrong: only in a section the author
-    headed as the motivation, and only a sentence that says it of this change (analyse/assertions.py: not
-    negated, not hypothetical, not another project's, not code, a log or a command)."""
-    from ..analyse.assertions import asserted_sentence, own_names
-    from .explain import sections
-    from .mechanism import rules as conclusion_rules
-
-    # only a section the author headed as the motivation ("Motivation", "Why", "Problem", "Root cause")
-    blocks = [b for s in sections(ai.item.body) if s.role == "motivation" for b in s.blocks]
-    text = "\n".join(t_ for _, t_ in blocks)[:4000]
-    if not text:
-        return []
-    found = []
-    own = own_names(ai.item.repo)
-    for cue in conclusion_rules().data["motivation"]["cues"]:
-        said = asserted_sentence(text, _cue_re(tuple(cue["words"])), own)
-        if said:
-            found.append((cue[lang] if lang in cue else cue["en"], said))
-        if len(found) >= most:
-            break
-    return found
-
-
-@cache
-def _cue_re(words: tuple[str, ...]):
-    from ..analyse.assertions import cue_pattern
-
-    return cue_pattern(words)
 
 
 def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: str, shown: str = "") -> dict[str, Any]:
@@ -158,6 +123,8 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
     item, a = ai.item, ai.analysis
     view = row(ai, t)
     found = causes(item.body)
+    from .why import motivation_cues
+
     cues = motivation_cues(ai, lang)
     # why it works, from the description's own causal sentence; else what it says went wrong
     view["why"] = (fmt(t["dive"]["cause"], text=say_cause(found[0], lang)) if found else
@@ -234,7 +201,8 @@ def dive(ai: AnalysedItem, t: dict[str, Any], porting: list[Applied], profile: s
                             fmt(d["dive_boundary"], target=short_target, text=said))
     # what to verify follows the kind of change (render/change_kind.py): the migration, a kernel's parity matrix,
     # the version matrix, an accuracy check under its condition; a performance change's own A/B (measure)
-    from .change_kind import change_kind, verify_text
+    from .change_kind import change_kind
+    from .checklist import verify_text
 
     kind = change_kind(ai, profile)
     said_verify = verify_text(ai, t, short_target, profile, kind.id) if kind.id else Md("")

@@ -97,8 +97,8 @@ def item_evidence(ai: AnalysedItem, lang: str, target: str, porting: list | None
     from ..analyse.porting import applied, target_name
     from .base import pick
     from .checklist import checklist_sources, item_switches
-    from .deepdive import motivation_evidence
     from .explain import described
+    from .why import motivation_evidence
 
     t = _strings(lang)
     item, src = ai.item, _source(ai)

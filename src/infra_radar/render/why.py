@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..analyse.assertions import STRUCK, why_not
@@ -19,7 +20,8 @@ from ..models import AnalysedItem
 from .escape import Md
 from .explain import explain_body, sentences
 
-__all__ = ["Cause", "causes", "dive_rules", "dive_score", "rooted", "say_cause", "target_direct", "validation_cues"]
+__all__ = ["Cause", "causes", "dive_rules", "dive_score", "motivation_cues", "motivation_evidence", "rooted", "say_cause",
+           "target_direct", "validation_cues"]
 
 
 @rules_cache
@@ -128,7 +130,6 @@ def target_direct(ai: AnalysedItem, target: str = "ascend") -> bool:
 
 def rooted(ai: AnalysedItem) -> bool:
     """The page says why: a causal sentence of the change, or a motivation sentence it asserts."""
-    from .deepdive import motivation_evidence
 
     return bool(causes(ai.item.body)) or bool(motivation_evidence(ai, "en", 1))
 
@@ -140,7 +141,6 @@ def dive_score(ai: AnalysedItem, has_cause: bool, target: str = "ascend") -> flo
     shows, validation, tests). 0 for an item with no mechanism to explain or of a kind that gets a row only."""
     from ..analyse.change_list import change_clauses
     from ..analyse.target_code import for_target
-    from .deepdive import motivation_evidence
     from .explain import file_role
 
     s = dive_rules()["select"]
@@ -182,3 +182,39 @@ def validation_cues(ai: AnalysedItem, lang: str, most: int = 3) -> list[str]:
     found = [cue.get(lang) or cue["en"] for cue in conclusion_rules().data["validation"]["cues"]
              if any(w in low for w in cue["words"])]
     return found[:most]
+
+
+def motivation_cues(ai: AnalysedItem, lang: str, most: int = 2) -> list[str]:
+    """What the description says went wrong, as the rules name it (conclusions.toml [motivation])."""
+    return [label for label, _ in motivation_evidence(ai, lang, most)]
+
+
+def motivation_evidence(ai: AnalysedItem, lang: str, most: int = 2) -> list[tuple[str, str]]:
+    """(cue, the sentence asserting it) for what the description says went wrong: only in a section the author
+    headed as the motivation, and only a sentence that says it of this change (analyse/assertions.py: not
+    negated, not hypothetical, not another project's, not code, a log or a command)."""
+    from ..analyse.assertions import asserted_sentence, own_names
+    from .explain import sections
+    from .mechanism import rules as conclusion_rules
+
+    # only a section the author headed as the motivation ("Motivation", "Why", "Problem", "Root cause")
+    blocks = [b for s in sections(ai.item.body) if s.role == "motivation" for b in s.blocks]
+    text = "\n".join(t_ for _, t_ in blocks)[:4000]
+    if not text:
+        return []
+    found = []
+    own = own_names(ai.item.repo)
+    for cue in conclusion_rules().data["motivation"]["cues"]:
+        said = asserted_sentence(text, _cue_re(tuple(cue["words"])), own)
+        if said:
+            found.append((cue[lang] if lang in cue else cue["en"], said))
+        if len(found) >= most:
+            break
+    return found
+
+
+@cache
+def _cue_re(words: tuple[str, ...]):
+    from ..analyse.assertions import cue_pattern
+
+    return cue_pattern(words)
