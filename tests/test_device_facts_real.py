@@ -191,6 +191,10 @@ def test_a_change_marked_breaking_is_not_adopted_as_is(verdicts):
     assert item["decision"] != "adapt-now"
     row = _row(verdicts["august"], "verl-project/verl#6804")
     assert "破坏性变更" in row and "可直接复用" not in row
+    # its code files are all host-side (tokenizer, agent loop; a config file runs nowhere): no loss-curve run
+    assert read_target(item["code"], "npu").host_only
+    steps = [line for line in verdicts["august"].splitlines() if line.startswith("- [verl-project/verl#6804]")]
+    assert not any("grad-norm" in line for line in steps), steps
 
 
 def test_megatron_word_picks_no_mindspeed_verdict(verdicts):

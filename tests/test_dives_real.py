@@ -220,3 +220,15 @@ def test_what_the_diff_shows_the_change_does(shared_clones, clone, sha, kind, wa
     assert want in got, moves
     if sha == "7dc5559":
         assert not moves["replaced"], moves  # `store = TCPStore(` stays in the `else` branch
+
+
+def test_two_bare_call_openings_are_no_replacement(shared_clones):
+    """verl#6804 turns `"".join(self._format_tool_response(` into a loop that builds `tool_calls.append(`: two
+    lines that only open a call share nothing, so the dive does not say one call was replaced by the other."""
+    from infra_radar.analyse.code_facts import load_code_rules
+    from infra_radar.sources.diffs import facts_of_commit
+
+    facts = facts_of_commit(shared_clones / "verl-project+verl.git", "df9e2243", load_code_rules())
+    assert facts is not None
+    pairs = [(m["old"], m["new"]) for m in facts["moves"]["replaced"]]
+    assert ("self._format_tool_response", "tool_calls.append") not in pairs, pairs

@@ -21,6 +21,7 @@ PLATFORMS = ("gpu", "rocm", "triton", "npu", "other")
 _FILES_KEPT = 3  # files named per library
 _LINE_CHARS = 160  # characters of the sample line kept per fact
 _CAP = 24  # facts kept per list
+_CONFIG_KINDS = frozenset({"yaml", "toml", "json"})
 _HASH_COMMENTS = ("python", "shell", "yaml", "toml", "cmake")
 
 
@@ -147,6 +148,7 @@ class DeviceFacts:
         self.docstring: dict[str, bool] = {}  # sign -> inside a docstring of the current Python file
         self.aux = False  # the current file is auxiliary (CI, docs, examples, scripts)
         self.aux_files = 0
+        self.config_files = 0  # config files read (yaml, toml): they run nowhere, host or device
 
     def file(self, path: str, status: str, kind: str) -> None:
         """The next file whose lines are read (`kind`: its code-fact file kind)."""
@@ -156,6 +158,7 @@ class DeviceFacts:
             self.aux_files += 1
         elif len(self.code_files) < 400:
             self.code_files[path] = status
+            self.config_files += kind in _CONFIG_KINDS
         lang = self.rules.kernel_lang(path)
         if lang:
             self.kernels.setdefault((path, lang), status)
@@ -231,7 +234,7 @@ class DeviceFacts:
                 kernels.append({"file": path, "lang": lang, "change": _change(s.plus, s.minus)})
         host = [p for p in self.code_files if self.rules.host_path(p)]
         return {"libs": libs[:_CAP], "guards": guards[:_CAP], "kernels": kernels[:_CAP], "host": host[:_CAP],
-                "files": len(self.code_files), "aux_files": self.aux_files,
+                "files": len(self.code_files), "aux_files": self.aux_files, "config_files": self.config_files,
                 "removed_files": [p for p in self.code_files if p in gone][:_CAP]}
 
 

@@ -65,6 +65,12 @@ def _same_call(a: str, b: str) -> bool:
     return a.rsplit(".", 1)[-1] == b.rsplit(".", 1)[-1] or len(a) < 3 or len(b) < 3
 
 
+def _bare_opening(shape: str, line: str) -> bool:
+    """A line that is only a call opening its arguments on the next lines: two such lines share nothing but
+    their indentation, so one is no replacement of the other."""
+    return line.rstrip().endswith("(") and not any(ch.isalnum() or ch == "_" for ch in shape.replace("\x00(", ""))
+
+
 class DiffMoves:
     """The mechanism facts of one change, fed the files, hunks and changed lines the code facts read."""
 
@@ -150,7 +156,10 @@ class DiffMoves:
                 by_name.setdefault(m.group(1), (m.group(2), line))
         for line in plus:
             pair: tuple[str, str] | None = None
-            old = by_shape.get(_skeleton(line))
+            shape = _skeleton(line)
+            old = by_shape.get(shape)
+            if old is not None and _bare_opening(shape, line):
+                old = None  # "self._format(" and "calls.append(" open calls whose arguments differ: nothing shared
             if old is not None:
                 a, b = _calls(old), _calls(line)
                 diff = [(x, y) for x, y in zip(a, b, strict=False) if x != y]

@@ -84,8 +84,8 @@ def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bo
     found.guards = list(device.get("guards", []))
     found.other_guards = [g for g in found.guards if g["platform"] not in (own_platform, "other")
                           and g["change"] == "added"]
-    files = device.get("files", 0)
-    found.host_only = bool(files) and len(device.get("host", [])) >= files
+    files = device.get("files", 0) - device.get("config_files", 0)  # a config file runs nowhere
+    found.host_only = files > 0 and len(device.get("host", [])) >= files
     removed, branches = _removed(device, own_platform)
     if native_repo:  # the target's own repository removing its own code: its own business, said apart
         found.own_removed = removed

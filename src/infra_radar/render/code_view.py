@@ -150,7 +150,8 @@ def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
     out += [(fmt(k["device_kernel"], lang=kernel_label(x["lang"]), change=changes.get(x["change"], x["change"]), file=x["file"]),
              x["file"], "device_facts.toml [kernels]") for x in device.get("kernels", [])]
     files = device.get("files", 0)
-    if files and len(device.get("host", [])) >= files:
+    running = files - device.get("config_files", 0)  # a config file runs nowhere (analyse/target_code.py)
+    if running > 0 and len(device.get("host", [])) >= running:
         out.append((fmt(k["device_host"], files=join([code(f) for f in device["host"][:3]], sep)),
                     ", ".join(device["host"][:3]), "device_facts.toml [host]"))
     if not out:
