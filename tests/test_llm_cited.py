@@ -136,6 +136,11 @@ def test_a_sentence_is_kept_only_when_its_cited_records_hold_it(settings):
     assert judge("该改动提高了 Qwen3-8B 的性能和稳定性。", by_kind["figure"]) == "ungrounded"  # nothing on stability
     assert judge("该改动提高了 bshd 的性能。", cause, title) == "ungrounded"  # a cause, but nothing of speed
     assert judge("该改动修复了 bshd 的填充。", title) == "ungrounded"  # no record names a bug
+    # the target named only by the radar's own verdict record is not the author's: «在 NPU 上» needs a record of
+    # the author's text or code naming NPU (the title here does)
+    assert judge("该改动在 NPU 上为 bshd 填充 micro-batches。", by_kind["verdict"]) == "ungrounded"
+    assert judge("该改动在 NPU 上为 bshd 填充 micro-batches。", title) is None
+    assert judge("该改动在NPU上为 bshd 填充 micro-batches。", by_kind["verdict"]) == "ungrounded"  # no spaces
     hatch = next(r.id for r in records if "escape hatch" in r.text)
     assert judge("旧配置保留作为逃逸 hatch 的路径。", hatch) == "language"  # half of "escape hatch" translated
 
@@ -264,3 +269,5 @@ def test_a_model_sentence_repeating_a_verdict_clause_is_a_seam():
 
     assert seam("Wan2.2 不支持同时开启两种并行，上游仍 open，需在目标平台复现 A/B 后再跟进", "zh")
     assert not seam("该改动把 topk index buffer 在 draft steps 之间共享，省去每步的重复分配", "zh")
+    # the clause rewritten without its leading modal (the real 1.5B on vllm-omni#4796)
+    assert seam("为了确保这些改进能够成功实现，作者建议在目标平台复现 A/B 后再跟进", "zh")

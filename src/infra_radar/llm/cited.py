@@ -106,6 +106,15 @@ def _support_rules() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], 
 
 
 @lru_cache(maxsize=1)
+def _target_rules() -> tuple[tuple[str, ...], frozenset[str]]:
+    """grounding.toml [support] target_words and own_kinds."""
+    from .figures import grounding_rules
+
+    s = grounding_rules().get("support", {})
+    return tuple(w.lower() for w in s.get("target_words", [])), frozenset(s.get("own_kinds", []))
+
+
+@lru_cache(maxsize=1)
 def _claim_rules() -> tuple[dict[str, Any], ...]:
     """grounding.toml [[support.claims]]: the kinds of effect a sentence may claim only from a record of that kind."""
     from .figures import grounding_rules
@@ -145,6 +154,7 @@ def _radar_strings(lang: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*found, *_verdict_pieces(lang), *_support_rules()[4]]))
 
 
+_MODALS = ("需要", "需", "先", "应")
 _PLACEHOLDER = re.compile(r"\{[a-z_]{1,30}\}")
 _PIECE_BREAK = re.compile(r"[；;。]|——")
 
@@ -163,6 +173,8 @@ def _verdict_pieces(lang: str) -> list[str]:
     for text in texts:
         for clause in _PIECE_BREAK.split(text.replace("{target}", "NPU")):
             pieces += [p.strip(" ，,：:（）()") for p in _PLACEHOLDER.split(clause)]
+    # the clause as a model rewrites it: without its leading modal («在目标平台复现 A/B 后再跟进»)
+    pieces += [p[len(m):] for p in pieces for m in _MODALS if p.startswith(m)]
     return [p for p in dict.fromkeys(pieces) if len(p) >= 6]
 
 
@@ -197,6 +209,8 @@ class Support:
             return "ungrounded"
         if pastes_prompt(s) or _has_cue(s.lower(), _support_rules()[3]) or not self._specific(c):
             return "filler"
+        if not self._target_held(c, s.lower()):
+            return "ungrounded"  # the target named where only the radar's own verdict names it
         return None
 
     # --- what the cited records hold
@@ -222,6 +236,15 @@ class Support:
                     self.records[i].kind in kinds or _has_cue(self._low[i], causal + comparative) for i in c.records):
                 return False
         return all(self._claim_held(c, low, claim) for claim in _claim_rules())
+
+    def _target_held(self, c: Cited, low: str) -> bool:
+        """A sentence naming the target (NPU, Ascend) cites a record of the author's text or code naming it."""
+        words, kinds = _target_rules()
+        plain = _CODE.sub(" ", low)  # a name in code or a repository (`npu_patch.py`, vllm-ascend#1) is no claim
+        said = [w for w in words if re.search(rf"(?<![A-Za-z0-9_/.#-]){re.escape(w)}(?![A-Za-z0-9_/.#-])", plain)]
+        if not said:
+            return True
+        return any(self.records[i].kind in kinds and _has_cue(self._low[i], tuple(said)) for i in c.records)
 
     def _claim_held(self, c: Cited, low: str, claim: dict[str, Any]) -> bool:
         """A sentence claiming a kind of effect (performance, stability, a fix) cites a record of that kind."""
