@@ -59,6 +59,12 @@ class TargetCode:
         return list(dict.fromkeys(f for lib in self.other for f in lib["files"]))[:most]
 
 
+def host_only(device: dict[str, Any]) -> bool:
+    """Every code file the diff changes is host-side (a config file runs nowhere and does not count)."""
+    files = device.get("files", 0) - device.get("config_files", 0)
+    return files > 0 and len(device.get("host", [])) >= files
+
+
 def target_platform(topic: str) -> str:
     """The device platform whose code is the target's own ("npu" for the Ascend profile's topic)."""
     return load_device_rules().targets.get(topic, topic)
@@ -84,8 +90,7 @@ def read_target(code: dict[str, Any] | None, topic: str = "npu", native_repo: bo
     found.guards = list(device.get("guards", []))
     found.other_guards = [g for g in found.guards if g["platform"] not in (own_platform, "other")
                           and g["change"] == "added"]
-    files = device.get("files", 0) - device.get("config_files", 0)  # a config file runs nowhere
-    found.host_only = files > 0 and len(device.get("host", [])) >= files
+    found.host_only = host_only(device)
     removed, branches = _removed(device, own_platform)
     if native_repo:  # the target's own repository removing its own code: its own business, said apart
         found.own_removed = removed

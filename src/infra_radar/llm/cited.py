@@ -106,12 +106,15 @@ def _support_rules() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str], 
 
 
 @lru_cache(maxsize=1)
-def _target_rules() -> tuple[tuple[str, ...], frozenset[str]]:
-    """grounding.toml [support] target_words and own_kinds."""
+def _target_rules() -> tuple[tuple[tuple[str, re.Pattern[str]], ...], frozenset[str]]:
+    """grounding.toml [support] target_words, each with its pattern as a word of its own (not inside a name or
+    a repository: `npu_patch`, vllm-ascend#1), and own_kinds."""
     from .figures import grounding_rules
 
     s = grounding_rules().get("support", {})
-    return tuple(w.lower() for w in s.get("target_words", [])), frozenset(s.get("own_kinds", []))
+    words = tuple((w.lower(), re.compile(rf"(?<![A-Za-z0-9_/.#-]){re.escape(w.lower())}(?![A-Za-z0-9_/.#-])"))
+                  for w in s.get("target_words", []))
+    return words, frozenset(s.get("own_kinds", []))
 
 
 @lru_cache(maxsize=1)
@@ -241,7 +244,7 @@ class Support:
         """A sentence naming the target (NPU, Ascend) cites a record of the author's text or code naming it."""
         words, kinds = _target_rules()
         plain = _CODE.sub(" ", low)  # a name in code or a repository (`npu_patch.py`, vllm-ascend#1) is no claim
-        said = [w for w in words if re.search(rf"(?<![A-Za-z0-9_/.#-]){re.escape(w)}(?![A-Za-z0-9_/.#-])", plain)]
+        said = [w for w, pattern in words if pattern.search(plain)]
         if not said:
             return True
         return any(self.records[i].kind in kinds and _has_cue(self._low[i], tuple(said)) for i in c.records)

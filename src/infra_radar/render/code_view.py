@@ -139,6 +139,7 @@ def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
     if device is None:
         return [(Md(text(k["device_unread"])), "", "device_facts.toml")]
     from ..analyse.device_facts import kernel_label
+    from ..analyse.target_code import host_only
 
     changes, platforms = k["device_changes"], k["device_platforms"]
     out = [(fmt(k["device_lib"], label=lib["label"], change=changes.get(lib["change"], lib["change"]),
@@ -150,8 +151,7 @@ def device_lines(item: Item, t: dict[str, Any]) -> list[tuple[Md, str, str]]:
     out += [(fmt(k["device_kernel"], lang=kernel_label(x["lang"]), change=changes.get(x["change"], x["change"]), file=x["file"]),
              x["file"], "device_facts.toml [kernels]") for x in device.get("kernels", [])]
     files = device.get("files", 0)
-    running = files - device.get("config_files", 0)  # a config file runs nowhere (analyse/target_code.py)
-    if running > 0 and len(device.get("host", [])) >= running:
+    if host_only(device):
         out.append((fmt(k["device_host"], files=join([code(f) for f in device["host"][:3]], sep)),
                     ", ".join(device["host"][:3]), "device_facts.toml [host]"))
     if not out:
